@@ -1,0 +1,88 @@
+"""Envelopes and paging. Neither is in the spec, so both are inferred from the answers."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, List, Optional
+
+from ..errors import ApiError, MalformedResponse
+from ..jsonutil import canonical
+
+# Keys that hold the list in the enveloped style; the resource's plural comes first.
+_LIST_KEYS = ("data", "items", "results", "records")
+
+
+def extract_items(body: Any, plural: str) -> List[Any]:
+    """The list inside a response: a bare list, or an object holding it under ``plural``."""
+    if isinstance(body, list):
+        return body
+    if not isinstance(body, dict):
+        raise MalformedResponse(f"expected a JSON list or object, got {type(body).__name__}")
+    if body.get("status") == "error" or ("error" in body and plural not in body):
+        detail = body.get("error_description") or body.get("error") or "error"
+        raise ApiError(f"the API answered with an error body: {str(detail)[:200]}", status=body.get("code"))
+    for key in (plural, *_LIST_KEYS):
+        value = body.get(key)
+        if isinstance(value, list):
+            return value
+    lists = [k for k, v in body.items() if isinstance(v, list)]
+    if len(lists) == 1:
+        return list(body[lists[0]])
+    keys = ", ".join(sorted(map(str, body))[:10])
+    raise MalformedResponse(f"response object holds no {plural!r} list (keys: {keys or 'none'})")
+
+
+@dataclass
+class PageOutcome:
+    pages: int = 0
+    items: int = 0
+    truncated: bool = False  # stopped by the page cap or an offset limit, not by the end of data
+    reason: str = ""
+
+
+def _fingerprint(items: List[Any]) -> str:
+    h = hashlib.sha256()
+    for item in (items[0], items[-1]):
+        h.update(canonical(item))
+    h.update(str(len(items)).encode())
+    return h.hexdigest()
+
+
+def iter_pages(
+    fetch: Callable[[Optional[int], Optional[int]], List[Any]],
+    limit: Optional[int],
+    max_pages: int,
+    outcome: PageOutcome,
+) -> Iterator[List[Any]]:
+    """Yield pages from ``fetch(limit, offset)`` until the data ends.
+
+    ``limit`` None means the service does not page: one request. The end is an empty page, a page
+    that repeats the previous one (the service ignores offset), or a short page. A short page whose
+    length is a multiple of 25 might be the service's own page cap (25 is the documented default), so
+    one more request confirms it rather than risk stopping early.
+    """
+    offset = 0
+    previous = ""
+    while outcome.pages < max_pages:
+        items = fetch(limit, offset if limit is not None else None)
+        outcome.pages += 1
+        if not items:
+            outcome.reason = "empty page"
+            return
+        fp = _fingerprint(items)
+        if fp == previous:
+            outcome.reason = "repeated page"
+            return
+        previous = fp
+        outcome.items += len(items)
+        yield items
+        if limit is None:
+            outcome.reason = "single response"
+            return
+        if len(items) < limit and len(items) % 25 != 0:
+            outcome.reason = "short page"
+            return
+        offset += len(items)
+    outcome.truncated = True
+    outcome.reason = f"page cap of {max_pages} reached"

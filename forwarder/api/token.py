@@ -1,0 +1,79 @@
+"""Access-token lifecycle: fetch, cache until expiry minus a margin, refresh on demand."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ..errors import AuthError, MalformedResponse
+
+DEFAULT_LIFETIME = 14400
+_MS_THRESHOLD = 100_000_000_000  # a created_at above this is milliseconds (year 5138 in seconds)
+
+
+@dataclass
+class Token:
+    value: str = field(repr=False)
+    expires_at: float  # local clock
+
+    def __repr__(self) -> str:
+        return f"Token(expires_at={self.expires_at:.0f})"
+
+
+def parse_token(body: Any, received_at: float) -> Token:
+    """Turn a token response into a Token whose expiry is on the local clock.
+
+    The server's created_at (seconds or milliseconds) only ever shortens the lifetime, so a server
+    clock ahead of ours cannot make us keep a token longer than it lives.
+    """
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("access_token"), str)
+        or not body["access_token"]
+    ):
+        raise MalformedResponse("token response has no access_token string")
+    lifetime = body.get("expires_in", DEFAULT_LIFETIME)
+    if not isinstance(lifetime, (int, float)) or isinstance(lifetime, bool) or lifetime <= 0:
+        lifetime = DEFAULT_LIFETIME
+    created = body.get("created_at")
+    remaining = float(lifetime)
+    if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
+        created_s = created / 1000.0 if created > _MS_THRESHOLD else float(created)
+        by_server = created_s + lifetime - received_at
+        # A server clock far behind ours would make every token look expired: distrust it then.
+        if by_server > 60:
+            remaining = min(remaining, by_server)
+    margin = min(300.0, remaining / 10)
+    return Token(value=body["access_token"], expires_at=received_at + remaining - margin)
+
+
+class TokenProvider:
+    """Thread-safe token cache. ``fetch`` performs the token request and returns the parsed body."""
+
+    def __init__(self, fetch: Callable[[], Any], clock: Callable[[], float] = time.time) -> None:
+        self._fetch = fetch
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token: Optional[Token] = None
+
+    def get(self) -> str:
+        with self._lock:
+            if self._token is None or self._clock() >= self._token.expires_at:
+                self._token = self._new_token()
+            return self._token.value
+
+    def refresh(self, rejected: str) -> str:
+        """A call with ``rejected`` got 401: replace it, unless another thread already did."""
+        with self._lock:
+            if self._token is None or self._token.value == rejected:
+                self._token = self._new_token()
+            return self._token.value
+
+    def _new_token(self) -> Token:
+        received = self._clock()
+        token = parse_token(self._fetch(), received)
+        if not token.value:
+            raise AuthError("token endpoint returned an empty token")
+        return token

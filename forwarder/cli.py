@@ -1,0 +1,170 @@
+"""The audit-forwarder command: run, check, demo, state show/reset, simulate."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Dict, List, Mapping, Optional
+
+from . import __version__, jsonutil
+from .config import VARIABLES, Settings, load_settings
+from .errors import ConfigError, ForwarderError
+from .logs import configure
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+
+def _flag(variable: str) -> str:
+    return "--" + variable[len("FORWARDER_") :].lower().replace("_", "-")
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """Every non-secret variable has a flag that overrides it; secrets come from the environment only
+    (a command line is visible to every user of the machine)."""
+    group = parser.add_argument_group("settings (each overrides its FORWARDER_* variable)")
+    for v in VARIABLES:
+        if not v.secret:
+            default = f" (default {v.default})" if v.default else ""
+            group.add_argument(_flag(v.name), dest=v.name, metavar="VALUE", help=f"{v.help}{default}")
+
+
+def _env(args: argparse.Namespace, base: Mapping[str, str]) -> Dict[str, str]:
+    env = dict(base)
+    for v in VARIABLES:
+        value = getattr(args, v.name, None)
+        if value is not None:
+            env[v.name] = value
+    return env
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(_env(args, os.environ))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .app import run_once
+
+    settings = _settings(args)
+    configure(settings.log_level)
+    report = run_once(settings)
+    if args.report:
+        sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check
+
+    settings = _settings(args)
+    configure(settings.log_level)
+    return EXIT_OK if check(settings, sys.stdout) else EXIT_FAILED
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import demo
+
+    configure(os.environ.get("FORWARDER_LOG_LEVEL", "WARNING"))
+    return demo(out_dir=args.out, state_dir=args.state, fresh=args.fresh, stream=sys.stdout)
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    from .state import open_store
+    from .timeutil import format_us
+
+    settings = _settings(args)
+    configure(settings.log_level)
+    store = open_store(settings.state)
+    keys = sorted(store.keys())
+    if args.state_command == "show":
+        rows = []
+        for key in keys:
+            state = store.load(key).state
+            rows.append(
+                {
+                    "stream": key,
+                    "watermark": None if state.watermark_us is None else format_us(state.watermark_us),
+                    "ids_in_window": len(state.seen),
+                    "delivered_total": state.delivered_total,
+                }
+            )
+        sys.stdout.write(jsonutil.dumps({"location": store.location, "streams": rows}).decode() + "\n")
+        return EXIT_OK
+    targets = keys if args.all else [args.stream]
+    if not args.all and not args.stream:
+        sys.stderr.write("state reset: name a stream (see `state show`) or pass --all\n")
+        return EXIT_CONFIG
+    missing = [t for t in targets if t not in keys]
+    if missing:
+        sys.stderr.write(f"state reset: no state for {', '.join(missing)} in {store.location}\n")
+        return EXIT_FAILED
+    for key in targets:
+        store.delete(key)
+        sys.stdout.write(f"reset {key}: its next run starts at now minus FORWARDER_INITIAL_LOOKBACK\n")
+    return EXIT_OK
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulator import serve
+
+    return serve(args.simulator_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="audit-forwarder", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="pull every stream once and ship new events")
+    _add_setting_flags(run)
+    run.add_argument("--report", action="store_true", help="print the run report as JSON on stderr")
+    run.set_defaults(func=cmd_run)
+
+    check = sub.add_parser(
+        "check", help="validate settings, get a token, make one audits call; ships nothing"
+    )
+    _add_setting_flags(check)
+    check.set_defaults(func=cmd_check)
+
+    demo = sub.add_parser("demo", help="run against the built-in simulator into out/events.ndjson")
+    demo.add_argument("--out", default="out", help="output directory (default out)")
+    demo.add_argument("--state", default="state", help="state directory (default state)")
+    demo.add_argument("--fresh", action="store_true", help="forget earlier demo state and output first")
+    demo.set_defaults(func=cmd_demo)
+
+    state = sub.add_parser("state", help="show or reset stored stream state")
+    state_sub = state.add_subparsers(dest="state_command", required=True)
+    show = state_sub.add_parser("show", help="print every stream's watermark")
+    _add_setting_flags(show)
+    reset = state_sub.add_parser(
+        "reset", help="forget a stream's state (it restarts at the initial look-back)"
+    )
+    reset.add_argument("stream", nargs="?", help="stream key as printed by `state show`")
+    reset.add_argument("--all", action="store_true", help="reset every stream")
+    _add_setting_flags(reset)
+    state.set_defaults(func=cmd_state)
+
+    simulate = sub.add_parser(
+        "simulate", help="serve the platform API simulator (see --help of it)", add_help=False
+    )
+    simulate.add_argument("simulator_args", nargs=argparse.REMAINDER)
+    simulate.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        return EXIT_CONFIG
+    except ForwarderError as exc:
+        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

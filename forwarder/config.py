@@ -1,0 +1,301 @@
+"""The configuration contract (DESIGN §6): one table of settings drives environment parsing, CLI
+flags and the README. Bad configuration fails before any network call, one message per problem."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Mapping, Optional, Tuple
+
+import idna
+
+from .errors import ConfigError
+from .http import check_url
+from .sinks import schemes as sink_schemes
+from .sinks.settings import SinkSettings
+from .timeutil import parse_duration
+
+OBJECT_TYPES = ("user", "domain")
+FORMATS = ("ecs", "cef", "ocsf", "raw")
+_FILTER = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]*)*$")
+_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+$")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    help: str
+    default: Optional[str] = None
+    secret: bool = False
+
+
+VARIABLES: Tuple[Variable, ...] = (
+    Variable("FORWARDER_API_URL", "base URL of the platform API (https://; http only for loopback)"),
+    Variable("FORWARDER_CLIENT_ID", "API client id generated in the portal"),
+    Variable("FORWARDER_CLIENT_SECRET", "API client secret", secret=True),
+    Variable("FORWARDER_CREDENTIALS", "secretsmanager:<id> or ssm:<name> holding {client_id, client_secret}"),
+    Variable("FORWARDER_TOKEN_PATH", "token endpoint path", "/v1/ep/token"),
+    Variable("FORWARDER_OBJECT_TYPES", "object types to pull: user, domain", "user,domain"),
+    Variable("FORWARDER_USERS", "comma list of user emails (empty: every user from the users endpoint)", ""),
+    Variable("FORWARDER_DOMAINS", "comma list of domains (any form; converted to Unicode)", ""),
+    Variable("FORWARDER_FILTERS", "comma list of filterable_action prefixes (empty: everything)", ""),
+    Variable(
+        "FORWARDER_STATE", "state location: a directory, s3://bucket/prefix or dynamodb://table", "./state"
+    ),
+    Variable("FORWARDER_SINK", "where events go: " + ", ".join(sink_schemes()), "stdout"),
+    Variable("FORWARDER_QUARANTINE", "directory for events the sink refused for good", "./quarantine"),
+    Variable("FORWARDER_SINK_TOKEN", "the sink's secret (HEC token, API key)", secret=True),
+    Variable("FORWARDER_SINK_CA_BUNDLE", "PEM CA bundle for the sink's TLS"),
+    Variable("FORWARDER_SINK_VERIFY_TLS", "verify the sink's TLS certificate", "true"),
+    Variable("FORWARDER_SINK_GZIP", "gzip request bodies", "true"),
+    Variable("FORWARDER_BATCH_EVENTS", "events per sink request (empty: the sink's default)"),
+    Variable(
+        "FORWARDER_BATCH_BYTES", "bytes per sink request before compression (empty: the sink's default)"
+    ),
+    Variable("FORWARDER_HEC_INDEX", "Splunk index (empty: the token's default index)"),
+    Variable("FORWARDER_HEC_SOURCETYPE", "Splunk sourcetype", "emailauth:audit"),
+    Variable("FORWARDER_HEC_SOURCE", "Splunk source", "emailauth-audit-forwarder"),
+    Variable("FORWARDER_HEC_HOST", "Splunk host field (empty: HEC's default)"),
+    Variable("FORWARDER_HEC_ACK", "wait for HEC indexer acknowledgement", "false"),
+    Variable("FORWARDER_FORMAT", "event format: " + ", ".join(FORMATS), "ecs"),
+    Variable("FORWARDER_INCLUDE_ORIGINAL", "put the raw record in event.original", "true"),
+    Variable("FORWARDER_VENDOR", "observer.vendor / CEF vendor", "Fortra"),
+    Variable("FORWARDER_PRODUCT", "observer.product / CEF product", "EmailAuth Platform"),
+    Variable("FORWARDER_INITIAL_LOOKBACK", "first-run window, e.g. 14d, 13mo", "14d"),
+    Variable("FORWARDER_LOOKBACK_WINDOW", "look-back window behind the watermark for late records", "1h"),
+    Variable("FORWARDER_PAGE_LIMIT", "records per API page (the API's documented maximum is 200)", "200"),
+    Variable("FORWARDER_MAX_PAGES", "page cap per stream and pass", "1000"),
+    Variable("FORWARDER_MAX_RECORDS_PER_PASS", "new records held in memory per stream and pass", "5000"),
+    Variable("FORWARDER_CONCURRENCY", "streams pulled at once", "4"),
+    Variable("FORWARDER_HTTP_TIMEOUT", "seconds to wait for an HTTP response", "60"),
+    Variable("FORWARDER_MAX_ATTEMPTS", "tries per HTTP request (429/5xx/connection errors)", "5"),
+    Variable("FORWARDER_LEASE_TTL", "seconds a run's lease lasts unless renewed", "900"),
+    Variable("FORWARDER_LOG_LEVEL", "DEBUG, INFO, WARNING, ERROR", "INFO"),
+)
+_DEFAULTS: Dict[str, Optional[str]] = {v.name: v.default for v in VARIABLES}
+
+
+@dataclass(frozen=True)
+class Settings:
+    api_url: str
+    client_id: Optional[str]
+    client_secret: Optional[str] = field(repr=False)
+    credentials_ref: Optional[str]
+    token_path: str
+    object_types: Tuple[str, ...]
+    users: Tuple[str, ...]
+    domains: Tuple[str, ...]
+    filters: Tuple[str, ...]
+    state: str
+    quarantine: str
+    sink: SinkSettings
+    format: str
+    include_original: bool
+    vendor: str
+    product: str
+    initial_lookback_s: int
+    lookback_window_s: int
+    page_limit: int
+    max_pages: int
+    max_records_per_pass: int
+    concurrency: int
+    http_timeout_s: float
+    max_attempts: int
+    lease_ttl_s: int
+    log_level: str
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a log line."""
+        return [s for s in (self.client_secret, self.sink.token) if s]
+
+
+def to_unicode_domain(name: str) -> str:
+    """IDNA/UTS-46 to the Unicode form the API wants, lowercased: xn--bcher-kva.example -> bücher.example."""
+    text = name.strip().rstrip(".")
+    if not text:
+        raise ValueError("empty domain name")
+    return str(idna.decode(text, uts46=True)).lower()
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+class _Reader:
+    """Reads variables and collects every problem instead of stopping at the first."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+
+    def get(self, name: str) -> str:
+        raw = self.env.get(name)
+        if raw is None or raw.strip() == "":
+            return _DEFAULTS.get(name) or ""
+        return raw.strip()
+
+    def optional(self, name: str) -> Optional[str]:
+        return self.get(name) or None
+
+    def convert(self, name: str, fn: Callable[[str], object], fallback: object) -> object:
+        text = self.get(name)
+        try:
+            return fn(text)
+        except (ValueError, TypeError) as exc:
+            self.problems.append(f"{name}: {exc}")
+            return fallback
+
+    def boolean(self, name: str) -> bool:
+        text = self.get(name).lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        self.problems.append(f"{name}: expected true or false, got {text!r}")
+        return False
+
+    def integer(self, name: str, minimum: int, maximum: Optional[int] = None) -> int:
+        text = self.get(name)
+        try:
+            value = int(text)
+        except ValueError:
+            self.problems.append(f"{name}: expected a whole number, got {text!r}")
+            return minimum
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and {maximum}" if maximum is not None else ""
+            self.problems.append(f"{name}: must be between {minimum}{upper}, got {value}")
+            return minimum
+        return value
+
+    def optional_integer(self, name: str, minimum: int) -> Optional[int]:
+        return self.integer(name, minimum) if self.get(name) else None
+
+    def duration(self, name: str) -> int:
+        return int(self.convert(name, parse_duration, 0))  # type: ignore[call-overload]
+
+
+def load_settings(env: Mapping[str, str]) -> Settings:
+    """Build Settings from environment-style variables; raise ConfigError listing every problem."""
+    r = _Reader(env)
+    p = r.problems
+
+    api_url = r.get("FORWARDER_API_URL").rstrip("/")
+    if not api_url:
+        p.append("FORWARDER_API_URL: required (e.g. https://api.example.com)")
+    else:
+        problem = check_url(api_url, "FORWARDER_API_URL")
+        if problem:
+            p.append(problem)
+
+    client_id, client_secret = r.optional("FORWARDER_CLIENT_ID"), r.optional("FORWARDER_CLIENT_SECRET")
+    credentials_ref = r.optional("FORWARDER_CREDENTIALS")
+    if credentials_ref:
+        if not re.match(r"^(secretsmanager|ssm):.+", credentials_ref):
+            p.append("FORWARDER_CREDENTIALS: expected secretsmanager:<secret id> or ssm:<parameter name>")
+    elif not client_id or not client_secret:
+        missing = [
+            n
+            for n, v in (("FORWARDER_CLIENT_ID", client_id), ("FORWARDER_CLIENT_SECRET", client_secret))
+            if not v
+        ]
+        p.extend(f"{n}: required (or set FORWARDER_CREDENTIALS)" for n in missing)
+
+    token_path = r.get("FORWARDER_TOKEN_PATH")
+    if not token_path.startswith("/"):
+        p.append(f"FORWARDER_TOKEN_PATH: must start with / (got {token_path!r})")
+
+    object_types = tuple(t.lower() for t in _split(r.get("FORWARDER_OBJECT_TYPES")))
+    bad_types = [t for t in object_types if t not in OBJECT_TYPES]
+    if bad_types or not object_types:
+        p.append(
+            f"FORWARDER_OBJECT_TYPES: choose from {', '.join(OBJECT_TYPES)} "
+            f"(got {', '.join(bad_types) or 'nothing'})"
+        )
+
+    users = tuple(_split(r.get("FORWARDER_USERS")))
+    p.extend(f"FORWARDER_USERS: {u!r} is not an email address" for u in users if not _EMAIL.match(u))
+
+    domains: list[str] = []
+    for name in _split(r.get("FORWARDER_DOMAINS")):
+        try:
+            domains.append(to_unicode_domain(name))
+        except (idna.IDNAError, UnicodeError, ValueError) as exc:
+            p.append(f"FORWARDER_DOMAINS: {name!r} is not a valid domain name ({exc})")
+
+    filters = tuple(_split(r.get("FORWARDER_FILTERS")))
+    for f in filters:
+        if not _FILTER.match(f):
+            p.append(f"FORWARDER_FILTERS: {f!r} is not a filterable_action prefix like user.login or domain.")
+    for f in filters:
+        broader = [g for g in filters if g != f and f.startswith(g)]
+        if broader:
+            p.append(
+                f"FORWARDER_FILTERS: {f!r} is already covered by {broader[0]!r} "
+                "(overlapping filters would fetch records twice)"
+            )
+
+    fmt = r.get("FORWARDER_FORMAT").lower()
+    if fmt not in FORMATS:
+        p.append(f"FORWARDER_FORMAT: choose from {', '.join(FORMATS)} (got {fmt!r})")
+
+    sink_uri = r.get("FORWARDER_SINK")
+    scheme = (
+        "stdout" if sink_uri == "stdout" else sink_uri.split("://", 1)[0].lower() if "://" in sink_uri else ""
+    )
+    if scheme not in sink_schemes():
+        p.append(f"FORWARDER_SINK: {sink_uri!r} is not supported (schemes: {', '.join(sink_schemes())})")
+    elif "@" in sink_uri.split("://", 1)[-1].split("/", 1)[0]:
+        p.append("FORWARDER_SINK: put credentials in FORWARDER_SINK_TOKEN, not in the URI")
+
+    timeout_s = float(r.integer("FORWARDER_HTTP_TIMEOUT", 1, 900))
+    sink = SinkSettings(
+        uri=sink_uri,
+        token=r.optional("FORWARDER_SINK_TOKEN"),
+        batch_events=r.optional_integer("FORWARDER_BATCH_EVENTS", 1),
+        batch_bytes=r.optional_integer("FORWARDER_BATCH_BYTES", 1024),
+        ca_bundle=r.optional("FORWARDER_SINK_CA_BUNDLE"),
+        verify_tls=r.boolean("FORWARDER_SINK_VERIFY_TLS"),
+        timeout_seconds=timeout_s,
+        gzip=r.boolean("FORWARDER_SINK_GZIP"),
+        index=r.optional("FORWARDER_HEC_INDEX"),
+        sourcetype=r.get("FORWARDER_HEC_SOURCETYPE"),
+        source=r.get("FORWARDER_HEC_SOURCE"),
+        host=r.optional("FORWARDER_HEC_HOST"),
+        hec_ack=r.boolean("FORWARDER_HEC_ACK"),
+    )
+
+    log_level = r.get("FORWARDER_LOG_LEVEL").upper()
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        p.append(f"FORWARDER_LOG_LEVEL: choose from DEBUG, INFO, WARNING, ERROR (got {log_level!r})")
+
+    settings = Settings(
+        api_url=api_url,
+        client_id=client_id,
+        client_secret=client_secret,
+        credentials_ref=credentials_ref,
+        token_path=token_path,
+        object_types=object_types,
+        users=users,
+        domains=tuple(dict.fromkeys(domains)),
+        filters=filters,
+        state=r.get("FORWARDER_STATE"),
+        quarantine=r.get("FORWARDER_QUARANTINE"),
+        sink=sink,
+        format=fmt,
+        include_original=r.boolean("FORWARDER_INCLUDE_ORIGINAL"),
+        vendor=r.get("FORWARDER_VENDOR"),
+        product=r.get("FORWARDER_PRODUCT"),
+        initial_lookback_s=r.duration("FORWARDER_INITIAL_LOOKBACK"),
+        lookback_window_s=r.duration("FORWARDER_LOOKBACK_WINDOW"),
+        page_limit=r.integer("FORWARDER_PAGE_LIMIT", 1, 10000),
+        max_pages=r.integer("FORWARDER_MAX_PAGES", 1),
+        max_records_per_pass=r.integer("FORWARDER_MAX_RECORDS_PER_PASS", 1),
+        concurrency=r.integer("FORWARDER_CONCURRENCY", 1, 64),
+        http_timeout_s=timeout_s,
+        max_attempts=r.integer("FORWARDER_MAX_ATTEMPTS", 1, 20),
+        lease_ttl_s=r.integer("FORWARDER_LEASE_TTL", 30),
+        log_level=log_level,
+    )
+    if p:
+        raise ConfigError(p)
+    return settings

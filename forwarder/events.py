@@ -1,0 +1,35 @@
+"""A normalized event, serialized once, as every sink receives it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Event:
+    """``body`` is a JSON object (ecs, ocsf, raw) or a text line (cef), UTF-8 encoded."""
+
+    id: str
+    time_us: int
+    body: bytes
+    is_json: bool = True
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """An event a sink refused for good (mapping error, over its size limit): it goes to quarantine."""
+
+    event: Event
+    reason: str
+
+
+@dataclass
+class SendResult:
+    """What a sink reports once a batch is durably handled. Anything not rejected was delivered."""
+
+    delivered: int
+    rejected: list[Rejection]
+
+    @classmethod
+    def all_delivered(cls, count: int) -> SendResult:
+        return cls(delivered=count, rejected=[])

@@ -1,0 +1,45 @@
+"""Record -> event, as pure functions. A registry maps FORWARDER_FORMAT to the formatter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict
+
+from ..events import Event
+from ..records import AuditRecord
+
+
+@dataclass(frozen=True)
+class NormalizeOptions:
+    """Everything a formatter may depend on besides the record: no clock, no I/O."""
+
+    ingest_time_us: int  # when the forwarder read the record (event.created)
+    vendor: str = "Fortra"
+    product: str = "EmailAuth Platform"
+    product_version: str = "v1"
+    include_original: bool = True  # event.original in ECS
+
+
+Formatter = Callable[[AuditRecord, NormalizeOptions], Event]
+
+_REGISTRY: Dict[str, str] = {
+    "ecs": "forwarder.normalize.ecs:format_ecs",
+    "raw": "forwarder.normalize.raw:format_raw",
+}
+
+
+def formats() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_formatter(name: str) -> Formatter:
+    """Look a format up by name; the module is imported only when chosen."""
+    import importlib
+
+    try:
+        target = _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown format {name!r} (choose from {', '.join(formats())})") from None
+    module, attr = target.split(":")
+    formatter: Formatter = getattr(importlib.import_module(module), attr)
+    return formatter

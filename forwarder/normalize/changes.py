@@ -1,0 +1,115 @@
+"""Flatten an audit record's ``changes`` into safe, mapping-stable fields, and diff role lists.
+
+Field names. A change key becomes one field-name segment (``emailauth.audit.changes.<name>``):
+NFKD-decomposed with combining marks dropped (``café`` -> ``cafe``), lowercased, every run of
+characters outside ``[a-z0-9_]`` (dots included, so a key never opens a nested object) replaced by
+one ``_``, ``_`` trimmed from both ends, cut to 64 characters; an empty result is ``unnamed``. Keys
+are taken in sorted order and a name already taken gets ``_2``, ``_3``, ... so names are unique and
+deterministic. When the name differs from the key, the key itself is kept beside the values (``key``).
+
+Values. Every value is keyword-compatible, so one field never needs two Elasticsearch mappings:
+strings stay as they are (never truncated: ``ignore_above`` keeps long ones out of the index but
+in ``_source``), numbers and booleans become their JSON text (``3``, ``true``), null stays null,
+a list of scalars stays a list (of those texts), and anything nested (objects, lists holding lists
+or objects) becomes its JSON text with sorted keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+Keyword = Union[None, str, List[Optional[str]]]
+
+MAX_NAME = 64
+_UNSAFE = re.compile(r"[^a-z0-9_]+")
+
+
+def safe_name(key: Any) -> str:
+    """One key as a field-name segment (see the module docstring); not yet made unique."""
+    text = unicodedata.normalize("NFKD", str(key))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    name = _UNSAFE.sub("_", text).strip("_")[:MAX_NAME].rstrip("_")
+    return name or "unnamed"
+
+
+def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
+    """Map every key to a unique safe name; sorted order decides who gets the plain name."""
+    names: Dict[Any, str] = {}
+    taken: set[str] = set()
+    for key in sorted(keys, key=str):
+        base = name = safe_name(key)
+        n = 2
+        while name in taken:
+            name = f"{base}_{n}"
+            n += 1
+        taken.add(name)
+        names[key] = name
+    return names
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float))  # bool is an int
+
+
+def as_text(value: Any) -> Optional[str]:
+    """A value as one keyword string (null stays None)."""
+    if value is None or isinstance(value, str):
+        return value
+    # The standard library, not jsonutil: these texts land in golden files and must not depend on
+    # whether orjson is installed.
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def as_keyword(value: Any) -> Keyword:
+    """A value as a keyword or a list of keywords: lists of scalars stay lists."""
+    if isinstance(value, list) and all(_is_scalar(item) for item in value):
+        return [as_text(item) for item in value]
+    return as_text(value)
+
+
+def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
+    """(before, after) when the value is a change pair (a list of exactly two), else None."""
+    return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else None
+
+
+def flatten(changes: Mapping[str, Any]) -> Dict[str, Dict[str, Keyword]]:
+    """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed."""
+    out: Dict[str, Dict[str, Keyword]] = {}
+    for key, name in safe_names(changes).items():
+        value = changes[key]
+        pair = as_pair(value)
+        entry: Dict[str, Keyword] = (
+            {"before": as_keyword(pair[0]), "after": as_keyword(pair[1])}
+            if pair
+            else {"value": as_keyword(value)}
+        )
+        if name != key:
+            entry["key"] = str(key)
+        out[name] = entry
+    return out
+
+
+def role_list(value: Any) -> Optional[List[str]]:
+    """One side of a role change as role names, or None when it is not a role list at all.
+
+    A lone string is one role and null is no role; a list keeps its order (scalars as text, nulls
+    and repeats dropped). Objects or nested lists are not roles: the caller keeps them as plain
+    changes only.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(_is_scalar(item) for item in value):
+        texts = (as_text(item) for item in value)
+        return list(dict.fromkeys(text for text in texts if text is not None))
+    return None
+
+
+def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:
+    """(added, removed), each sorted and without duplicates."""
+    old, new = set(before), set(after)
+    return sorted(new - old), sorted(old - new)

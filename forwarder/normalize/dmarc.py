@@ -1,0 +1,154 @@
+"""DMARC TXT records: tag parsing and "did this change weaken the policy?" (RFC 7489, RFC 9091, DMARCbis).
+
+Records are compared by their effective values after defaults: ``sp`` defaults to ``p``, ``np`` to
+``sp``, ``pct`` to 100, ``t`` to ``n``, ``adkim``/``aspf`` to ``r``. A change is *weakened* for
+any of these reasons (codes as emitted):
+
+* ``record_removed`` / ``record_invalid``: a valid record is gone, or no longer a valid DMARC record;
+* ``p_weakened``, ``sp_weakened``, ``np_weakened``: reject -> quarantine -> none, also when a tag is
+  removed and the inherited value is weaker;
+* ``pct_lowered`` (for a p/sp/np that stays quarantine or reject); ``testing_enabled`` (``t`` n -> y
+  while some policy enforces); ``adkim_relaxed``, ``aspf_relaxed`` (s -> r).
+
+Losing aggregate or failure reports is reported apart, as *visibility* reasons: ``rua_removed``,
+``ruf_removed`` (no reporting URI left, which includes the record being removed or made invalid).
+A change from no valid record (absent or broken) can weaken nothing: nothing was being enforced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+_STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
+_POLICY_TAGS = ("p", "sp", "np")
+
+
+def parse_tags(text: str) -> Dict[str, str]:
+    """``tag=value`` pairs in order: names lowercased, values trimmed, the first of a repeated tag wins.
+
+    Lenient on purpose (segments without ``=`` are skipped): validity is judged by ``effective``.
+    A single pair of surrounding double quotes, as DNS tools print TXT data, is removed.
+    """
+    body = text.strip()
+    if len(body) >= 2 and body[0] == body[-1] == '"':
+        body = body[1:-1]
+    tags: Dict[str, str] = {}
+    for segment in body.split(";"):
+        name, sep, value = segment.partition("=")
+        name = name.strip().lower()
+        if sep and name and name not in tags:
+            tags[name] = value.strip()
+    return tags
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The effective policy of a valid record, defaults applied."""
+
+    p: str
+    sp: str
+    np: str
+    pct: int
+    testing: bool
+    adkim: str
+    aspf: str
+    rua: bool
+    ruf: bool
+
+
+def _policy_value(tags: Dict[str, str], name: str) -> Optional[str]:
+    value = tags.get(name, "").lower()
+    return value if value in _STRENGTH else None
+
+
+def _pct(value: Optional[str]) -> int:
+    try:
+        number = int(value or "100")
+    except ValueError:
+        return 100
+    return number if 0 <= number <= 100 else 100
+
+
+def effective(tags: Dict[str, str]) -> Optional[Policy]:
+    """The record's policy, or None when it is not a usable DMARC record.
+
+    It must start with ``v=DMARC1``. A missing or unknown ``p`` makes it unusable unless ``rua`` is
+    set, in which case receivers act as if ``p=none`` (RFC 7489 section 6.6.3). Unknown values of
+    the other tags fall back to their defaults.
+    """
+    if not tags or next(iter(tags)) != "v" or tags["v"] != "DMARC1":
+        return None
+    rua = bool(tags.get("rua"))
+    p = _policy_value(tags, "p") or ("none" if rua else None)
+    if p is None:
+        return None
+    sp = _policy_value(tags, "sp") or p
+    return Policy(
+        p=p,
+        sp=sp,
+        np=_policy_value(tags, "np") or sp,
+        pct=_pct(tags.get("pct")),
+        testing=tags.get("t", "").lower() == "y",
+        adkim="s" if tags.get("adkim", "").lower() == "s" else "r",
+        aspf="s" if tags.get("aspf", "").lower() == "s" else "r",
+        rua=rua,
+        ruf=bool(tags.get("ruf")),
+    )
+
+
+@dataclass(frozen=True)
+class DmarcChange:
+    """The tags on both sides and the reasons the change weakened the policy or reduced visibility."""
+
+    before: Dict[str, str] = field(default_factory=dict)
+    after: Dict[str, str] = field(default_factory=dict)
+    weakened_reasons: List[str] = field(default_factory=list)
+    visibility_reasons: List[str] = field(default_factory=list)
+
+    @property
+    def weakened(self) -> bool:
+        return bool(self.weakened_reasons)
+
+    @property
+    def visibility_reduced(self) -> bool:
+        return bool(self.visibility_reasons)
+
+
+def _weakening(old: Policy, new: Policy) -> List[str]:
+    reasons = [
+        f"{tag}_weakened"
+        for tag in _POLICY_TAGS
+        if _STRENGTH[getattr(new, tag)] < _STRENGTH[getattr(old, tag)]
+    ]
+    # pct and t only act on an enforcing policy: lowering pct while moving none -> quarantine, or
+    # quarantine -> reject, still tightens, and test mode on p=none changes nothing.
+    kept = [
+        tag for tag in _POLICY_TAGS if getattr(old, tag) != "none" and getattr(new, tag) == getattr(old, tag)
+    ]
+    if new.pct < old.pct and kept:
+        reasons.append("pct_lowered")
+    if new.testing and not old.testing and any(getattr(new, tag) != "none" for tag in _POLICY_TAGS):
+        reasons.append("testing_enabled")
+    if old.adkim == "s" and new.adkim == "r":
+        reasons.append("adkim_relaxed")
+    if old.aspf == "s" and new.aspf == "r":
+        reasons.append("aspf_relaxed")
+    return reasons
+
+
+def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
+    """Compare two DMARC TXT records; None or blank means no record on that side."""
+    old_tags = parse_tags(before) if before else {}
+    new_tags = parse_tags(after) if after else {}
+    old, new = effective(old_tags), effective(new_tags)
+    if old is None:
+        return DmarcChange(old_tags, new_tags)
+    if new is None:
+        weakened = ["record_invalid" if after and after.strip() else "record_removed"]
+    else:
+        weakened = _weakening(old, new)
+    visibility = [
+        f"{tag}_removed" for tag in ("rua", "ruf") if getattr(old, tag) and not (new and getattr(new, tag))
+    ]
+    return DmarcChange(old_tags, new_tags, weakened, visibility)

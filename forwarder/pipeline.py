@@ -1,0 +1,250 @@
+"""Orchestration of one run: plan, select, normalize, ship, commit. No HTTP, formatting or storage
+details live here: those come in through the small interfaces of api, normalize, sinks and state."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+
+from .api.paging import PageOutcome
+from .errors import ForwarderError, StateError
+from .normalize import Formatter, NormalizeOptions
+from .quarantine import Quarantine
+from .records import AuditRecord, InvalidRecord, parse_record
+from .report import RunReport, StreamReport
+from .sinks.base import Sink, batches
+from .state.model import StreamState
+from .state.store import Lease, StateStore
+from .streams import Ownership, Stream
+from .timeutil import format_us, now_us
+
+log = logging.getLogger(__name__)
+
+
+class RecordSource(Protocol):
+    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterable[List[Any]]:
+        """Pages of raw audit records of ``stream``; ``start_us`` is a hint the service may ignore."""
+        ...
+
+
+class StreamFailed(ForwarderError):
+    """A stream cannot go on this run; the state stays where it was."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    initial_lookback_s: int
+    window_s: int
+    max_records_per_pass: int
+
+
+@dataclass
+class RunContext:
+    source: RecordSource
+    store: StateStore
+    sink: Sink
+    formatter: Formatter
+    quarantine: Quarantine
+    limits: Limits
+    ownership: Ownership
+    options: NormalizeOptions  # ingest time is replaced per pass
+    lease: Optional[Lease] = None
+    lease_ttl_s: int = 900
+    should_stop: Callable[[], bool] = lambda: False
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    lease_lock: threading.Lock = field(default_factory=threading.Lock)
+    lease_renewed: float = field(default_factory=time.monotonic)
+
+    def renew_lease(self) -> None:
+        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost."""
+        if self.lease is None:
+            return
+        with self.lease_lock:
+            if time.monotonic() - self.lease_renewed >= self.lease_ttl_s / 3:
+                self.lease.renew()
+                self.lease_renewed = time.monotonic()
+
+
+@dataclass
+class Selection:
+    records: List[AuditRecord]  # oldest first
+    complete: bool  # every new record seen fits in ``records``
+    ascending: bool  # the pages came oldest-first, so a cut-off left only newer records unseen
+
+
+def select_new(
+    pages: Iterable[List[Any]],
+    stream: Stream,
+    state: StreamState,
+    *,
+    floor_us: int,
+    limits: Limits,
+    keeps: Callable[[Stream, AuditRecord], bool],
+    report: StreamReport,
+) -> Selection:
+    """Scan every page and keep the oldest ``max_records_per_pass`` new records.
+
+    Memory stays bounded by twice that number whatever the backlog: past it, the newest are
+    dropped from memory and the next pass picks them up.
+    """
+    cap = limits.max_records_per_pass
+    window_us = limits.window_s * 1_000_000
+    chosen: Dict[str, AuditRecord] = {}
+    complete = ascending = True
+    last_ts = -(2**63)
+    for page_no, page in enumerate(pages, 1):
+        for index, raw in enumerate(page, 1):
+            report.fetched += 1
+            try:
+                record = parse_record(raw, stream.object_type)
+            except InvalidRecord as exc:
+                report.invalid += 1
+                raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+            ascending = ascending and record.ts_us >= last_ts
+            last_ts = record.ts_us
+            if record.event_id in chosen:
+                continue
+            if not state.is_new(record, floor_us, window_us) or not keeps(stream, record):
+                report.skipped += 1
+                continue
+            chosen[record.event_id] = record
+            if len(chosen) >= 2 * cap:
+                chosen = {r.event_id: r for r in sorted(chosen.values(), key=_sort_key)[:cap]}
+                complete = False
+    records = sorted(chosen.values(), key=_sort_key)
+    if len(records) > cap:
+        records, complete = records[:cap], False
+    return Selection(records, complete, ascending)
+
+
+def _sort_key(record: AuditRecord) -> Tuple[int, str]:
+    return record.sort_key
+
+
+def _start_hint(state: StreamState, floor_us: int, window_us: int) -> int:
+    """The earliest created_at the stream could still need: a start_date for the service."""
+    return floor_us if state.watermark_us is None else state.watermark_us - window_us
+
+
+def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
+    report = StreamReport(stream.key)
+    state: Optional[StreamState] = None
+    try:
+        loaded = ctx.store.load(stream.key)
+        state, version = loaded.state, loaded.version
+        window_us = ctx.limits.window_s * 1_000_000
+        floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
+        while True:
+            report.passes += 1
+            outcome = PageOutcome()
+            pages = ctx.source.pages(stream, _start_hint(state, floor_us, window_us), outcome)
+            selection = select_new(
+                pages,
+                stream,
+                state,
+                floor_us=floor_us,
+                limits=ctx.limits,
+                keeps=ctx.ownership.keeps,
+                report=report,
+            )
+            report.truncated = report.truncated or outcome.truncated
+            if outcome.truncated and not selection.ascending:
+                raise StreamFailed(
+                    f"{outcome.reason} before the end of the stream, and the service does not return "
+                    "records oldest-first, so older records may be unseen: nothing shipped "
+                    "(raise FORWARDER_MAX_PAGES)"
+                )
+            report.new += len(selection.records)
+            before = (state.watermark_us, len(state.seen), state.delivered_total)
+            state, version = _ship(ctx, stream, selection.records, state, version, report)
+            if selection.complete or not selection.records or ctx.should_stop():
+                break
+            if (state.watermark_us, len(state.seen), state.delivered_total) == before:
+                raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
+    except ForwarderError as exc:
+        report.error = str(exc)
+        log.error("stream failed", extra={"stream": stream.key, "error": report.error})
+    except Exception as exc:  # a bug must not stop the other streams, but it must be loud
+        report.error = f"unexpected {type(exc).__name__}: {exc}"
+        log.exception("stream failed unexpectedly", extra={"stream": stream.key})
+    if state is not None and state.watermark_us is not None:
+        report.watermark = format_us(state.watermark_us)
+        report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
+    return report
+
+
+def _ship(
+    ctx: RunContext,
+    stream: Stream,
+    records: List[AuditRecord],
+    state: StreamState,
+    version: Optional[str],
+    report: StreamReport,
+) -> Tuple[StreamState, Optional[str]]:
+    """Normalize, send batch by batch, and commit the state after each accepted batch."""
+    if not records:
+        return state, version
+    options = NormalizeOptions(
+        ingest_time_us=now_us(),
+        vendor=ctx.options.vendor,
+        product=ctx.options.product,
+        product_version=ctx.options.product_version,
+        include_original=ctx.options.include_original,
+    )
+    events = [ctx.formatter(record, options) for record in records]
+    done = 0
+    for batch in batches(events, ctx.sink.max_batch_events, ctx.sink.max_batch_bytes):
+        with ctx.send_lock:
+            result = ctx.sink.send(batch)
+        ctx.quarantine.keep(stream.key, result.rejected)
+        batch_records = records[done : done + len(batch)]
+        done += len(batch)
+        new_state = state.advance(batch_records, ctx.limits.window_s * 1_000_000)
+        try:
+            version = ctx.store.commit(stream.key, new_state, version)
+        except StateError as exc:
+            raise StateError(
+                f"batch delivered but state not saved (it will be re-sent next run): {exc}"
+            ) from None
+        state = new_state
+        report.shipped += result.delivered
+        report.quarantined += len(result.rejected)
+        ctx.renew_lease()
+    return state, version
+
+
+def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, report: RunReport) -> None:
+    """Run every stream of ``plan`` with bounded concurrency; streams not started before
+    ``ctx.should_stop`` turns true are listed in ``report.not_started``."""
+    lock = threading.Lock()
+    pending = list(plan)
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                if ctx.should_stop():
+                    report.not_started.extend(s.key for s in pending)
+                    pending.clear()
+                    return
+                stream = pending.pop(0)
+            result = run_stream(ctx, stream)
+            with lock:
+                report.streams.append(result)
+
+    workers = max(1, min(concurrency, len(plan)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
+        for future in [pool.submit(worker) for _ in range(workers)]:
+            future.result()
+    order = {s.key: i for i, s in enumerate(plan)}
+    report.streams.sort(key=lambda s: order[s.stream])
+
+
+def new_owner() -> str:
+    return f"run-{uuid.uuid4().hex[:12]}"

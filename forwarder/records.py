@@ -1,0 +1,63 @@
+"""The audit record as the forwarder carries it: the raw object plus what is derived from it once."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .jsonutil import canonical
+from .timeutil import parse_iso
+
+
+class InvalidRecord(ValueError):
+    """A record that cannot be placed in time (no usable created_at) or is not an object."""
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One audit record. ``raw`` is exactly what the API returned; the rest is derived from it."""
+
+    raw: Mapping[str, Any] = field(repr=False)
+    event_id: str
+    ts_us: int
+    object_type: str = "user"  # the object_type of the stream that fetched it
+
+    @property
+    def action(self) -> str:
+        """The machine action name (filterable_action, falling back to action)."""
+        value = self.raw.get("filterable_action") or self.raw.get("action") or ""
+        return value if isinstance(value, str) else str(value)
+
+    @property
+    def actor(self) -> str:
+        value = self.raw.get("user")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def object(self) -> str:
+        value = self.raw.get("object")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def sort_key(self) -> tuple[int, str]:
+        return (self.ts_us, self.event_id)
+
+
+def event_id(raw: Mapping[str, Any]) -> str:
+    """Lowercase hex SHA-256 of the record serialized canonically (sorted keys, compact, UTF-8)."""
+    return hashlib.sha256(canonical(raw)).hexdigest()
+
+
+def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
+    """Wrap one element of an audits response. Raises InvalidRecord naming the problem."""
+    if not isinstance(raw, dict):
+        raise InvalidRecord(f"audit record is a {type(raw).__name__}, not an object")
+    created = raw.get("created_at")
+    if not isinstance(created, str):
+        raise InvalidRecord(f"audit record has no created_at string (got {type(created).__name__})")
+    try:
+        ts = parse_iso(created)
+    except ValueError as exc:
+        raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
+    return AuditRecord(raw=raw, event_id=event_id(raw), ts_us=ts, object_type=object_type)

@@ -1,0 +1,59 @@
+"""What a run did, per stream and in total: the summary printed, logged and returned by handlers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class StreamReport:
+    stream: str
+    fetched: int = 0  # records the API returned (every pass, duplicates included)
+    new: int = 0  # records selected for shipping
+    shipped: int = 0  # accepted by the sink
+    quarantined: int = 0  # refused by the sink for good, kept in quarantine
+    skipped: int = 0  # already delivered, before the first-run window, or owned by another stream
+    invalid: int = 0  # records without a usable created_at (the stream fails on them)
+    passes: int = 0
+    truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
+    watermark: Optional[str] = None
+    lag_seconds: Optional[float] = None  # now minus the newest delivered record's time
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class RunReport:
+    started: str
+    finished: str = ""
+    streams: List[StreamReport] = field(default_factory=list)
+    not_started: List[str] = field(default_factory=list)  # left for the next run (deadline)
+    error: Optional[str] = None  # a failure before any stream ran (lease, users endpoint)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(s.ok for s in self.streams)
+
+    def totals(self) -> Dict[str, Any]:
+        keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid")
+        totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
+        totals["streams"] = len(self.streams)
+        totals["failed_streams"] = sum(1 for s in self.streams if not s.ok)
+        lags = [s.lag_seconds for s in self.streams if s.lag_seconds is not None]
+        totals["max_lag_seconds"] = max(lags) if lags else None
+        return totals
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "started": self.started,
+            "finished": self.finished,
+            "totals": self.totals(),
+            "error": self.error,
+            "not_started": self.not_started,
+            "streams": [asdict(s) for s in self.streams],
+        }

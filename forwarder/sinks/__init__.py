@@ -1,0 +1,42 @@
+"""Sinks, one module each. The registry maps a FORWARDER_SINK URI scheme to the module that builds it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable, Dict
+from urllib.parse import urlsplit
+
+from .base import Sink
+from .settings import SinkSettings
+
+SinkFactory = Callable[[SinkSettings], Sink]
+
+# scheme -> "module:factory"; modules are imported only when chosen, so boto3 stays optional.
+_REGISTRY: Dict[str, str] = {
+    "stdout": "forwarder.sinks.stdout:open_stdout",
+    "file": "forwarder.sinks.file:open_file",
+    "hec+https": "forwarder.sinks.hec:open_hec",
+    "hec+http": "forwarder.sinks.hec:open_hec",
+}
+
+
+def scheme_of(uri: str) -> str:
+    return "stdout" if uri == "stdout" else urlsplit(uri).scheme.lower()
+
+
+def schemes() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def open_sink(settings: SinkSettings) -> Sink:
+    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
+    scheme = scheme_of(settings.uri)
+    try:
+        target = _REGISTRY[scheme]
+    except KeyError:
+        raise ValueError(
+            f"FORWARDER_SINK scheme {scheme!r} is not supported (choose from {', '.join(schemes())})"
+        ) from None
+    module, attr = target.split(":")
+    factory: SinkFactory = getattr(importlib.import_module(module), attr)
+    return factory(settings)

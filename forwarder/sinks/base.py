@@ -1,0 +1,45 @@
+"""The sink contract and the batching every sink shares."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Protocol, Sequence
+
+from ..events import Event, SendResult
+
+DEFAULT_MAX_EVENTS = 500
+DEFAULT_MAX_BYTES = 900_000  # under the 1 MB request limit of Splunk Cloud HEC and most collectors
+
+
+class Sink(Protocol):
+    """``send`` returns only once the batch is durably accepted, and raises SinkError otherwise.
+
+    Events it refuses for good are returned as rejections (they go to quarantine); everything
+    else in the batch counts as delivered. ``max_batch_events``/``max_batch_bytes`` bound a batch.
+    """
+
+    name: str
+    max_batch_events: int
+    max_batch_bytes: int
+
+    def send(self, batch: Sequence[Event]) -> SendResult: ...
+
+    def close(self) -> None: ...
+
+
+def batches(events: Iterable[Event], max_events: int, max_bytes: int) -> Iterator[list[Event]]:
+    """Group events in order into batches of at most ``max_events`` and ``max_bytes`` of bodies.
+
+    An event larger than ``max_bytes`` on its own travels alone; the sink decides whether to
+    reject it.
+    """
+    batch: list[Event] = []
+    size = 0
+    for event in events:
+        n = len(event.body) + 1
+        if batch and (len(batch) >= max_events or size + n > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(event)
+        size += n
+    if batch:
+        yield batch

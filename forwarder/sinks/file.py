@@ -1,0 +1,131 @@
+"""The file sink: appends NDJSON to a local file and fsyncs before a batch counts as delivered.
+
+URI forms (FORWARDER_SINK):
+
+* ``file:///var/log/emailauth/audit.ndjson`` (also ``file:/abs/path`` and ``file://localhost/abs/path``):
+  an absolute path.
+* ``file:out/audit.ndjson``: a path relative to the working directory when the sink is opened.
+
+``file://host/...`` with any other host is refused (it would name a remote machine), as are a
+query string and a fragment. Percent-escapes are decoded (``%20`` is a space). Parent directories
+are created; a new file gets mode 0640 (before the umask). The file is only ever appended to, one
+batch per write on an O_APPEND descriptor, fsynced before ``send`` returns. Rotate it by renaming it
+between runs (each run opens the path again) or with copytruncate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Optional, Sequence
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+from ..errors import SinkError
+from ..events import Event, SendResult
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .settings import SinkSettings
+from .stdout import ndjson
+
+
+def path_from_uri(uri: str) -> str:
+    """The absolute path a ``file:`` URI names; ValueError naming FORWARDER_SINK otherwise."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "file":
+        raise ValueError(f"FORWARDER_SINK {uri!r} is not a file: URI")
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"FORWARDER_SINK {uri!r} names the host {parts.netloc!r}; use file:///absolute/path.ndjson "
+            "or file:relative/path.ndjson"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(f"FORWARDER_SINK {uri!r}: a file: URI takes no query string or fragment")
+    if not parts.path or parts.path.endswith("/"):
+        raise ValueError(f"FORWARDER_SINK {uri!r} must name a file, like file:///var/log/audit.ndjson")
+    return os.path.abspath(url2pathname(parts.path))
+
+
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+_MODE = 0o640  # audit data: owner and group (a log shipper's) only, further narrowed by the umask
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a newly created file's directory entry durable too (POSIX; best effort elsewhere)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # Windows cannot open a directory; its file system journals the entry
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems refuse fsync on a directory (EINVAL)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class FileSink:
+    name = "file"
+
+    def __init__(
+        self,
+        path: str,
+        max_batch_events: int = DEFAULT_MAX_EVENTS,
+        max_batch_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.path = path
+        self.max_batch_events = max_batch_events
+        self.max_batch_bytes = max_batch_bytes
+        self._fd: Optional[int] = self._open()
+
+    def _open(self) -> int:
+        directory = os.path.dirname(self.path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            created = not os.path.exists(self.path)
+            fd = os.open(self.path, _FLAGS, _MODE)
+        except OSError as exc:
+            raise SinkError(f"cannot open the sink file {self.path}: {exc.strerror or exc}") from exc
+        if created:
+            _fsync_dir(directory)
+        return fd
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        """Append the batch with one unbuffered write and fsync it before returning."""
+        fd = self._fd
+        if fd is None:
+            raise SinkError(f"the sink file {self.path} is closed")
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, ndjson(batch))
+                os.fsync(fd)
+            except OSError:
+                # Drop a half-written batch (a full disk) so the re-sent batch does not follow a
+                # torn line. Best effort: the original error is the one worth reporting.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
+        except OSError as exc:
+            raise SinkError(f"cannot write to the sink file {self.path}: {exc.strerror or exc}") from exc
+        return SendResult.all_delivered(len(batch))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"FileSink(path={self.path!r})"
+
+
+def open_file(settings: SinkSettings) -> FileSink:
+    return FileSink(
+        path_from_uri(settings.uri),
+        max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,
+        max_batch_bytes=settings.batch_bytes or DEFAULT_MAX_BYTES,
+    )

@@ -1,0 +1,293 @@
+"""Splunk HTTP Event Collector sink: ``hec+https://splunk.example.com:8088`` (``hec+http://`` for loopback).
+
+Protocol choices, from Splunk's HEC REST documentation:
+
+* Endpoint. A URI without a path posts to ``/services/collector/event``. A path that contains
+  ``/services/collector`` is used as the event endpoint as it is; any other path is a prefix (a load
+  balancer's) put in front of ``/services/collector/event``. The acknowledgement endpoint is the same
+  prefix plus ``/services/collector/ack``. A query string is refused: settings travel in
+  FORWARDER_SINK_* variables and the token never rides in a URL.
+* Body. One JSON envelope per event, newline separated: ``{"time": <epoch seconds.ms>, "host",
+  "source", "sourcetype", "index", "event"}``. ``host`` and ``index`` are left out when not set, so the
+  token's defaults apply. A JSON event body is embedded byte for byte; a text (CEF) event becomes a
+  JSON string. The body is gzipped when ``settings.gzip``.
+* Size. A request holds at most ``max_batch_events`` envelopes and ``max_batch_bytes`` of uncompressed
+  body; ``send`` splits a larger batch itself. An event whose envelope alone is over the byte limit, or
+  that HEC refuses with 413 when sent alone, is returned as a rejection. On a 413 the request is
+  split in halves and each half sent again.
+* Failures. 429, 5xx and connection errors are retried with backoff (``Retry-After`` honoured); when
+  the attempts run out the SinkError is retryable. Any other refusal raises at once with HEC's
+  ``code`` and ``text``.
+* Channel. Every request carries ``X-Splunk-Request-Channel`` (a UUID per sink): tokens with
+  acknowledgement on refuse requests without one even when the forwarder does not wait for acks.
+  With ``settings.hec_ack``, ``send`` returns only once HEC reports every request of the batch indexed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+import uuid
+from typing import Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+import requests
+
+from .. import jsonutil, retry
+from ..errors import SinkError
+from ..events import Event, Rejection, SendResult
+from ..http import check_url, new_session
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, batches
+from .settings import SinkSettings
+
+EVENT_PATH = "/services/collector/event"
+ACK_PATH = "/services/collector/ack"
+_COLLECTOR = "/services/collector"
+_ACK_POLL_MAX_SECONDS = 10.0
+_TEXT_LIMIT = 200  # characters of a HEC reply quoted in an error
+_TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+
+
+def endpoints(uri: str) -> Tuple[str, str]:
+    """The event and acknowledgement URLs for a ``hec+https://`` URI; ValueError naming FORWARDER_SINK."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if not scheme.startswith("hec+"):
+        raise ValueError("FORWARDER_SINK for Splunk HEC must look like hec+https://splunk.example.com:8088")
+    http_scheme = scheme[len("hec+") :]
+    problem = check_url(f"{http_scheme}://{parts.netloc}{parts.path}", "FORWARDER_SINK")
+    if problem:
+        raise ValueError(f"{problem}; a Splunk HEC sink looks like hec+https://splunk.example.com:8088")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            "FORWARDER_SINK for Splunk HEC takes no query string (the token goes in FORWARDER_SINK_TOKEN)"
+        )
+    path = parts.path.rstrip("/")
+    if _COLLECTOR in path:
+        prefix, event_path = path[: path.index(_COLLECTOR)], path
+    else:
+        prefix, event_path = path, path + EVENT_PATH
+    base = f"{http_scheme}://{parts.netloc}"
+    return base + event_path, base + prefix + ACK_PATH
+
+
+def hec_time(time_us: int) -> bytes:
+    """Epoch seconds with exactly three decimals (HEC keeps milliseconds), as a JSON number."""
+    ms = time_us // 1000
+    seconds, millis = divmod(abs(ms), 1000)
+    return f"{'-' if ms < 0 else ''}{seconds}.{millis:03d}".encode("ascii")
+
+
+def metadata_fields(settings: SinkSettings) -> bytes:
+    """``"host":..,"source":..`` (the set ones, JSON-encoded once per sink) for every envelope."""
+    fields = {
+        "host": settings.host,
+        "source": settings.source,
+        "sourcetype": settings.sourcetype,
+        "index": settings.index,
+    }
+    return jsonutil.dumps({key: value for key, value in fields.items() if value})[1:-1]
+
+
+def envelope(event: Event, metadata: bytes) -> bytes:
+    # Concatenation, not a dict: the JSON body is embedded as it is, never parsed again.
+    body = event.body if event.is_json else jsonutil.dumps(event.body.decode("utf-8"))
+    head = b'{"time":' + hec_time(event.time_us) + (b"," + metadata if metadata else b"")
+    return head + b',"event":' + body + b"}"
+
+
+def describe(response: requests.Response) -> str:
+    """``HTTP 403, code 4: Invalid token`` from a HEC reply, quoting at most a little of it."""
+    summary = f"HTTP {response.status_code}"
+    try:
+        reply = response.json()
+    except ValueError:
+        return summary
+    if not isinstance(reply, dict):
+        return summary
+    code, text = reply.get("code"), str(reply.get("text") or "")[:_TEXT_LIMIT]
+    if code is not None:
+        summary += f", code {code}" + (f": {text}" if text else "")
+    elif text:
+        summary += f": {text}"
+    if reply.get("invalid-event-number") is not None:
+        summary += f" (event {reply['invalid-event-number']} of the request)"
+    return summary
+
+
+def _checked_token(token: Optional[str]) -> str:
+    token = (token or "").strip()
+    if not token:
+        raise ValueError("FORWARDER_SINK_TOKEN is required for a Splunk HEC sink")
+    if not all(33 <= ord(char) < 127 for char in token):
+        # Caught here because the HTTP library would quote the bad header value in its error.
+        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a HEC token cannot have")
+    return token
+
+
+class HecSink:
+    name = "splunk-hec"
+
+    def __init__(
+        self,
+        settings: SinkSettings,
+        retry_policy: Optional[retry.RetryPolicy] = None,
+        ack_timeout_seconds: float = 300.0,
+        ack_poll_seconds: float = 1.0,
+    ) -> None:
+        token = _checked_token(settings.token)
+        self.event_url, self.ack_url = endpoints(settings.uri)
+        self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
+        self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.channel = str(uuid.uuid4())
+        self._token = token
+        self._gzip = settings.gzip
+        self._ack = settings.hec_ack
+        self._metadata = metadata_fields(settings)
+        self._retry = retry_policy or retry.RetryPolicy()
+        self._ack_timeout = ack_timeout_seconds
+        self._ack_poll = ack_poll_seconds
+        self._timeout = settings.timeout_seconds
+        self._verify = settings.ca_bundle or settings.verify_tls
+        self._session = new_session()
+        self._session.headers.update(
+            {
+                "Authorization": f"Splunk {token}",
+                "X-Splunk-Request-Channel": self.channel,
+                "Content-Type": "application/json",
+            }
+        )
+
+    def __repr__(self) -> str:
+        return f"HecSink(url={self.event_url!r}, gzip={self._gzip}, ack={self._ack})"
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        kept: List[Event] = []
+        wrapped: List[Event] = []  # the kept events with their envelope as body, for batches()
+        rejected: List[Rejection] = []
+        for event in batch:
+            data = envelope(event, self._metadata)
+            if len(data) > self.max_batch_bytes:
+                reason = (
+                    f"its HEC envelope is {len(data)} bytes, over the {self.max_batch_bytes}-byte batch limit"
+                )
+                rejected.append(Rejection(event, reason))
+            else:
+                kept.append(event)
+                wrapped.append(Event(event.id, event.time_us, data, event.is_json))
+        ack_ids: List[int] = []
+        start = 0
+        for chunk in batches(wrapped, self.max_batch_events, self.max_batch_bytes):
+            end = start + len(chunk)
+            rejected += self._deliver(kept[start:end], [item.body for item in chunk], ack_ids)
+            start = end
+        if ack_ids:
+            self._wait_for_acks(ack_ids)
+        return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
+
+    def _deliver(self, events: List[Event], envelopes: List[bytes], ack_ids: List[int]) -> List[Rejection]:
+        """POST one request; on 413 send each half on its own. Returns the events refused for size."""
+        payload = b"\n".join(envelopes)
+        headers: Dict[str, str] = {}
+        if self._gzip:
+            payload = gzip.compress(payload, compresslevel=6, mtime=0)
+            headers["Content-Encoding"] = "gzip"
+        response = self._post(self.event_url, payload, headers)
+        if response.status_code == 413:
+            if len(events) == 1:
+                size = len(envelopes[0])
+                return [Rejection(events[0], f"Splunk HEC refused it as too large (HTTP 413, {size} bytes)")]
+            half = len(events) // 2
+            return self._deliver(events[:half], envelopes[:half], ack_ids) + self._deliver(
+                events[half:], envelopes[half:], ack_ids
+            )
+        if not 200 <= response.status_code < 300:
+            raise self._error(f"Splunk HEC refused the batch: {describe(response)}")
+        if self._ack:
+            ack_ids.append(self._ack_id(response))
+        return []
+
+    def _post(self, url: str, payload: bytes, headers: Dict[str, str]) -> requests.Response:
+        """POST with retries; returns the first answer that is not worth retrying."""
+        attempt = 0
+        while True:
+            attempt += 1
+            retry_after: Optional[float] = None
+            try:
+                response = self._session.post(
+                    url,
+                    data=payload,
+                    headers=headers,
+                    timeout=self._timeout,
+                    verify=self._verify,
+                    allow_redirects=False,
+                )
+            except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
+                raise self._error(f"TLS with Splunk HEC at {url} failed: {exc}") from exc
+            except _TRANSIENT as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code not in retry.RETRYABLE_STATUS and response.status_code < 500:
+                    return response
+                problem = describe(response)
+                retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
+            if attempt >= self._retry.attempts:
+                message = f"Splunk HEC at {url} still failing after {attempt} attempts: {problem}"
+                raise self._error(message, retryable=True)
+            retry.sleep(self._retry.delay(attempt, retry_after))
+
+    def _error(self, message: str, retryable: bool = False) -> SinkError:
+        """Every message passes here: whatever a server or a library echoed, the token never leaves."""
+        return SinkError(message.replace(self._token, "<redacted>"), retryable=retryable)
+
+    def _ack_id(self, response: requests.Response) -> int:
+        try:
+            ack_id = response.json().get("ackId")
+        except (ValueError, AttributeError):
+            ack_id = None
+        if isinstance(ack_id, bool) or not isinstance(ack_id, int):
+            raise SinkError(
+                "Splunk HEC accepted the batch but sent no ackId: indexer acknowledgement is off for "
+                "this token; turn it on in Splunk or stop waiting for acks (hec_ack)"
+            )
+        return ack_id
+
+    def _wait_for_acks(self, ack_ids: List[int]) -> None:
+        """Poll the ack endpoint with growing pauses until every id is true, or give up (retryable)."""
+        pending = set(ack_ids)
+        started = time.monotonic()
+        waited = 0.0
+        pause = self._ack_poll
+        while True:
+            pending -= self._acknowledged(pending)
+            if not pending:
+                return
+            # Our own pauses count too, so the bound holds even if sleep returns early.
+            elapsed = max(time.monotonic() - started, waited)
+            if elapsed >= self._ack_timeout:
+                raise SinkError(
+                    f"Splunk HEC did not confirm indexing of {len(pending)} request(s) within "
+                    f"{self._ack_timeout:g} s (channel {self.channel})",
+                    retryable=True,
+                )
+            step = min(pause, self._ack_timeout - elapsed)
+            retry.sleep(step)
+            waited += step
+            pause = min(pause * 2, _ACK_POLL_MAX_SECONDS)
+
+    def _acknowledged(self, ack_ids: set[int]) -> set[int]:
+        response = self._post(self.ack_url, jsonutil.dumps({"acks": sorted(ack_ids)}), {})
+        if not 200 <= response.status_code < 300:
+            raise self._error(f"Splunk HEC refused the acknowledgement query: {describe(response)}")
+        try:
+            statuses = response.json()["acks"]
+            return {int(key) for key, done in statuses.items() if done is True}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SinkError("Splunk HEC answered the acknowledgement query with an unreadable body") from exc
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def open_hec(settings: SinkSettings) -> HecSink:
+    return HecSink(settings)

@@ -1,0 +1,26 @@
+"""What a sink is configured with. Built by forwarder.config from FORWARDER_SINK_* variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    uri: str  # FORWARDER_SINK, never holding a secret
+    token: Optional[str] = field(default=None, repr=False)  # FORWARDER_SINK_TOKEN
+    batch_events: Optional[int] = None  # None: the sink's own default
+    batch_bytes: Optional[int] = None
+    ca_bundle: Optional[str] = None  # a PEM file for private CAs (FORWARDER_SINK_CA_BUNDLE)
+    verify_tls: bool = True
+    timeout_seconds: float = 60.0
+    gzip: bool = True
+    # Splunk HEC metadata
+    index: Optional[str] = None
+    sourcetype: str = "emailauth:audit"
+    source: str = "emailauth-audit-forwarder"
+    host: Optional[str] = None
+    hec_ack: bool = False  # wait for indexer acknowledgement before a batch counts as delivered
+    # extra request headers for generic HTTP collectors (never logged)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)

@@ -1,0 +1,78 @@
+"""The stdout sink: one NDJSON line per event, flushed after every batch.
+
+Also home of the NDJSON line encoding that the file sink shares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import BinaryIO, Optional, Sequence
+
+from ..errors import SinkError
+from ..events import Event, SendResult
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .settings import SinkSettings
+
+
+def ndjson_line(event: Event) -> bytes:
+    """``event.body`` plus a newline, with any raw CR/LF inside the body neutralised.
+
+    Normalizers never emit raw line breaks, but one slipping through would split a record in
+    two (or forge one), so guard anyway: outside JSON strings a line break is whitespace and may
+    become a space; in a text (CEF) line it becomes the ``\\n``/``\\r`` escape that CEF itself uses.
+    """
+    body = event.body
+    if b"\n" in body or b"\r" in body:
+        if event.is_json:
+            body = body.replace(b"\r", b" ").replace(b"\n", b" ")
+        else:
+            body = body.replace(b"\r", b"\\r").replace(b"\n", b"\\n")
+    return body + b"\n"
+
+
+def ndjson(batch: Sequence[Event]) -> bytes:
+    return b"".join(ndjson_line(event) for event in batch)
+
+
+class StdoutSink:
+    """Writes to ``stream`` (default: ``sys.stdout.buffer``, looked up at each send)."""
+
+    name = "stdout"
+
+    def __init__(
+        self,
+        stream: Optional[BinaryIO] = None,
+        max_batch_events: int = DEFAULT_MAX_EVENTS,
+        max_batch_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._stream = stream
+        self.max_batch_events = max_batch_events
+        self.max_batch_bytes = max_batch_bytes
+
+    def _out(self) -> BinaryIO:
+        # Late lookup: a redirected sys.stdout (a test's capture, a wrapper) is honoured.
+        return self._stream if self._stream is not None else sys.stdout.buffer
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        out = self._out()
+        try:
+            out.write(ndjson(batch))
+            out.flush()
+        except OSError as exc:  # a closed pipe (the reader went away), a full disk behind a redirect
+            raise SinkError(f"could not write to stdout: {exc.strerror or exc}") from exc
+        return SendResult.all_delivered(len(batch))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # already closed by the reader or the interpreter
+            self._out().flush()
+
+    def __repr__(self) -> str:
+        return "StdoutSink()"
+
+
+def open_stdout(settings: SinkSettings) -> StdoutSink:
+    return StdoutSink(
+        max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,
+        max_batch_bytes=settings.batch_bytes or DEFAULT_MAX_BYTES,
+    )

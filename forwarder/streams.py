@@ -1,0 +1,96 @@
+"""Stream planning and the ownership of records that two streams both return (DESIGN §2)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, List, Optional, Sequence
+
+from .config import to_unicode_domain
+from .records import AuditRecord
+
+log = logging.getLogger(__name__)
+
+DOMAIN_HISTORY_S = 13 * 31 * 86400  # the API keeps 13 months of domain history
+# Records this close to the edge of the domain history may fall out of it mid-run; the user
+# stream keeps those rather than risk both streams skipping them.
+_HISTORY_MARGIN_S = 2 * 86400
+
+
+@dataclass(frozen=True, order=True)
+class Stream:
+    """One query of the audits endpoint."""
+
+    object_type: str
+    name: str
+    filter: Optional[str] = None
+
+    @property
+    def key(self) -> str:
+        base = f"{self.object_type}/{self.name}"
+        return f"{base}/{self.filter}" if self.filter else base
+
+    def matches(self, action: str) -> bool:
+        return self.filter is None or action.startswith(self.filter)
+
+
+def user_email(item: Any) -> Optional[str]:
+    """The email of one element of the users endpoint: a string, or an object with an email field."""
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, dict):
+        for key in ("email", "email_address", "user_email", "username", "login"):
+            value = item.get(key)
+            if isinstance(value, str) and "@" in value:
+                return value.strip()
+    return None
+
+
+def filters_for(object_type: str, filters: Sequence[str]) -> List[Optional[str]]:
+    """The filters that make sense for an object type; no filter at all when none is configured."""
+    if not filters:
+        return [None]
+    other = "domain." if object_type == "user" else "user."
+    chosen: List[Optional[str]] = [f for f in filters if not f.startswith(other)]
+    return chosen
+
+
+def plan_streams(
+    object_types: Sequence[str], users: Iterable[str], domains: Iterable[str], filters: Sequence[str]
+) -> List[Stream]:
+    """Every (object_type, name, filter) to pull, deduplicated case-insensitively, in a stable order."""
+    streams = set()
+    names = {
+        "user": {u.lower() for u in users if u},
+        "domain": {d.lower() for d in domains if d},
+    }
+    for object_type in object_types:
+        for name in names.get(object_type, set()):
+            for flt in filters_for(object_type, filters):
+                streams.add(Stream(object_type, name, flt))
+    return sorted(streams)
+
+
+class Ownership:
+    """Decides which stream ships a record that several streams return.
+
+    A ``domain.*`` record belongs to its domain's stream when that stream is planned, its filter
+    selects the record, and the record is inside the domain history the API keeps; everything else
+    belongs to the stream that fetched it. The other copy is dropped before shipping.
+    """
+
+    def __init__(self, plan: Sequence[Stream], now_s: float) -> None:
+        self._domain_streams = [s for s in plan if s.object_type == "domain"]
+        self._history_floor_us = int((now_s - DOMAIN_HISTORY_S + _HISTORY_MARGIN_S) * 1_000_000)
+
+    def keeps(self, stream: Stream, record: AuditRecord) -> bool:
+        if stream.object_type == "domain":
+            return True
+        action = record.action
+        if not action.startswith("domain.") or record.ts_us < self._history_floor_us:
+            return True
+        try:
+            domain = to_unicode_domain(record.object)
+        except (UnicodeError, ValueError):
+            return True
+        return not any(s.name == domain and s.matches(action) for s in self._domain_streams)

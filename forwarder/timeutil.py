@@ -1,0 +1,72 @@
+"""Timestamps as integer microseconds since the epoch (UTC): exact, sortable, JSON-safe."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+_ISO = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_iso(value: str) -> int:
+    """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
+    m = _ISO.match(value.strip())
+    if not m:
+        raise ValueError(f"not an ISO 8601 timestamp: {value[:64]!r}")
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    frac = (m.group(7) or "").ljust(6, "0")[:6]
+    dt = datetime(year, month, day, hour, minute, second, int(frac), tzinfo=timezone.utc)
+    if m.group(9):
+        offset = timedelta(hours=int(m.group(10)), minutes=int(m.group(11)))
+        dt = dt - offset if m.group(9) == "+" else dt + offset
+    return to_us(dt)
+
+
+def to_us(dt: datetime) -> int:
+    delta = dt - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def format_us(us: int) -> str:
+    """Canonical form: 2026-01-02T03:04:05.123456Z."""
+    return from_us(us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def format_ms(us: int) -> str:
+    """ISO 8601 with milliseconds, the precision Elasticsearch and ECS examples use."""
+    return from_us(us).strftime("%Y-%m-%dT%H:%M:%S.") + f"{(us // 1000) % 1000:03d}Z"
+
+
+def now_us() -> int:
+    return to_us(datetime.now(timezone.utc))
+
+
+_DURATION = re.compile(
+    r"^\s*(\d+)\s*(mo|months?|y|years?|w|weeks?|d|days?|h|hours?|m|min|minutes?|s|sec|seconds?)\s*$"
+)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> int:
+    """Parse '14d', '13mo', '1h', '90m', '30s', '1y' into seconds (a month is 31 days, a year 366)."""
+    m = _DURATION.match(text.lower())
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 90m, 1h, 14d, 2w, 13mo, 1y)")
+    n, unit = int(m.group(1)), m.group(2)
+    if unit.startswith("mo"):
+        return n * 31 * 86400
+    if unit.startswith("y"):
+        return n * 366 * 86400
+    if unit in ("min",) or unit.startswith("minute"):
+        return n * 60
+    if unit.startswith("sec"):
+        return n
+    return n * _UNIT_SECONDS[unit[0]]

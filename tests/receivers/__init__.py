@@ -1,0 +1,1 @@
+"""Real loopback servers that speak a SIEM's protocol, for tests of the sinks and the pipeline."""

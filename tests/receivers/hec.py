@@ -1,0 +1,395 @@
+"""A loopback Splunk HTTP Event Collector, faithful enough to catch protocol mistakes.
+
+It checks ``Authorization: Splunk <token>``, decodes gzip, parses the body as concatenated JSON
+envelopes the way HEC does and answers with HEC's status codes and ``{"text", "code"}`` replies:
+
+====  ====  ===============================
+HTTP  code  text
+====  ====  ===============================
+401   2     Token is required
+401   3     Invalid authorization
+403   4     Invalid token
+400   5     No data
+400   6     Invalid data format (with ``invalid-event-number``)
+400   10    Data channel is missing
+400   11    Invalid data channel
+400   12    Event field is required
+400   13    Event field cannot be blank
+400   14    ACK is disabled
+413         the body is over ``max_content_length`` (on the wire or once decompressed)
+====  ====  ===============================
+
+One simplification: a request with a bad envelope is refused as a whole (real HEC may already have
+indexed the envelopes before the bad one).
+
+Indexer acknowledgement (``ack=True``): event requests need a GUID channel (header
+``X-Splunk-Request-Channel`` or ``?channel=``) and get an ``ackId`` per channel; ``POST
+/services/collector/ack`` answers ``{"acks": {"<id>": bool}}``. An ack turns true after it has been
+asked about ``ack_delay_polls`` times (a count rather than a clock keeps tests deterministic; None:
+never) and, as in Splunk, is forgotten once reported true.
+
+Fault knobs act on event requests only, in the order they were set up: ``fail_next``,
+``drop_connection_next``, ``accept_then_fail_next``.
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import re
+import socket
+import threading
+import uuid
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Deque, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlsplit
+
+EVENT_PATHS = ("/services/collector", "/services/collector/event", "/services/collector/event/1.0")
+ACK_PATH = "/services/collector/ack"
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+_BUSY = {503: (9, "Server is busy"), 500: (8, "Internal server error")}
+
+
+class HecReply(Exception):
+    """An answer other than success, raised from deep inside request handling."""
+
+    def __init__(self, status: int, code: Optional[int], text: str, **extra: Any) -> None:
+        super().__init__(text)
+        self.status = status
+        self.body: Dict[str, Any] = {"text": text, **({"code": code} if code is not None else {}), **extra}
+
+
+@dataclass(frozen=True)
+class Received:
+    envelope: Dict[str, Any]  # the parsed envelope: time, host, source, sourcetype, index, event
+    raw: bytes  # the envelope exactly as it was sent
+    channel: Optional[str]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as it arrived, whatever the answer."""
+
+    path: str
+    headers: Dict[str, str]
+    wire_bytes: int
+    status: Optional[int]  # None: the connection was dropped
+
+
+@dataclass(frozen=True)
+class _Fault:
+    kind: str  # "fail", "drop", "accept_then_fail"
+    status: int = 503
+    retry_after: Optional[str] = None
+
+
+def parse_envelopes(text: str) -> List[Tuple[Dict[str, Any], str]]:
+    """Split a HEC body into (envelope, raw text) pairs, validating each like HEC does."""
+    decoder = json.JSONDecoder()
+    found: List[Tuple[Dict[str, Any], str]] = []
+    pos = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    while pos < len(text):
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            value, end = None, pos
+        if not isinstance(value, dict):
+            raise HecReply(400, 6, "Invalid data format", **{"invalid-event-number": len(found)})
+        _validate(value, len(found))
+        found.append((value, text[pos:end]))
+        pos = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+    if not found:
+        raise HecReply(400, 5, "No data")
+    return found
+
+
+def _validate(envelope: Dict[str, Any], number: int) -> None:
+    where = {"invalid-event-number": number}
+    if "event" not in envelope:
+        raise HecReply(400, 12, "Event field is required", **where)
+    event = envelope["event"]
+    if event is None or (isinstance(event, str) and not event.strip()):
+        raise HecReply(400, 13, "Event field cannot be blank", **where)
+    if "time" in envelope and not _is_epoch(envelope["time"]):
+        raise HecReply(400, 6, "Invalid data format", **where)
+    for key in ("host", "source", "sourcetype", "index"):
+        if key in envelope and not isinstance(envelope[key], str):
+            raise HecReply(400, 6, "Invalid data format", **where)
+    if "fields" in envelope and not isinstance(envelope["fields"], dict):
+        raise HecReply(400, 6, "Invalid data format", **where)
+
+
+def _is_epoch(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def event_id(envelope: Dict[str, Any]) -> Optional[str]:
+    """The forwarder's event id: ``event.id`` (ECS), ``metadata.uid`` (OCSF), a hex id in a CEF line."""
+    event = envelope.get("event")
+    if isinstance(event, str):
+        match = _HEX64.search(event)
+        return match.group(0) if match else None
+    if not isinstance(event, dict):
+        return None
+    for outer, inner in (("event", "id"), ("metadata", "uid")):
+        nested = event.get(outer)
+        if isinstance(nested, dict) and isinstance(nested.get(inner), str):
+            return nested[inner]
+    flat = event.get("event.id", event.get("_id"))
+    return flat if isinstance(flat, str) else None
+
+
+def _is_guid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+class HecReceiver:
+    def __init__(
+        self,
+        token: str = "00000000-feed-beef-cafe-000000000000",
+        *,
+        ack: bool = False,
+        ack_delay_polls: Optional[int] = 0,
+        max_content_length: int = 1_000_000,
+        prefix: str = "",
+    ) -> None:
+        self.token = token
+        self.ack = ack
+        self.ack_delay_polls = ack_delay_polls
+        self.max_content_length = max_content_length
+        self.prefix = prefix.rstrip("/")
+        self._lock = threading.Lock()
+        self._received: List[Received] = []
+        self._seen: List[Seen] = []
+        self._faults: Deque[_Fault] = deque()
+        self._next_ack: Dict[str, int] = {}
+        self._pending_acks: Dict[Tuple[str, int], int] = {}  # (channel, ackId) -> times asked
+        self._ack_answers: List[Dict[str, bool]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self._server.receiver = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name="hec-receiver", daemon=True
+        )
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> HecReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    @property
+    def url(self) -> str:
+        """The FORWARDER_SINK value that reaches this receiver."""
+        return f"hec+http://127.0.0.1:{self.port}{self.prefix}"
+
+    # --- fault knobs ------------------------------------------------------------------------------
+
+    def fail_next(self, n: int, status: int = 503, retry_after: Optional[float] = None) -> None:
+        header = None if retry_after is None else f"{retry_after:g}"
+        self._add_faults(n, _Fault("fail", status, header))
+
+    def drop_connection_next(self, n: int) -> None:
+        self._add_faults(n, _Fault("drop"))
+
+    def accept_then_fail_next(self, n: int) -> None:
+        """Store the events, then answer 503: a response lost after indexing."""
+        self._add_faults(n, _Fault("accept_then_fail"))
+
+    def _add_faults(self, n: int, fault: _Fault) -> None:
+        with self._lock:
+            self._faults.extend([fault] * n)
+
+    # --- what arrived -----------------------------------------------------------------------------
+
+    def events(self) -> List[Dict[str, Any]]:
+        with self._lock:
+            return [item.envelope for item in self._received]
+
+    def received(self) -> List[Received]:
+        with self._lock:
+            return list(self._received)
+
+    def event_ids(self) -> List[Optional[str]]:
+        return [event_id(envelope) for envelope in self.events()]
+
+    def seen(self) -> List[Seen]:
+        """Every request, in arrival order."""
+        with self._lock:
+            return list(self._seen)
+
+    def ack_answers(self) -> List[Dict[str, bool]]:
+        with self._lock:
+            return list(self._ack_answers)
+
+    # --- protocol ---------------------------------------------------------------------------------
+
+    def handle(
+        self, target: str, headers: Dict[str, str], raw: bytes
+    ) -> Tuple[Optional[int], Dict[str, Any], Dict[str, str]]:
+        """(status, JSON reply, extra headers); status None means drop the connection."""
+        parts = urlsplit(target)
+        path = parts.path.rstrip("/")
+        in_query = parse_qs(parts.query).get("channel", [])
+        channel = headers.get("x-splunk-request-channel") or (in_query[0] if in_query else None)
+        try:
+            if not path.startswith(self.prefix):
+                raise HecReply(404, 404, "The requested URL was not found on this server.")
+            route = path[len(self.prefix) :]
+            if route == ACK_PATH:
+                self._authorize(headers)
+                return 200, self._ack_query(channel, raw), {}
+            if route not in EVENT_PATHS:
+                raise HecReply(404, 404, "The requested URL was not found on this server.")
+            with self._lock:
+                fault = self._faults.popleft() if self._faults else None
+            if fault is not None and fault.kind == "drop":
+                return None, {}, {}
+            if fault is not None and fault.kind == "fail":
+                code, text = _BUSY.get(fault.status, (None, http.HTTPStatus(fault.status).phrase))
+                extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+                return fault.status, HecReply(fault.status, code, text).body, extra
+            self._authorize(headers)
+            reply = self._accept(channel, headers, raw)
+            if fault is not None:  # accept_then_fail
+                return 503, HecReply(503, *_BUSY[503]).body, {}
+            return 200, reply, {}
+        except HecReply as answer:
+            return answer.status, answer.body, {}
+
+    def _authorize(self, headers: Dict[str, str]) -> None:
+        value = headers.get("authorization")
+        if value is None:
+            raise HecReply(401, 2, "Token is required")
+        scheme, _, token = value.partition(" ")
+        if scheme != "Splunk" or not token:
+            raise HecReply(401, 3, "Invalid authorization")
+        if token != self.token:
+            raise HecReply(403, 4, "Invalid token")
+
+    def _check_channel(self, channel: Optional[str]) -> str:
+        if not channel:
+            raise HecReply(400, 10, "Data channel is missing")
+        if not _is_guid(channel):
+            raise HecReply(400, 11, "Invalid data channel")
+        return channel
+
+    def _body_text(self, headers: Dict[str, str], raw: bytes) -> str:
+        limit = self.max_content_length
+        too_large = HecReply(413, None, f"Content too large (maximum is {limit} bytes)")
+        if len(raw) > limit:
+            raise too_large
+        if headers.get("content-encoding", "").lower() == "gzip":
+            inflater = zlib.decompressobj(wbits=31)
+            try:
+                raw = inflater.decompress(raw, limit + 1)
+            except zlib.error:
+                raise HecReply(400, 6, "Invalid data format") from None
+            if len(raw) > limit or not inflater.eof:
+                raise too_large
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HecReply(400, 6, "Invalid data format") from None
+
+    def _accept(self, channel: Optional[str], headers: Dict[str, str], raw: bytes) -> Dict[str, Any]:
+        if self.ack:
+            channel = self._check_channel(channel)
+        envelopes = parse_envelopes(self._body_text(headers, raw))
+        with self._lock:
+            self._received.extend(Received(env, text.encode("utf-8"), channel) for env, text in envelopes)
+            if not self.ack or channel is None:
+                return {"text": "Success", "code": 0}
+            ack_id = self._next_ack.get(channel, 0)
+            self._next_ack[channel] = ack_id + 1
+            self._pending_acks[(channel, ack_id)] = 0
+        return {"text": "Success", "code": 0, "ackId": ack_id}
+
+    def _ack_query(self, channel: Optional[str], raw: bytes) -> Dict[str, Any]:
+        if not self.ack:
+            raise HecReply(400, 14, "ACK is disabled")
+        channel = self._check_channel(channel)
+        try:
+            asked = json.loads(raw)["acks"]
+            ids = [int(i) for i in asked if not isinstance(i, bool)]
+        except (ValueError, KeyError, TypeError):
+            raise HecReply(400, 6, "Invalid data format") from None
+        answer: Dict[str, bool] = {}
+        with self._lock:
+            if channel not in self._next_ack:
+                raise HecReply(400, 11, "Invalid data channel")
+            for ack_id in ids:
+                key = (channel, ack_id)
+                answer[str(ack_id)] = done = key in self._pending_acks and self._ack_due(key)
+                if done:
+                    del self._pending_acks[key]  # HEC forgets an ack once it has reported it
+            self._ack_answers.append(dict(answer))
+        return {"acks": answer}
+
+    def _ack_due(self, key: Tuple[str, int]) -> bool:
+        asked = self._pending_acks[key]
+        self._pending_acks[key] = asked + 1
+        return self.ack_delay_polls is not None and asked >= self.ack_delay_polls
+
+    def record(self, seen: Seen) -> None:
+        with self._lock:
+            self._seen.append(seen)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like HEC: the sink's connection reuse gets exercised
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+    def do_POST(self) -> None:
+        receiver: HecReceiver = self.server.receiver  # type: ignore[attr-defined]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        status, reply, extra = receiver.handle(self.path, headers, raw)
+        receiver.record(Seen(urlsplit(self.path).path, headers, len(raw), status))
+        if status is None:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        body = json.dumps(reply).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # the test output stays readable
+        pass

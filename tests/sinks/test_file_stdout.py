@@ -1,0 +1,167 @@
+"""The stdout and file sinks: NDJSON lines, durability, append, clear errors."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+
+import pytest
+
+from forwarder.errors import SinkError
+from forwarder.events import Event
+from forwarder.sinks import file as file_sink
+from forwarder.sinks import open_sink
+from forwarder.sinks.file import FileSink, path_from_uri
+from forwarder.sinks.settings import SinkSettings
+from forwarder.sinks.stdout import StdoutSink, ndjson_line
+
+
+def event(n: int) -> Event:
+    return Event(f"{n:064x}", 1_767_323_045_000_000 + n, json.dumps({"n": n, "msg": "héllo"}).encode())
+
+
+CEF = Event("c" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=x", is_json=False)
+
+
+# --- NDJSON lines ---------------------------------------------------------------------------------
+
+
+def test_a_line_is_the_body_and_a_newline():
+    assert ndjson_line(event(1)) == event(1).body + b"\n"
+    assert ndjson_line(CEF) == b"CEF:0|V|P|1|a|b|3|msg=x\n"
+
+
+def test_stray_line_breaks_never_split_a_record():
+    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
+    pretty = Event("j" * 64, 0, b'{\n  "a": "x"\r\n}')
+
+    assert ndjson_line(text) == b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo\n"
+    assert json.loads(ndjson_line(pretty)) == {"a": "x"}
+    assert ndjson_line(pretty).count(b"\n") == 1
+
+
+# --- stdout ---------------------------------------------------------------------------------------
+
+
+def test_stdout_writes_one_line_per_event(capsysbinary):
+    sink = open_sink(SinkSettings(uri="stdout", batch_events=7))
+
+    result = sink.send([event(1), CEF, event(2)])
+    sink.close()
+
+    assert isinstance(sink, StdoutSink)
+    assert sink.max_batch_events == 7
+    assert result.delivered == 3
+    assert capsysbinary.readouterr().out == event(1).body + b"\n" + CEF.body + b"\n" + event(2).body + b"\n"
+
+
+def test_stdout_reports_a_reader_that_went_away():
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    stream = os.fdopen(write_end, "wb", buffering=0)
+    try:
+        with pytest.raises(SinkError, match="stdout"):
+            StdoutSink(stream=stream).send([event(1)])
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+# --- file -----------------------------------------------------------------------------------------
+
+
+def test_file_sink_creates_directories_and_appends_across_runs(tmp_path):
+    path = tmp_path / "deep" / "er" / "audit.ndjson"
+    first = open_sink(SinkSettings(uri=path.as_uri()))
+    first.send([event(1), event(2)])
+    first.close()
+    second = open_sink(SinkSettings(uri=path.as_uri()))
+    second.send([CEF])
+    second.send([event(3)])
+    second.close()
+
+    assert path.read_bytes().splitlines() == [event(1).body, event(2).body, CEF.body, event(3).body]
+
+
+def test_send_returns_only_after_fsync_of_the_written_bytes(tmp_path, monkeypatch):
+    path = tmp_path / "audit.ndjson"
+    synced: list[tuple[int, bytes]] = []  # (inode synced, file content at that moment)
+    real_fsync = os.fsync
+
+    def spying_fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append((os.fstat(fd).st_ino, path.read_bytes()))
+
+    monkeypatch.setattr(file_sink.os, "fsync", spying_fsync)
+    sink = FileSink(str(path))
+    sink.send([event(1)])
+    after_first = list(synced)
+    sink.send([event(2)])
+
+    inode = path.stat().st_ino
+    assert after_first[-1] == (inode, event(1).body + b"\n")
+    assert synced[-1] == (inode, event(1).body + b"\n" + event(2).body + b"\n")
+
+
+def test_relative_file_uri_resolves_against_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sink = open_sink(SinkSettings(uri="file:out/audit.ndjson"))
+    sink.send([event(1)])
+    sink.close()
+
+    assert (tmp_path / "out" / "audit.ndjson").read_bytes() == event(1).body + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        ("file:///var/log/a.ndjson", "/var/log/a.ndjson"),
+        ("file:/var/log/a.ndjson", "/var/log/a.ndjson"),
+        ("file://localhost/var/log/a.ndjson", "/var/log/a.ndjson"),
+        ("file:///var/log/with%20space.ndjson", "/var/log/with space.ndjson"),
+    ],
+)
+def test_absolute_uris(uri, path):
+    assert path_from_uri(uri) == path
+
+
+@pytest.mark.parametrize(
+    "uri", ["file://fileserver/share/a.ndjson", "file:///var/log/", "file:///a.ndjson?x=1", "file:"]
+)
+def test_bad_file_uris_name_the_variable(uri):
+    with pytest.raises(ValueError, match="FORWARDER_SINK"):
+        path_from_uri(uri)
+
+
+def test_an_unwritable_path_is_a_sink_error_naming_it(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    target = blocker / "audit.ndjson"
+
+    with pytest.raises(SinkError, match=str(target)):
+        FileSink(str(target))
+
+
+def test_a_closed_file_sink_refuses_to_send(tmp_path):
+    sink = FileSink(str(tmp_path / "a.ndjson"))
+    sink.close()
+    sink.close()
+    with pytest.raises(SinkError, match="closed"):
+        sink.send([event(1)])
+
+
+def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "a.ndjson"
+    sink = FileSink(str(path))
+    sink.send([event(1)])
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(file_sink.os, "fsync", failing_fsync)
+    with pytest.raises(SinkError, match=f"{path}: Input/output error"):
+        sink.send([event(2)])
+
+    assert path.read_bytes() == event(1).body + b"\n"
