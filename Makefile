@@ -31,5 +31,8 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
 
+# Build targets of the runtimes (lambda-package, splunk-app, ...) live beside this file.
+-include mk/*.mk
+
 clean:
 	rm -rf $(VENV) out state dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

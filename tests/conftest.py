@@ -1,0 +1,39 @@
+"""Shared fixtures: a real moto server over loopback HTTP for every AWS test."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pytest
+import requests
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """A moto server on a free loopback port for the whole session; yields its URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{server._server.server_port}"  # type: ignore[union-attr]
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Point boto3 at the moto server with throwaway credentials; every test starts empty."""
+    requests.post(f"{moto_server}/moto-api/reset", timeout=10).raise_for_status()
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    yield moto_server
