@@ -93,8 +93,9 @@ def run_once(
     try:
         lease = store.acquire_lease(owner, settings.lease_ttl_s)
     except LeaseHeld as exc:
-        report.error = f"another run is in progress: {exc}"
+        report.skipped = str(exc)
         report.finished = format_us(now_us())
+        log.warning("run skipped: another run holds the lease", extra={"reason": report.skipped})
         return report
     client = None
     own_sink = sink is None

@@ -13,6 +13,7 @@ from .errors import ConfigError, ForwarderError
 from .logs import configure
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try again later
 
 
 def _flag(variable: str) -> str:
@@ -50,6 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = run_once(settings)
     if args.report:
         sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
+    if report.skipped:
+        return EXIT_TEMPFAIL
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -4,6 +4,8 @@ details live here: those come in through the small interfaces of api, normalize,
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -247,4 +249,5 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
 
 
 def new_owner() -> str:
-    return f"run-{uuid.uuid4().hex[:12]}"
+    """host:pid:random, so a store on the same host can tell a dead holder from a live one."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"

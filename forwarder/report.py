@@ -32,7 +32,8 @@ class RunReport:
     finished: str = ""
     streams: List[StreamReport] = field(default_factory=list)
     not_started: List[str] = field(default_factory=list)  # left for the next run (deadline)
-    error: Optional[str] = None  # a failure before any stream ran (lease, users endpoint)
+    error: Optional[str] = None  # a failure before any stream ran (users endpoint, sink set-up)
+    skipped: Optional[str] = None  # why the run did nothing at all (another run holds the lease)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +55,7 @@ class RunReport:
             "finished": self.finished,
             "totals": self.totals(),
             "error": self.error,
+            "skipped": self.skipped,
             "not_started": self.not_started,
             "streams": [asdict(s) for s in self.streams],
         }

@@ -160,6 +160,7 @@ class Simulator:
         self._clock = clock
         self._lock = threading.Lock()
         self._tokens: Dict[str, float] = {}  # token -> issue time (clock seconds)
+        self.issued_tokens: List[str] = []  # every token ever issued, for tests that hunt for leaks
         self._failures: List[_Fault] = []
         self._malforms: List[_Fault] = []
         self._server: Optional[_Server] = None
@@ -283,6 +284,7 @@ class Simulator:
         token, issued = secrets.token_urlsafe(32), self._clock()
         with self._lock:
             self._tokens[token] = issued
+            self.issued_tokens.append(token)
         created = int(issued * 1000) if self.token_created_ms else int(issued)
         return _json(
             200,

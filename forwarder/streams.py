@@ -11,10 +11,10 @@ from .records import AuditRecord
 
 log = logging.getLogger(__name__)
 
-DOMAIN_HISTORY_S = 13 * 31 * 86400  # the API keeps 13 months of domain history
-# Records this close to the edge of the domain history may fall out of it mid-run; the user
-# stream keeps those rather than risk both streams skipping them.
-_HISTORY_MARGIN_S = 2 * 86400
+# The API keeps 13 months of domain history. Thirteen calendar months are at least 393 days; three
+# days less leaves room for clock skew and for records that fall out of the history mid-run, which
+# the user stream then keeps rather than risk both streams skipping them.
+DOMAIN_HISTORY_S = 390 * 86400
 
 
 @dataclass(frozen=True, order=True)
@@ -81,7 +81,7 @@ class Ownership:
 
     def __init__(self, plan: Sequence[Stream], now_s: float) -> None:
         self._domain_streams = [s for s in plan if s.object_type == "domain"]
-        self._history_floor_us = int((now_s - DOMAIN_HISTORY_S + _HISTORY_MARGIN_S) * 1_000_000)
+        self._history_floor_us = int((now_s - DOMAIN_HISTORY_S) * 1_000_000)
 
     def keeps(self, stream: Stream, record: AuditRecord) -> bool:
         if stream.object_type == "domain":

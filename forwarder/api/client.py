@@ -10,10 +10,10 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import requests
 
-from .. import jsonutil
+from .. import jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
-from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after, sleep
+from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..timeutil import format_us
 from .paging import PageOutcome, extract_items, iter_pages
 from .token import TokenProvider
@@ -43,7 +43,7 @@ class _Throttle:
         with self._lock:
             delay = self._resume_at - time.monotonic()
         if delay > 0:
-            sleep(delay)
+            retry.sleep(delay)
 
     def pause(self, seconds: float) -> None:
         with self._lock:
@@ -114,7 +114,7 @@ class ApiClient:
                     "api request failed, retrying",
                     extra={"path": path, "error": type(exc).__name__, "wait_s": round(delay, 2)},
                 )
-                sleep(delay)
+                retry.sleep(delay)
                 continue
             if response.status_code not in RETRYABLE_STATUS or attempt == self._retry.attempts:
                 return response
@@ -126,7 +126,7 @@ class ApiClient:
                 response.status_code,
                 extra={"path": path, "wait_s": round(delay, 2)},
             )
-            sleep(delay)
+            retry.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request_token(self) -> Any:
@@ -206,11 +206,13 @@ class ApiClient:
                 if exc.status != 400 or not active:
                     raise
                 with self._lock:
+                    first_time = (path, active[0]) not in self._unsupported
                     self._unsupported.add((path, active[0]))
-                log.warning(
-                    "api rejected an optional parameter; not sending it again this run",
-                    extra={"path": path, "parameter": active[0], "error": str(exc)},
-                )
+                if first_time:
+                    log.warning(
+                        "api rejected an optional parameter; not sending it again this run",
+                        extra={"path": path, "parameter": active[0], "error": str(exc)},
+                    )
 
     def paged(
         self,

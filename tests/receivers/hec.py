@@ -44,7 +44,7 @@ import zlib
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 EVENT_PATHS = ("/services/collector", "/services/collector/event", "/services/collector/event/1.0")
@@ -183,6 +183,10 @@ class HecReceiver:
         self._next_ack: Dict[str, int] = {}
         self._pending_acks: Dict[Tuple[str, int], int] = {}  # (channel, ackId) -> times asked
         self._ack_answers: List[Dict[str, bool]] = []
+        # Called with the count of accepted requests after the events are stored and before the
+        # reply: a test can kill the sender there, between delivery and its state commit.
+        self.after_accept: Optional[Callable[[int], None]] = None
+        self._accepted_requests = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
@@ -283,6 +287,8 @@ class HecReceiver:
                 return fault.status, HecReply(fault.status, code, text).body, extra
             self._authorize(headers)
             reply = self._accept(channel, headers, raw)
+            if self.after_accept is not None:
+                self.after_accept(self._accepted_requests)
             if fault is not None:  # accept_then_fail
                 return 503, HecReply(503, *_BUSY[503]).body, {}
             return 200, reply, {}
@@ -330,6 +336,7 @@ class HecReceiver:
         envelopes = parse_envelopes(self._body_text(headers, raw))
         with self._lock:
             self._received.extend(Received(env, text.encode("utf-8"), channel) for env, text in envelopes)
+            self._accepted_requests += 1
             if not self.ack or channel is None:
                 return {"text": "Success", "code": 0}
             ack_id = self._next_ack.get(channel, 0)

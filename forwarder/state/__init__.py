@@ -1,0 +1,46 @@
+"""State stores, chosen by location: a directory path or ``file://``, ``s3://``, ``dynamodb://``.
+
+Each backend module is imported only when its location is used, so a build without boto3 (the
+Splunk add-on) or without ``fcntl`` still opens the stores it has.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Callable, Dict
+
+from .model import StreamState
+from .store import Lease, Loaded, StateStore
+
+__all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store"]
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+# scheme -> "module:function"; the function takes the whole location string.
+_OPENERS: Dict[str, str] = {
+    "file": "forwarder.state.local:open_local",
+    "s3": "forwarder.state.s3:open_s3",
+    "dynamodb": "forwarder.state.dynamodb:open_dynamodb",
+}
+
+
+def open_store(location: str) -> StateStore:
+    """Open the store at ``location``. Raises ValueError for an unusable or unavailable location."""
+    match = _SCHEME.match(location)
+    scheme = match.group(1).lower() if match else "file"
+    target = _OPENERS.get(scheme)
+    if target is None:
+        raise ValueError(
+            f"state location {location!r}: unknown scheme {scheme!r} "
+            "(use a directory path, file://, s3://bucket/prefix or dynamodb://table)"
+        )
+    module_name, function = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"state location {location!r}: the {scheme} state store is not available in this build ({exc})"
+        ) from None
+    opener: Callable[[str], StateStore] = getattr(module, function)
+    return opener(location)

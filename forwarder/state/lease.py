@@ -1,0 +1,168 @@
+"""The run lease, over any backend that can put and delete one document conditionally.
+
+A lease is a small document ``{"schema", "owner", "acquired", "expires"}``. Every store (a local
+directory, S3, DynamoDB) only has to provide a ``ConditionalSlot``; the rules live here once:
+
+* acquire: allowed when there is no lease, when it has expired (``now >= expires``), or when it
+  already names the same owner; the write is conditional on the version just read, so of two runs
+  racing for an expired lease exactly one wins and the other is told who holds it.
+* renew: a conditional write on the version *we* last wrote. If anyone else wrote or removed the
+  lease since, the condition fails and the run learns that it lost the lease.
+* release: a conditional delete on that same version, so a run never removes a lease that another
+  run took over after ours expired.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
+
+from ..errors import ConflictError, LeaseHeld, StateError
+from ..timeutil import format_us, parse_iso
+
+LEASE_SCHEMA = 1
+_ACQUIRE_ATTEMPTS = 3
+
+Clock = Callable[[], float]  # seconds since the epoch, like time.time
+
+
+class ConditionalSlot(Protocol):
+    """One stored document, replaced or removed only while its version is the expected one."""
+
+    location: str  # for messages
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """The document and its version, or ``(None, None)``. Raises StateError if unreadable."""
+        ...
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        """Write if the version is still ``expected`` (None: absent); return the new version.
+
+        Raises ConflictError otherwise.
+        """
+        ...
+
+    def delete(self, expected: str) -> None:
+        """Remove if the version is still ``expected``; raises ConflictError otherwise."""
+        ...
+
+
+@dataclass(frozen=True)
+class LeaseDoc:
+    owner: str
+    acquired_us: int
+    expires_us: int
+
+    def admits(self, owner: str, now_us: int) -> bool:
+        """Whether ``owner`` may take this lease now."""
+        return owner == self.owner or now_us >= self.expires_us
+
+    def to_doc(self) -> Dict[str, Any]:
+        return {
+            "schema": LEASE_SCHEMA,
+            "owner": self.owner,
+            "acquired": format_us(self.acquired_us),
+            "expires": format_us(self.expires_us),
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Dict[str, Any], where: str) -> LeaseDoc:
+        hint = "remove it if no run is active"
+        if doc.get("schema") != LEASE_SCHEMA:
+            raise StateError(f"lease at {where} has schema version {doc.get('schema')!r}; {hint}")
+        try:
+            owner = doc["owner"]
+            if not isinstance(owner, str):
+                raise TypeError(f"owner is a {type(owner).__name__}")
+            return cls(owner, parse_iso(doc["acquired"]), parse_iso(doc["expires"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StateError(f"lease at {where} is corrupt ({exc}); {hint}") from None
+
+
+def clock_us(clock: Clock) -> int:
+    return int(clock() * 1_000_000)
+
+
+def read_lease(slot: ConditionalSlot) -> Tuple[Optional[LeaseDoc], Optional[str]]:
+    doc, version = slot.read()
+    if doc is None:
+        return None, None
+    return LeaseDoc.from_doc(doc, slot.location), version
+
+
+def held_error(holder: LeaseDoc, where: str, now_us: int) -> LeaseHeld:
+    remaining = max(0, (holder.expires_us - now_us) // 1_000_000)
+    return LeaseHeld(
+        f"the run lease at {where} is held by {holder.owner!r} until {format_us(holder.expires_us)} "
+        f"({remaining}s from now): another run is active, or a stopped run's lease has not expired yet"
+    )
+
+
+class SlotLease:
+    """A lease this process holds. ``version`` is the proof: only our own writes carry it."""
+
+    def __init__(self, slot: ConditionalSlot, doc: LeaseDoc, version: str, ttl_us: int, clock: Clock) -> None:
+        self.owner = doc.owner
+        self._slot = slot
+        self._doc = doc
+        self._version = version
+        self._ttl_us = ttl_us
+        self._clock = clock
+
+    @property
+    def expires_us(self) -> int:
+        return self._doc.expires_us
+
+    def renew(self) -> None:
+        now = clock_us(self._clock)
+        doc = LeaseDoc(self.owner, self._doc.acquired_us, now + self._ttl_us)
+        try:
+            self._version = self._slot.put(doc.to_doc(), self._version)
+        except ConflictError:
+            raise self._lost(now) from None
+        self._doc = doc
+
+    def release(self) -> None:
+        with suppress(ConflictError):  # taken over or removed since: no longer ours to remove
+            self._slot.delete(self._version)
+
+    def _lost(self, now_us: int) -> LeaseHeld:
+        holder, _ = read_lease(self._slot)
+        if holder is None:
+            return LeaseHeld(f"the run lease at {self._slot.location} was lost: another run removed it")
+        return held_error(holder, self._slot.location, now_us)
+
+    def __repr__(self) -> str:
+        return f"SlotLease(owner={self.owner!r}, location={self._slot.location!r})"
+
+
+def acquire(
+    slot: ConditionalSlot,
+    owner: str,
+    ttl_seconds: int,
+    clock: Clock,
+    holder_gone: Callable[[str], bool] = lambda owner: False,
+) -> SlotLease:
+    """Take the lease in ``slot`` for ``ttl_seconds``, or raise LeaseHeld naming the holder.
+
+    ``holder_gone`` lets a store that can see the holder (a local process) take over a lease whose
+    run is known to be dead instead of waiting for it to expire.
+    """
+    if not owner:
+        raise ValueError("a lease owner must not be empty")
+    if ttl_seconds <= 0:
+        raise ValueError(f"a lease needs a positive ttl, got {ttl_seconds}")
+    ttl_us = int(ttl_seconds * 1_000_000)
+    for _ in range(_ACQUIRE_ATTEMPTS):
+        holder, version = read_lease(slot)
+        now = clock_us(clock)
+        if holder is not None and not holder.admits(owner, now) and not holder_gone(holder.owner):
+            raise held_error(holder, slot.location, now)
+        doc = LeaseDoc(owner, now, now + ttl_us)
+        try:
+            new_version = slot.put(doc.to_doc(), version)
+        except ConflictError:
+            continue  # another run wrote the lease between our read and put: look again
+        return SlotLease(slot, doc, new_version, ttl_us, clock)
+    raise LeaseHeld(f"the run lease at {slot.location} kept changing while this run tried to take it")

@@ -1,0 +1,273 @@
+"""State in a local directory: one JSON file per stream, replaced atomically under a lock.
+
+Layout of the directory:
+
+* ``<encoded key>.json`` - one stream's state. The key is percent-encoded (everything but
+  ``A-Za-z0-9._-``, and a leading dot) so any Unicode key gives a safe, reversible name. A name
+  that would pass 255 bytes is cut and gets ``~<hash>``; ``~`` never appears in a plain encoding,
+  so the two kinds cannot collide, and ``keys()`` reads such a key from the document itself.
+* ``.lock`` - taken with ``flock`` around every read-compare-replace, which excludes other
+  processes and other threads alike (each lock holder opens the file on its own).
+* ``.lease`` - the run lease. Removing it by hand breaks a lease whose run is known to be gone.
+* ``.tmp-*`` - a write in progress; one left behind by a killed process is never read.
+
+Each document carries a random ``revision``: that is the version a commit must present. A random
+token rather than a counter, so a stream reset and recreated never matches a stale version.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import secrets
+import socket
+import time
+from contextlib import contextmanager, suppress
+from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple
+from urllib.parse import unquote, urlsplit
+
+from ..errors import ConflictError, StateError
+from ..jsonutil import dumps, loads
+from .lease import SlotLease, acquire
+from .model import StreamState
+from .store import Loaded
+
+_PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SUFFIX = ".json"
+_MAX_NAME = 255  # bytes, the usual file-name limit
+_CUT = 200  # encoded characters kept in front of the hash in a shortened name
+_REVISION = "revision"
+_LOCK = ".lock"
+_LEASE = ".lease"
+_TMP = ".tmp-"
+_FIX = "repair or remove the file (state reset)"
+
+
+def key_to_filename(key: str) -> str:
+    if not key:
+        raise ValueError("a stream key must not be empty")
+    data = key.encode("utf-8")
+    encoded = "".join(
+        chr(b) if b in _PLAIN and not (i == 0 and b == ord(".")) else f"%{b:02X}" for i, b in enumerate(data)
+    )
+    if len(encoded) + len(_SUFFIX) <= _MAX_NAME:
+        return encoded + _SUFFIX
+    return f"{encoded[:_CUT]}~{hashlib.sha256(data).hexdigest()[:32]}{_SUFFIX}"
+
+
+def filename_to_key(name: str) -> Optional[str]:
+    """The key a file name encodes; None when only the document knows it (a shortened name)."""
+    if "~" in name:
+        return None
+    try:
+        return unquote(name[: -len(_SUFFIX)], errors="strict")
+    except UnicodeDecodeError:  # not a name this store wrote
+        return None
+
+
+class _FileSlot:
+    """One document file, put and deleted by compare-and-swap on its ``revision``."""
+
+    def __init__(self, path: str, locked: Callable[[], ContextManager[None]]) -> None:
+        self.location = path
+        self._locked = locked
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        path = self.location
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            raise StateError(f"cannot read state file {path}: {exc.strerror or exc}") from None
+        try:
+            doc = loads(data)
+        except ValueError as exc:
+            raise StateError(f"state file {path} is not valid JSON ({exc}); {_FIX}") from None
+        if not isinstance(doc, dict):
+            raise StateError(f"state file {path} does not hold a JSON object; {_FIX}")
+        version = doc.pop(_REVISION, None)
+        if not isinstance(version, str):
+            raise StateError(f"state file {path} has no revision; {_FIX}")
+        return doc, version
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        with self._locked():
+            self._check(expected)
+            version = secrets.token_hex(8)
+            _write_atomic(self.location, dumps({**doc, _REVISION: version}))
+            return version
+
+    def delete(self, expected: str) -> None:
+        with self._locked():
+            self._check(expected)
+            _remove(self.location)
+
+    def _check(self, expected: Optional[str]) -> None:
+        _, current = self.read()
+        if current != expected:
+            raise ConflictError(
+                f"{self.location} was changed by another writer "
+                f"(expected revision {expected or 'none'}, found {current or 'none'})"
+            )
+
+
+class LocalStore:
+    """A ``StateStore`` in a directory, created (mode 0700) on the first write."""
+
+    def __init__(self, directory: str, clock: Callable[[], float] = time.time) -> None:
+        self.location = os.path.abspath(directory)
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self.location!r})"
+
+    def load(self, key: str) -> Loaded:
+        slot = self._slot(key)
+        doc, version = slot.read()
+        if doc is None:
+            return Loaded(StreamState(), None)
+        state = StreamState.from_doc(doc, slot.location)
+        owner = doc.get("stream")
+        if owner != key:
+            raise StateError(f"state file {slot.location} belongs to stream {owner!r}, not {key!r}")
+        return Loaded(state, version)
+
+    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
+        return self._slot(key).put(state.to_doc(key), version)
+
+    def keys(self) -> list[str]:
+        try:
+            names = os.listdir(self.location)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StateError(f"cannot list state directory {self.location}: {exc.strerror or exc}") from None
+        found = []
+        for name in names:
+            if not name.endswith(_SUFFIX) or name.startswith("."):
+                continue
+            key = filename_to_key(name)
+            if key is None:
+                key = self._stored_key(name)
+            if key is not None:
+                found.append(key)
+        return sorted(found)
+
+    def delete(self, key: str) -> None:
+        path = self._slot(key).location
+        if not os.path.lexists(path):
+            return  # nothing to reset; also keeps a missing directory missing
+        with self._locked():
+            _remove(path)
+
+    def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
+        return acquire(self._file(_LEASE), owner, ttl_seconds, self._clock, holder_gone=_process_gone)
+
+    def _file(self, name: str) -> _FileSlot:
+        return _FileSlot(os.path.join(self.location, name), self._locked)
+
+    def _slot(self, key: str) -> _FileSlot:
+        return self._file(key_to_filename(key))
+
+    def _stored_key(self, name: str) -> Optional[str]:
+        slot = self._file(name)
+        doc, _ = slot.read()
+        if doc is None:
+            return None  # deleted since the listing
+        key = doc.get("stream")
+        if not isinstance(key, str):
+            raise StateError(f"state file {slot.location} does not name its stream")
+        return key
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        path = os.path.join(self.location, _LOCK)
+        try:
+            _make_dirs(self.location)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StateError(f"cannot open state lock {path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+
+def open_local(location: str) -> LocalStore:
+    """A plain directory path or a ``file://`` URI (``file:///abs/path``, ``file://localhost/...``)."""
+    path = location
+    if location.lower().startswith("file:"):
+        parts = urlsplit(location)
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"state location {location!r}: a file URI must name a local path (file:///path)")
+        path = unquote(parts.path)
+    if not path:
+        raise ValueError("state location is empty: give a directory path")
+    return LocalStore(os.path.expanduser(path))
+
+
+def _make_dirs(path: str) -> None:
+    # os.makedirs gives only the last directory the requested mode; every new one gets 0700 here.
+    if os.path.isdir(path):
+        return
+    _make_dirs(os.path.dirname(path))
+    with suppress(FileExistsError):  # another process made it meanwhile
+        os.mkdir(path, 0o700)
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part."""
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, _TMP + secrets.token_hex(8))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(directory)
+    except BaseException as exc:  # also KeyboardInterrupt: never leave the temp file behind
+        with suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StateError(f"cannot write state file {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+        _fsync_dir(os.path.dirname(path))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StateError(f"cannot remove state file {path}: {exc.strerror or exc}") from None
+
+
+def _fsync_dir(directory: str) -> None:
+    # Makes the rename or unlink itself durable, not only the file contents.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _process_gone(owner: str) -> bool:
+    """True when ``owner`` (host:pid:random) names a process on this host that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False

@@ -1,0 +1,86 @@
+"""Per-stream delivery state: a watermark plus the ids delivered inside a look-back window.
+
+A record is new when it is newer than the watermark, or inside the window behind it and its id
+was not delivered. That covers equal timestamps at a batch boundary and records that reach the
+API late with an older created_at. The state only ever moves over delivered records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Optional
+
+from ..errors import StateError
+from ..records import AuditRecord
+from ..timeutil import format_us, parse_iso
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class StreamState:
+    watermark_us: Optional[int] = None  # newest created_at delivered; None before the first delivery
+    seen: Dict[str, int] = field(default_factory=dict)  # event id -> created_at, inside the window
+    delivered_total: int = 0
+    last_success_us: Optional[int] = None  # when a run last finished this stream without error
+
+    def is_new(self, record: AuditRecord, floor_us: int, window_us: int) -> bool:
+        """``floor_us`` is where a first run starts (now minus the initial look-back)."""
+        if self.watermark_us is None:
+            return record.ts_us >= floor_us and record.event_id not in self.seen
+        if record.ts_us > self.watermark_us:
+            return True
+        return record.ts_us >= self.watermark_us - window_us and record.event_id not in self.seen
+
+    def advance(self, delivered: Iterable[AuditRecord], window_us: int) -> StreamState:
+        """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged."""
+        seen = dict(self.seen)
+        watermark = self.watermark_us
+        count = 0
+        for record in delivered:
+            seen[record.event_id] = record.ts_us
+            if watermark is None or record.ts_us > watermark:
+                watermark = record.ts_us
+            count += 1
+        if watermark is not None:
+            low = watermark - window_us
+            seen = {k: ts for k, ts in seen.items() if ts >= low}
+        return StreamState(
+            watermark_us=watermark,
+            seen=seen,
+            delivered_total=self.delivered_total + count,
+            last_success_us=self.last_success_us,
+        )
+
+    def to_doc(self, stream_key: str) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "stream": stream_key,
+            "watermark": None if self.watermark_us is None else format_us(self.watermark_us),
+            "seen": {k: format_us(ts) for k, ts in sorted(self.seen.items(), key=lambda kv: kv[1])},
+            "delivered_total": self.delivered_total,
+            "last_success": None if self.last_success_us is None else format_us(self.last_success_us),
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Any, where: str) -> StreamState:
+        """Parse a stored document; ``where`` names the location in any error."""
+        if not isinstance(doc, dict):
+            raise StateError(f"state at {where} is not a JSON object")
+        schema = doc.get("schema")
+        if schema != SCHEMA_VERSION:
+            raise StateError(
+                f"state at {where} has schema version {schema!r}; this forwarder reads version "
+                f"{SCHEMA_VERSION} (upgrade the forwarder, or reset this stream)"
+            )
+        try:
+            watermark = doc.get("watermark")
+            last = doc.get("last_success")
+            return cls(
+                watermark_us=None if watermark is None else parse_iso(watermark),
+                seen={str(k): parse_iso(v) for k, v in (doc.get("seen") or {}).items()},
+                delivered_total=int(doc.get("delivered_total") or 0),
+                last_success_us=None if last is None else parse_iso(last),
+            )
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise StateError(f"state at {where} is corrupt: {exc}") from None

@@ -1,0 +1,51 @@
+"""The state-store contract: load, compare-and-swap commit, and a run lease."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+from .model import StreamState
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A stream's state and the opaque version a commit must present to replace it."""
+
+    state: StreamState
+    version: Optional[str]  # None: no document yet (a commit must create it)
+
+
+class Lease(Protocol):
+    """A lock with an expiry. ``renew`` extends it and raises LeaseHeld if it was lost."""
+
+    owner: str
+
+    def renew(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class StateStore(Protocol):
+    """One document per stream key, each replaced only by compare-and-swap."""
+
+    location: str  # human-readable, for messages (a path or a URI, never a secret)
+
+    def load(self, key: str) -> Loaded:
+        """The stored state, or an empty state with version None. Raises StateError if unreadable."""
+        ...
+
+    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
+        """Write ``state`` if the stored version is still ``version``; return the new version.
+
+        Raises ConflictError when another writer got there first.
+        """
+        ...
+
+    def keys(self) -> list[str]: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def acquire_lease(self, owner: str, ttl_seconds: int) -> Lease:
+        """Take the run lease, or raise LeaseHeld naming the holder and its expiry."""
+        ...

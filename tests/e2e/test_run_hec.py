@@ -1,0 +1,149 @@
+"""Whole runs over real loopback HTTP: the simulator as the platform, the test receiver as Splunk HEC."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from forwarder import logs, retry
+from forwarder.app import run_once
+from forwarder.simdata import generate_org
+from forwarder.simulator import DEMO_CLIENT_SECRET, Simulator
+from forwarder.timeutil import now_us
+from tests.e2e.helpers import HEC_TOKEN, canonical_id, expected_ids, settings_for
+from tests.receivers.hec import HecReceiver
+
+LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    waits = []
+    monkeypatch.setattr(retry, "sleep", waits.append)
+    return waits
+
+
+@pytest.fixture
+def captured_logs():
+    buffer = io.StringIO()
+    logs.configure("DEBUG", stream=buffer)
+    yield buffer
+    logging.getLogger().handlers.clear()
+
+
+def reachable(org, now):
+    """Every record a full run must deliver: inside the first-run window."""
+    floor = now - LOOKBACK_US
+    from forwarder.timeutil import parse_iso
+
+    return [r for r in org.all_records() if parse_iso(r["created_at"]) >= floor]
+
+
+def delivered_ids(hec):
+    return [e["event"]["event"]["id"] for e in hec.events()]
+
+
+def test_full_then_incremental_runs_deliver_each_record_once(tmp_path):
+    org = generate_org(11)
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "state"))
+        first = run_once(settings)
+        assert first.ok, first.to_dict()
+        assert sorted(delivered_ids(hec)) == expected_ids(reachable(org, now_us()))
+
+        second = run_once(settings)
+        assert second.ok and second.totals()["shipped"] == 0
+
+        added = org.add_activity(30, now_us())
+        added.append(org.add_late_record(now_us() - 20 * 60 * 1_000_000))
+        third = run_once(settings)
+        assert third.ok
+        ids = delivered_ids(hec)
+        assert len(ids) == len(set(ids)), "an event was delivered twice"
+        assert set(expected_ids(added)) <= set(ids)
+        assert third.totals()["shipped"] == len(added)
+
+
+def test_event_ids_are_sha256_of_the_canonical_raw_record(tmp_path):
+    org = generate_org(3)
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        assert run_once(settings_for(sim.base_url, hec.url, str(tmp_path / "s"))).ok
+        for envelope in hec.events():
+            ecs = envelope["event"]
+            assert ecs["event"]["id"] == canonical_id(json.loads(ecs["event"]["original"]))
+            assert envelope["sourcetype"] == "emailauth:audit"
+
+
+@pytest.mark.parametrize("created_ms", [False, True])
+def test_bare_strict_service_with_revoked_tokens_and_busy_answers(tmp_path, created_ms, no_waiting):
+    """A service that rejects start_date/sort, does not page, answers 429/503, and revokes tokens
+    mid-run still yields every record once."""
+    org = generate_org(5)
+    sim = Simulator(
+        org,
+        style="bare",
+        paging=False,
+        strict_params=True,
+        honour_start_date=False,
+        honour_sort=False,
+        token_created_ms=created_ms,
+    )
+    with sim, HecReceiver(token=HEC_TOKEN) as hec:
+        sim.fail_next(2, status=429, retry_after=0.25)
+        sim.fail_next(2, status=503)
+        hec.after_accept = lambda n: sim.revoke_tokens() if n in (2, 5) else None
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "state"), FORWARDER_CONCURRENCY="1")
+        report = run_once(settings)
+        assert report.ok, report.to_dict()
+        ids = delivered_ids(hec)
+        assert len(ids) == len(set(ids))
+        assert sorted(ids) == expected_ids(reachable(org, now_us()))
+        assert 0.25 in no_waiting  # Retry-After was honoured
+        assert len(sim.issued_tokens) >= 3  # revoked twice, refreshed each time
+        again = run_once(settings)
+        assert again.ok and again.totals()["shipped"] == 0
+
+
+def test_one_failing_stream_does_not_stop_the_others(tmp_path):
+    org = generate_org(5)
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        sim.malform_next(1, kind="html")
+        report = run_once(settings_for(sim.base_url, hec.url, str(tmp_path / "s"), FORWARDER_CONCURRENCY="1"))
+        failed = [s for s in report.streams if s.error]
+        assert len(failed) == 1 and "not JSON" in failed[0].error
+        assert not report.ok
+        assert all(s.shipped > 0 or s.new == 0 for s in report.streams if s.ok)
+        # The failed stream's state did not move: the next run delivers it, nothing twice.
+        assert run_once(settings_for(sim.base_url, hec.url, str(tmp_path / "s"))).ok
+        ids = delivered_ids(hec)
+        assert sorted(ids) == expected_ids(reachable(org, now_us()))
+
+
+def test_no_secret_reaches_logs_reports_or_events(tmp_path, captured_logs):
+    org = generate_org(5)
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "s"))
+        sim.fail_next(1, status=503)
+        hec.after_accept = lambda n: sim.revoke_tokens() if n == 1 else None
+        report = run_once(settings)
+        bad_hec = settings_for(
+            sim.base_url, hec.url, str(tmp_path / "s2"), FORWARDER_SINK_TOKEN="wrong-" + HEC_TOKEN
+        )
+        failed = run_once(bad_hec)
+        assert not failed.ok
+        texts = [
+            captured_logs.getvalue(),
+            json.dumps(report.to_dict()),
+            json.dumps(failed.to_dict()),
+            repr(settings),
+            json.dumps(hec.events()),
+        ]
+        secrets = [DEMO_CLIENT_SECRET, HEC_TOKEN, *sim.issued_tokens]
+        assert len(sim.issued_tokens) >= 2
+        for text in texts:
+            for secret in secrets:
+                assert secret not in text
+        assert "Invalid token" in json.dumps(failed.to_dict())

@@ -1,0 +1,219 @@
+"""The behaviour every state store owes the pipeline, as a mixin any store's tests can reuse.
+
+A test class mixes in ``StoreContract`` and provides one fixture, ``open_handle``: a callable
+``open_handle(clock) -> StateStore`` whose calls all open the SAME location, empty at the start of
+each test (a fresh directory, bucket prefix or table). ``clock`` is the store's time source for
+leases (seconds since the epoch, like ``time.time``).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from forwarder.errors import ConflictError, LeaseHeld
+from forwarder.records import AuditRecord
+from forwarder.state.model import StreamState
+from forwarder.timeutil import format_us
+
+HOUR_US = 3600 * 1_000_000
+T0_US = 1_767_225_600 * 1_000_000  # 2026-01-01T00:00:00Z
+KEY = "user/alice@example.com"
+UNICODE_KEYS = [
+    "user/alice@example.com",
+    "domain/bücher.example",
+    "domain/example.com/domain.update",
+    "domain/例え.テスト",
+    "user/o'brien+tag@example.com",
+    "domain/%2F already-encoded ~tilde",
+    ".leading-dot",
+    "user/😀@example.com",
+]
+
+
+def make_record(event_id: str, ts_us: int) -> AuditRecord:
+    return AuditRecord(raw={"id": event_id}, event_id=event_id, ts_us=ts_us)
+
+
+def delivered(*records: AuditRecord, base: StreamState | None = None) -> StreamState:
+    return (base or StreamState()).advance(records, HOUR_US)
+
+
+class FakeClock:
+    def __init__(self, now: float = T0_US / 1_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class StoreContract:
+    @pytest.fixture
+    def clock(self):
+        return FakeClock()
+
+    @pytest.fixture
+    def store(self, open_handle, clock):
+        return open_handle(clock)
+
+    # -- load / commit ---------------------------------------------------------------------
+
+    def test_missing_key_loads_empty_state_without_version(self, store):
+        loaded = store.load(KEY)
+        assert loaded.state == StreamState()
+        assert loaded.version is None
+
+    def test_commit_then_load_round_trips(self, store):
+        state = delivered(make_record("a", T0_US), make_record("b", T0_US + 5))
+        version = store.commit(KEY, state, None)
+        loaded = store.load(KEY)
+        assert loaded.state == state
+        assert loaded.version == version
+
+    def test_every_commit_gives_a_new_version(self, store):
+        first = store.commit(KEY, delivered(make_record("a", T0_US)), None)
+        second = store.commit(KEY, delivered(make_record("b", T0_US + 1)), first)
+        assert second != first
+        assert store.load(KEY).version == second
+
+    def test_commit_with_a_stale_version_conflicts_and_keeps_the_winner(self, store, open_handle, clock):
+        store.commit(KEY, delivered(make_record("a", T0_US)), None)
+        mine = store.load(KEY)
+        theirs = open_handle(clock).load(KEY)
+        winner = delivered(make_record("b", T0_US + 1), base=theirs.state)
+        open_handle(clock).commit(KEY, winner, theirs.version)
+        with pytest.raises(ConflictError):
+            store.commit(KEY, delivered(make_record("c", T0_US + 2), base=mine.state), mine.version)
+        assert store.load(KEY).state == winner
+
+    def test_only_one_of_two_creators_wins(self, store, open_handle, clock):
+        store.commit(KEY, delivered(make_record("a", T0_US)), None)
+        with pytest.raises(ConflictError):
+            open_handle(clock).commit(KEY, delivered(make_record("b", T0_US)), None)
+        assert set(store.load(KEY).state.seen) == {"a"}
+
+    def test_a_version_for_a_missing_document_conflicts(self, store):
+        version = store.commit(KEY, delivered(make_record("a", T0_US)), None)
+        with pytest.raises(ConflictError):
+            store.commit("user/bob@example.com", StreamState(), version)
+        assert store.load("user/bob@example.com").version is None
+
+    def test_concurrent_read_modify_commit_loses_no_update(self, open_handle, clock):
+        workers, commits_each = 8, 12
+        start = threading.Barrier(workers)
+
+        def work(worker: int) -> int:
+            store = open_handle(clock)  # each worker its own handle, like separate runs
+            start.wait()
+            conflicts = 0
+            for n in range(commits_each):
+                record = make_record(f"w{worker}-{n}", T0_US + n)
+                while True:
+                    loaded = store.load(KEY)
+                    try:
+                        store.commit(KEY, delivered(record, base=loaded.state), loaded.version)
+                        break
+                    except ConflictError:
+                        conflicts += 1
+            return conflicts
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(work, range(workers)))
+        final = open_handle(clock).load(KEY).state
+        assert final.delivered_total == workers * commits_each
+        assert len(final.seen) == workers * commits_each
+
+    # -- keys / delete ---------------------------------------------------------------------
+
+    def test_keys_lists_committed_streams_and_delete_removes_one(self, store):
+        assert store.keys() == []
+        for key in ("user/a@example.com", "user/b@example.com", "domain/example.com"):
+            store.commit(key, delivered(make_record(key, T0_US)), None)
+        assert store.keys() == ["domain/example.com", "user/a@example.com", "user/b@example.com"]
+        store.delete("user/a@example.com")
+        assert store.keys() == ["domain/example.com", "user/b@example.com"]
+        assert store.load("user/a@example.com") == store.load("never/committed")
+        store.delete("user/a@example.com")  # deleting again is not an error
+        store.commit("user/a@example.com", StreamState(), None)  # and the stream can start over
+        assert store.keys() == ["domain/example.com", "user/a@example.com", "user/b@example.com"]
+
+    def test_a_version_from_before_a_delete_conflicts(self, store):
+        version = store.commit(KEY, delivered(make_record("a", T0_US)), None)
+        store.delete(KEY)
+        with pytest.raises(ConflictError):
+            store.commit(KEY, delivered(make_record("b", T0_US)), version)
+
+    def test_unicode_keys_round_trip(self, store):
+        for n, key in enumerate(UNICODE_KEYS):
+            store.commit(key, delivered(make_record(f"id-{n}", T0_US + n)), None)
+        assert store.keys() == sorted(UNICODE_KEYS)
+        for n, key in enumerate(UNICODE_KEYS):
+            assert set(store.load(key).state.seen) == {f"id-{n}"}
+
+    # -- lease -----------------------------------------------------------------------------
+
+    def test_lease_held_by_another_owner_names_holder_and_expiry(self, store, clock):
+        lease = store.acquire_lease("run-a", 60)
+        assert lease.owner == "run-a"
+        with pytest.raises(LeaseHeld) as err:
+            store.acquire_lease("run-b", 60)
+        message = str(err.value)
+        assert "run-a" in message
+        assert format_us(T0_US + 60 * 1_000_000)[:19] in message
+
+    def test_lease_is_not_a_stream(self, store):
+        store.acquire_lease("run-a", 60)
+        assert store.keys() == []
+
+    def test_expired_lease_is_taken_over_and_the_old_holder_learns_it(self, store, clock):
+        old = store.acquire_lease("run-a", 60)
+        clock.advance(59)
+        with pytest.raises(LeaseHeld):
+            store.acquire_lease("run-b", 60)
+        clock.advance(1)  # expiry is exclusive: at `expires` the lease is free
+        new = store.acquire_lease("run-b", 60)
+        with pytest.raises(LeaseHeld) as err:
+            old.renew()
+        assert "run-b" in str(err.value)
+        old.release()  # must not remove run-b's lease
+        with pytest.raises(LeaseHeld):
+            store.acquire_lease("run-c", 60)
+        new.release()
+        store.acquire_lease("run-c", 60)
+
+    def test_renew_extends_the_lease(self, store, clock):
+        lease = store.acquire_lease("run-a", 60)
+        clock.advance(50)
+        lease.renew()
+        clock.advance(50)  # 100 s after acquiring, 50 s after renewing
+        with pytest.raises(LeaseHeld):
+            store.acquire_lease("run-b", 60)
+        clock.advance(10)
+        store.acquire_lease("run-b", 60)
+
+    def test_released_lease_is_free_at_once(self, store):
+        lease = store.acquire_lease("run-a", 3600)
+        lease.release()
+        lease.release()  # twice is harmless
+        store.acquire_lease("run-b", 3600)
+
+    def test_renew_after_release_reports_the_loss(self, store):
+        lease = store.acquire_lease("run-a", 60)
+        lease.release()
+        with pytest.raises(LeaseHeld):
+            lease.renew()
+
+    def test_same_owner_may_take_its_own_lease_again(self, store):
+        store.acquire_lease("run-a", 60)
+        again = store.acquire_lease("run-a", 60)
+        again.renew()
+
+    def test_lease_survives_other_handles(self, store, open_handle, clock):
+        store.acquire_lease("run-a", 60)
+        with pytest.raises(LeaseHeld):
+            open_handle(clock).acquire_lease("run-b", 60)
