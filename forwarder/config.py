@@ -10,7 +10,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 import idna
 
 from .errors import ConfigError
-from .http import check_url
+from .http import check_url, redact_url
 from .sinks import schemes as sink_schemes
 from .sinks.settings import SinkSettings
 from .timeutil import parse_duration
@@ -243,7 +243,8 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         "stdout" if sink_uri == "stdout" else sink_uri.split("://", 1)[0].lower() if "://" in sink_uri else ""
     )
     if scheme not in sink_schemes():
-        p.append(f"FORWARDER_SINK: {sink_uri!r} is not supported (schemes: {', '.join(sink_schemes())})")
+        shown = redact_url(sink_uri)
+        p.append(f"FORWARDER_SINK: {shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
     elif "@" in sink_uri.split("://", 1)[-1].split("/", 1)[0]:
         p.append("FORWARDER_SINK: put credentials in FORWARDER_SINK_TOKEN, not in the URI")
 

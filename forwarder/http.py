@@ -26,14 +26,21 @@ def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
     """Return a problem with ``url`` (naming ``what``), or None. Plain HTTP only for loopback."""
     parts = urlsplit(url)
     if not parts.scheme or not parts.hostname:
-        return f"{what} must be an absolute URL like {secure_scheme}://host (got {url!r})"
+        return f"{what}: must be an absolute URL like {secure_scheme}://host (got {redact_url(url)!r})"
     if parts.username or parts.password:
-        return f"{what} must not carry credentials in the URL"
+        return f"{what}: must not carry credentials in the URL"
     if parts.scheme == secure_scheme:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
-    return f"{what} must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {parts.scheme}://)"
+    return f"{what}: must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {parts.scheme}://)"
+
+
+def redact_url(url: str) -> str:
+    """The URL without user-info, query or fragment: safe to show in a message."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?")[0].rpartition("@")[2]
 
 
 def new_session() -> requests.Session:

@@ -72,25 +72,35 @@ def plan_streams(
 
 
 class Ownership:
-    """Decides which stream ships a record that several streams return.
+    """Decides which one stream ships a record that several streams return (DESIGN §2).
 
-    A ``domain.*`` record belongs to its domain's stream when that stream is planned, its filter
-    selects the record, and the record is inside the domain history the API keeps; everything else
-    belongs to the stream that fetched it. The other copy is dropped before shipping.
+    A ``domain.*`` record inside the domain history belongs to its domain's stream when that stream
+    is planned and its filter selects the record. Every other record (older domain records, and
+    actions such as ``dkim_record_source.update`` that a domain trail returns too) belongs to its
+    actor's user stream when that is planned and selects it. Otherwise the stream that fetched it
+    ships it. Every stream applies the same rule, so exactly one copy is shipped.
     """
 
     def __init__(self, plan: Sequence[Stream], now_s: float) -> None:
         self._domain_streams = [s for s in plan if s.object_type == "domain"]
+        self._user_streams = [s for s in plan if s.object_type == "user"]
         self._history_floor_us = int((now_s - DOMAIN_HISTORY_S) * 1_000_000)
 
-    def keeps(self, stream: Stream, record: AuditRecord) -> bool:
-        if stream.object_type == "domain":
-            return True
+    def owner(self, record: AuditRecord, fetched_by: Stream) -> Stream:
         action = record.action
-        if not action.startswith("domain.") or record.ts_us < self._history_floor_us:
-            return True
-        try:
-            domain = to_unicode_domain(record.object)
-        except (UnicodeError, ValueError):
-            return True
-        return not any(s.name == domain and s.matches(action) for s in self._domain_streams)
+        if action.startswith("domain.") and record.ts_us >= self._history_floor_us:
+            try:
+                domain: Optional[str] = to_unicode_domain(record.object)
+            except (UnicodeError, ValueError):
+                domain = None
+            for stream in self._domain_streams:
+                if stream.name == domain and stream.matches(action):
+                    return stream
+        actor = record.actor.lower()
+        for stream in self._user_streams:
+            if stream.name == actor and stream.matches(action):
+                return stream
+        return fetched_by
+
+    def keeps(self, stream: Stream, record: AuditRecord) -> bool:
+        return self.owner(record, stream) == stream

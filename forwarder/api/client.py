@@ -119,14 +119,15 @@ class ApiClient:
             if response.status_code not in RETRYABLE_STATUS or attempt == self._retry.attempts:
                 return response
             delay = self._retry.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
-            if response.status_code == 429:
-                self._throttle.pause(delay)
             log.warning(
                 "api answered %s, retrying",
                 response.status_code,
                 extra={"path": path, "wait_s": round(delay, 2)},
             )
-            retry.sleep(delay)
+            if response.status_code == 429:
+                self._throttle.pause(delay)  # every stream waits, this one at the top of the loop
+            else:
+                retry.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request_token(self) -> Any:

@@ -1,0 +1,110 @@
+"""The API client against the simulator over loopback HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from forwarder import retry
+from forwarder.api.client import ApiClient, Credentials
+from forwarder.api.paging import PageOutcome
+from forwarder.errors import ApiError, AuthError, MalformedResponse
+from forwarder.simdata import IDN_DOMAIN, generate_org
+from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.timeutil import parse_iso
+
+
+@pytest.fixture(autouse=True)
+def waits(monkeypatch):
+    recorded = []
+    monkeypatch.setattr(retry, "sleep", recorded.append)
+    return recorded
+
+
+ORG = generate_org(4)
+
+
+def client_for(sim, secret=DEMO_CLIENT_SECRET, **kw):
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, secret), **kw)
+
+
+def trail(client, object_type, name, flt=None, start_us=None, limit=200):
+    outcome = PageOutcome()
+    items = [r for page in client.audits(object_type, name, flt, start_us, limit, 100, outcome) for r in page]
+    return items, outcome
+
+
+def busiest_user(sim):
+    return max(ORG.users, key=lambda u: len(sim.records_for("user", u.email))).email
+
+
+@pytest.mark.parametrize("style", ["envelope", "bare"])
+def test_every_record_of_a_trail_over_pages(style):
+    with Simulator(ORG, style=style) as sim:
+        user = busiest_user(sim)
+        items, outcome = trail(client_for(sim), "user", user, limit=25)
+        assert sorted(map(str, items)) == sorted(map(str, sim.records_for("user", user)))
+        assert outcome.pages > 1
+        token_calls = [r for r in sim.requests if r.path.endswith("/token")]
+        assert len(token_calls) == 1  # cached across pages
+
+
+def test_a_revoked_token_is_refreshed_once():
+    with Simulator(ORG) as sim:
+        client = client_for(sim)
+        user = busiest_user(sim)
+        trail(client, "user", user)
+        sim.revoke_tokens()
+        items, _ = trail(client, "user", user)
+        assert len(items) == len(sim.records_for("user", user))
+        assert len(sim.issued_tokens) == 2
+
+
+def test_wrong_credentials_name_the_settings_and_hide_the_secret():
+    with Simulator(ORG) as sim:
+        with pytest.raises(AuthError) as info:
+            trail(client_for(sim, secret="not-the-secret-123"), "user", "a@b.c")
+        assert "FORWARDER_CLIENT_SECRET" in str(info.value)
+        assert "not-the-secret-123" not in str(info.value) + repr(
+            client_for(sim, secret="not-the-secret-123")
+        )
+
+
+def test_retry_after_is_honoured_and_attempts_are_bounded(waits):
+    with Simulator(ORG) as sim:
+        sim.fail_next(2, status=429, retry_after=3)
+        items, _ = trail(client_for(sim), "domain", IDN_DOMAIN)
+        assert items and waits == pytest.approx([3.0, 3.0], abs=0.1)
+        sim.fail_next(5, status=503)
+        with pytest.raises(ApiError, match="HTTP 503"):
+            trail(client_for(sim, retry=retry.RetryPolicy(attempts=3)), "domain", IDN_DOMAIN)
+
+
+@pytest.mark.parametrize(
+    "kind,error", [("html", "not JSON"), ("truncated", "not JSON"), ("wrong-shape", "no 'audits' list")]
+)
+def test_malformed_bodies_give_clear_errors(kind, error):
+    with Simulator(ORG) as sim:
+        sim.malform_next(1, kind=kind)
+        with pytest.raises(MalformedResponse, match=error):
+            trail(client_for(sim), "domain", IDN_DOMAIN)
+
+
+def test_rejected_optional_parameters_are_dropped_for_the_run():
+    with Simulator(ORG, strict_params=True, honour_start_date=False, honour_sort=False) as sim:
+        client = client_for(sim)
+        start = parse_iso("2026-01-01T00:00:00Z")
+        items, _ = trail(client, "domain", IDN_DOMAIN, start_us=start)
+        assert len(items) == len(sim.records_for("domain", IDN_DOMAIN))  # everything: filtered later
+        before = len(sim.requests)
+        trail(client, "domain", IDN_DOMAIN, start_us=start)
+        later = sim.requests[before:]
+        assert later and all("start_date" not in r.query and "sort" not in r.query for r in later)
+
+
+def test_prefix_filter_and_start_date_are_sent():
+    with Simulator(ORG) as sim:
+        user = busiest_user(sim)
+        start = parse_iso(sim.records_for("user", user)[-5]["created_at"])
+        items, _ = trail(client_for(sim), "user", user, flt="user.", start_us=start)
+        assert items and all(r["filterable_action"].startswith("user.") for r in items)
+        assert all(parse_iso(r["created_at"]) >= start - 1_000_000 for r in items)

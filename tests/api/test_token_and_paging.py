@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import pytest
+
+from forwarder.api.paging import PageOutcome, extract_items, iter_pages
+from forwarder.api.token import TokenProvider, parse_token
+from forwarder.errors import ApiError, MalformedResponse
+
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize("created", [NOW, NOW * 1000, int(NOW)])
+def test_token_expiry_from_seconds_or_milliseconds(created):
+    token = parse_token({"access_token": "t", "expires_in": 14400, "created_at": created}, received_at=NOW)
+    assert token.expires_at == pytest.approx(NOW + 14400 - 300)
+
+
+def test_token_server_clock_only_shortens_the_lifetime():
+    ahead = parse_token({"access_token": "t", "expires_in": 14400, "created_at": NOW + 3600}, NOW)
+    behind = parse_token({"access_token": "t", "expires_in": 14400, "created_at": NOW - 3600}, NOW)
+    far_behind = parse_token({"access_token": "t", "expires_in": 14400, "created_at": NOW - 86400}, NOW)
+    assert ahead.expires_at == pytest.approx(NOW + 14400 - 300)
+    assert behind.expires_at == pytest.approx(NOW + 10800 - 300)
+    assert far_behind.expires_at == pytest.approx(NOW + 14400 - 300)  # nonsense clock: distrusted
+    assert "t" not in repr(ahead).replace("Token", "").replace("expires_at", "")
+
+
+@pytest.mark.parametrize("body", [None, [], {"token": "x"}, {"access_token": ""}, {"access_token": 5}])
+def test_token_response_without_a_token_is_malformed(body):
+    with pytest.raises(MalformedResponse):
+        parse_token(body, NOW)
+
+
+def test_provider_caches_and_refreshes_only_the_rejected_token():
+    clock = [NOW]
+    issued = []
+
+    def fetch():
+        issued.append(f"tok{len(issued)}")
+        return {"access_token": issued[-1], "expires_in": 600, "created_at": clock[0]}
+
+    tokens = TokenProvider(fetch, clock=lambda: clock[0])
+    assert tokens.get() == tokens.get() == "tok0"
+    assert tokens.refresh("stale-from-another-thread") == "tok0"
+    assert tokens.refresh("tok0") == "tok1"
+    clock[0] += 600  # past expiry minus the margin
+    assert tokens.get() == "tok2"
+
+
+def test_envelopes_and_bare_lists():
+    assert extract_items([1, 2], "audits") == [1, 2]
+    assert extract_items({"audits": [1], "count": 1, "offset": 0}, "audits") == [1]
+    assert extract_items({"data": [3]}, "audits") == [3]
+    assert extract_items({"whatever": [4], "count": 1}, "audits") == [4]
+    with pytest.raises(ApiError, match="token expired"):
+        extract_items({"status": "error", "code": 401, "error": "token expired"}, "audits")
+    with pytest.raises(MalformedResponse, match="keys: a, b"):
+        extract_items({"a": 1, "b": 2}, "audits")
+    with pytest.raises(MalformedResponse):
+        extract_items("text", "audits")
+
+
+def pages_from(data, honour_offset=True, cap=None):
+    calls = []
+
+    def fetch(limit, offset):
+        calls.append((limit, offset))
+        if limit is None:
+            return list(data)
+        start = offset if honour_offset else 0
+        size = min(limit, cap or limit)
+        return data[start : start + size]
+
+    return fetch, calls
+
+
+def test_paging_stops_on_a_short_page():
+    fetch, calls = pages_from(list(range(460)))
+    outcome = PageOutcome()
+    assert sum(map(len, iter_pages(fetch, 200, 100, outcome))) == 460
+    assert calls == [(200, 0), (200, 200), (200, 400)] and outcome.reason == "short page"
+
+
+def test_paging_survives_a_service_that_caps_the_page_size():
+    fetch, _ = pages_from(list(range(130)), cap=25)
+    assert sum(map(len, iter_pages(fetch, 200, 100, PageOutcome()))) == 130
+
+
+def test_paging_stops_when_offset_is_ignored():
+    fetch, calls = pages_from(list(range(50)), honour_offset=False, cap=25)
+    outcome = PageOutcome()
+    assert sum(map(len, iter_pages(fetch, 200, 100, outcome))) == 25
+    assert outcome.reason == "repeated page" and len(calls) == 2
+
+
+def test_page_cap_marks_the_outcome_truncated():
+    fetch, _ = pages_from(list(range(1000)))
+    outcome = PageOutcome()
+    assert sum(map(len, iter_pages(fetch, 100, 3, outcome))) == 300
+    assert outcome.truncated and "page cap" in outcome.reason

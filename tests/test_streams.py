@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import time
+
+from forwarder.records import parse_record
+from forwarder.streams import DOMAIN_HISTORY_S, Ownership, Stream, plan_streams, user_email
+from forwarder.timeutil import format_us, now_us
+
+
+def record(action, obj, age_days=1.0, actor="alice@example.com"):
+    created = format_us(now_us() - int(age_days * 86400 * 1_000_000))
+    raw = {
+        "action": action,
+        "filterable_action": action,
+        "user": actor,
+        "object": obj,
+        "changes": {},
+        "created_at": created,
+    }
+    return parse_record(raw)
+
+
+def test_plan_deduplicates_case_insensitively_and_routes_filters_by_type():
+    plan = plan_streams(
+        ["user", "domain"],
+        ["Alice@Example.com", "alice@example.com"],
+        ["example.com"],
+        ["user.login", "domain.", "x."],
+    )
+    assert [s.key for s in plan] == [
+        "domain/example.com/domain.",
+        "domain/example.com/x.",
+        "user/alice@example.com/user.login",
+        "user/alice@example.com/x.",
+    ]
+    assert [s.key for s in plan_streams(["user"], ["a@b.c"], ["example.com"], [])] == ["user/a@b.c"]
+
+
+def test_users_endpoint_elements_of_any_shape():
+    assert user_email("a@b.c") == "a@b.c"
+    assert user_email({"email": "a@b.c", "full_name": "A"}) == "a@b.c"
+    assert user_email({"username": "a@b.c"}) == "a@b.c"
+    assert user_email({"id": 7}) is None and user_email(None) is None
+
+
+def test_domain_record_goes_to_the_configured_domain_stream_only():
+    user, domain = Stream("user", "alice@example.com"), Stream("domain", "bücher.example")
+    own = Ownership([user, domain], time.time())
+    punycode = record("domain.update", "xn--bcher-kva.example")
+    assert own.keeps(domain, punycode) and not own.keeps(user, punycode)
+    # Not configured, or older than the domain history: the user stream keeps it.
+    assert own.keeps(user, record("domain.update", "other.example"))
+    assert own.keeps(user, record("domain.update", "bücher.example", age_days=DOMAIN_HISTORY_S / 86400 + 1))
+    # Other actions on a domain stay with the user stream (DESIGN: only domain.* moves).
+    assert own.keeps(user, record("dkim_record_source.update", "bücher.example"))
+
+
+def test_a_filtered_domain_stream_does_not_take_what_it_never_fetches():
+    user, domain = Stream("user", "alice@example.com"), Stream("domain", "example.com", "domain.update")
+    own = Ownership([user, domain], time.time())
+    assert not own.keeps(user, record("domain.update", "example.com"))
+    assert own.keeps(user, record("domain.create", "example.com"))
+
+
+def test_other_actions_in_a_domain_trail_belong_to_the_actor_stream():
+    user, domain = Stream("user", "alice@example.com"), Stream("domain", "example.com")
+    dkim = record("dkim_record_source.update", "example.com", actor="Alice@Example.com")
+    own = Ownership([user, domain], time.time())
+    assert own.keeps(user, dkim) and not own.keeps(domain, dkim)
+    # Without the actor's stream (users not pulled, or another user), the domain stream ships it.
+    assert Ownership([domain], time.time()).keeps(domain, dkim)
+    assert own.keeps(domain, record("dkim_record_source.update", "example.com", actor="bob@example.com"))
+
+
+def test_domain_records_past_the_history_go_to_the_actor_so_each_is_shipped_once():
+    user, domain = Stream("user", "alice@example.com"), Stream("domain", "example.com")
+    old = record("domain.update", "example.com", age_days=DOMAIN_HISTORY_S / 86400 + 3)
+    own = Ownership([user, domain], time.time())
+    assert [own.keeps(user, old), own.keeps(domain, old)] == [True, False]
+    assert Ownership([domain], time.time()).keeps(domain, old)
