@@ -26,6 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
+	sh tests/syslog/install-rsyslog.sh
 	$(BIN)/pytest -q
 
 bench: $(STAMP)

@@ -14,7 +14,7 @@ from .errors import ConfigError, ForwarderError, LeaseHeld
 from .logs import register_secrets
 from .normalize import NormalizeOptions, get_formatter
 from .pipeline import Limits, RunContext, new_owner, run_streams
-from .quarantine import LocalQuarantine, Quarantine
+from .quarantine import Quarantine, open_quarantine
 from .report import RunReport
 from .retry import RetryPolicy
 from .sinks import open_sink
@@ -81,6 +81,7 @@ def run_once(
     settings: Settings,
     *,
     should_stop: Callable[[], bool] = lambda: False,
+    order: Callable[[List[Stream]], List[Stream]] = list,
     store: Optional[StateStore] = None,
     sink: Optional[Sink] = None,
     quarantine: Optional[Quarantine] = None,
@@ -101,14 +102,14 @@ def run_once(
     own_sink = sink is None
     try:
         client = build_client(settings)
-        streams = plan(settings, client)
+        streams = order(plan(settings, client))  # e.g. the streams that waited longest first
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
             source=ApiSource(client, settings),
             store=store,
             sink=sink,
             formatter=get_formatter(settings.format),
-            quarantine=quarantine or LocalQuarantine(settings.quarantine),
+            quarantine=quarantine or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id),
             limits=Limits(
                 settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
             ),

@@ -12,6 +12,7 @@ import idna
 from .errors import ConfigError
 from .http import check_url, redact_url
 from .sinks import schemes as sink_schemes
+from .sinks.http_ndjson import parse_headers
 from .sinks.settings import SinkSettings
 from .timeutil import parse_duration
 
@@ -43,8 +44,19 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_STATE", "state location: a directory, s3://bucket/prefix or dynamodb://table", "./state"
     ),
     Variable("FORWARDER_SINK", "where events go: " + ", ".join(sink_schemes()), "stdout"),
-    Variable("FORWARDER_QUARANTINE", "directory for events the sink refused for good", "./quarantine"),
+    Variable(
+        "FORWARDER_QUARANTINE",
+        "where events the sink refused for good are kept: a directory or s3://bucket/prefix",
+        "./quarantine",
+    ),
     Variable("FORWARDER_SINK_TOKEN", "the sink's secret (HEC token, API key)", secret=True),
+    Variable(
+        "FORWARDER_SINK_AUTH",
+        "how FORWARDER_SINK_TOKEN is sent: apikey, basic, bearer, token (default: the sink's own)",
+    ),
+    Variable(
+        "FORWARDER_SINK_HEADERS", "extra HTTP headers for the sink, 'Name: value; Other: value'", secret=True
+    ),
     Variable("FORWARDER_SINK_CA_BUNDLE", "PEM CA bundle for the sink's TLS"),
     Variable("FORWARDER_SINK_VERIFY_TLS", "verify the sink's TLS certificate", "true"),
     Variable("FORWARDER_SINK_GZIP", "gzip request bodies", "true"),
@@ -55,8 +67,22 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("FORWARDER_HEC_INDEX", "Splunk index (empty: the token's default index)"),
     Variable("FORWARDER_HEC_SOURCETYPE", "Splunk sourcetype", "emailauth:audit"),
     Variable("FORWARDER_HEC_SOURCE", "Splunk source", "emailauth-audit-forwarder"),
-    Variable("FORWARDER_HEC_HOST", "Splunk host field (empty: HEC's default)"),
+    Variable(
+        "FORWARDER_HEC_HOST", "Splunk host field, also the syslog HOSTNAME (empty: HEC's default / this host)"
+    ),
     Variable("FORWARDER_HEC_ACK", "wait for HEC indexer acknowledgement", "false"),
+    Variable(
+        "FORWARDER_SYSLOG_MAX_MESSAGE",
+        "largest syslog message in bytes; larger events go to quarantine "
+        "(raise rsyslog maxMessageSize to match)",
+        "8192",
+    ),
+    Variable(
+        "FORWARDER_ES_NAMESPACE",
+        "Elasticsearch data stream namespace: logs-emailauth.audit-<namespace>",
+        "default",
+    ),
+    Variable("FORWARDER_S3_KMS_KEY_ID", "KMS key for the S3 sink and quarantine (empty: SSE-S3)"),
     Variable("FORWARDER_FORMAT", "event format: " + ", ".join(FORMATS), "ecs"),
     Variable("FORWARDER_INCLUDE_ORIGINAL", "put the raw record in event.original", "true"),
     Variable("FORWARDER_VENDOR", "observer.vendor / CEF vendor", "Fortra"),
@@ -106,7 +132,7 @@ class Settings:
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
-        return [s for s in (self.client_secret, self.sink.token) if s]
+        return [s for s in (self.client_secret, self.sink.token, *self.sink.headers.values()) if s]
 
 
 def to_unicode_domain(name: str) -> str:
@@ -248,6 +274,20 @@ def load_settings(env: Mapping[str, str]) -> Settings:
     elif "@" in sink_uri.split("://", 1)[-1].split("/", 1)[0]:
         p.append("FORWARDER_SINK: put credentials in FORWARDER_SINK_TOKEN, not in the URI")
 
+    auth = r.get("FORWARDER_SINK_AUTH").lower()
+    if auth not in ("", "apikey", "basic", "bearer", "token"):
+        p.append(f"FORWARDER_SINK_AUTH: choose from apikey, basic, bearer, token (got {auth!r})")
+    headers: Dict[str, str] = {}
+    if r.get("FORWARDER_SINK_HEADERS"):
+        try:
+            headers = parse_headers(r.get("FORWARDER_SINK_HEADERS"))
+        except ValueError as exc:
+            p.append(f"FORWARDER_SINK_HEADERS: {exc}")
+    if scheme.startswith(("elasticsearch", "opensearch")) and fmt not in ("ecs", "cef"):
+        p.append(
+            f"FORWARDER_FORMAT: {fmt!r} documents carry no @timestamp, which an Elasticsearch data stream "
+            "requires; use ecs (or cef) with an Elasticsearch sink"
+        )
     timeout_s = float(r.integer("FORWARDER_HTTP_TIMEOUT", 1, 900))
     sink = SinkSettings(
         uri=sink_uri,
@@ -263,6 +303,11 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         source=r.get("FORWARDER_HEC_SOURCE"),
         host=r.optional("FORWARDER_HEC_HOST"),
         hec_ack=r.boolean("FORWARDER_HEC_ACK"),
+        headers=headers,
+        auth=auth,
+        es_namespace=r.get("FORWARDER_ES_NAMESPACE"),
+        syslog_max_message_bytes=r.integer("FORWARDER_SYSLOG_MAX_MESSAGE", 480, 16 * 1024 * 1024),
+        sse_kms_key_id=r.optional("FORWARDER_S3_KMS_KEY_ID"),
     )
 
     log_level = r.get("FORWARDER_LOG_LEVEL").upper()

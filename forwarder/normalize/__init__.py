@@ -25,6 +25,8 @@ Formatter = Callable[[AuditRecord, NormalizeOptions], Event]
 _REGISTRY: Dict[str, str] = {
     "ecs": "forwarder.normalize.ecs:format_ecs",
     "raw": "forwarder.normalize.raw:format_raw",
+    "cef": "forwarder.normalize.cef:format_cef",
+    "ocsf": "forwarder.normalize.ocsf:format_ocsf",
 }
 
 

@@ -17,6 +17,16 @@ _REGISTRY: Dict[str, str] = {
     "file": "forwarder.sinks.file:open_file",
     "hec+https": "forwarder.sinks.hec:open_hec",
     "hec+http": "forwarder.sinks.hec:open_hec",
+    "elasticsearch+https": "forwarder.sinks.elasticsearch:open_elasticsearch",
+    "elasticsearch+http": "forwarder.sinks.elasticsearch:open_elasticsearch",
+    "opensearch+https": "forwarder.sinks.elasticsearch:open_elasticsearch",
+    "opensearch+http": "forwarder.sinks.elasticsearch:open_elasticsearch",
+    "https": "forwarder.sinks.http_ndjson:open_http_ndjson",
+    "http": "forwarder.sinks.http_ndjson:open_http_ndjson",
+    "s3": "forwarder.sinks.s3:open_s3",
+    "firehose": "forwarder.sinks.firehose:open_firehose",
+    "syslog+tcp": "forwarder.sinks.syslog:open_syslog",
+    "syslog+tls": "forwarder.sinks.syslog:open_syslog",
 }
 
 

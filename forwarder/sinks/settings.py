@@ -24,3 +24,9 @@ class SinkSettings:
     hec_ack: bool = False  # wait for indexer acknowledgement before a batch counts as delivered
     # extra request headers for generic HTTP collectors (never logged)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # how the token is presented: "" (the sink's default), "apikey" (Elasticsearch), "basic"
+    # (token is user:password), "bearer" (HTTP NDJSON default), "token" (the header is the token)
+    auth: str = ""
+    es_namespace: str = "default"  # Elasticsearch data stream logs-emailauth.audit-<namespace>
+    syslog_max_message_bytes: int = 8192
+    sse_kms_key_id: Optional[str] = None  # S3 sink and quarantine: SSE-KMS with this key, else SSE-S3

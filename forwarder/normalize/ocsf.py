@@ -1,0 +1,180 @@
+"""Audit record -> OCSF 1.8.0 event (MAPPING.md, section OCSF). Pure, built from the ECS event so
+every format tells the same story.
+
+Classes (category 3, Identity & Access Management) by filterable_action:
+
+* ``user.login``: Authentication 3002, activity 1 Logon; ``user`` is the actor, ``service.name``
+  the product.
+* ``user.update_roles``: User Access Management 3005; activity 1 Assign Privileges with the added
+  roles as ``privileges``, else 2 Revoke Privileges with the removed ones, else 99 Other with none.
+  A change that adds and removes is one event (one record, one ``metadata.uid``): Assign, and the
+  removed roles stay in ``unmapped.roles.removed``.
+* Any other action on a user object (``user.update`` and unknown ``user.*``): Account Change 3001,
+  activity 1 Create / 6 Delete by the action's verb, else 99 Other; ``user`` is the affected user
+  in its prior state, ``user_result`` the same user with the new ``full_name``/``email``.
+* Anything else (``domain.*``, unknown objects): Entity Management 3004, activity 1 Create / 3
+  Update / 4 Delete by verb, else 99 Other; ``entity`` holds the name (as given), ``uid`` (Unicode
+  form for domains), ``type`` and in ``data`` the values before the change, ``entity_result`` the
+  values after (left out for a deletion).
+
+Common: ``time`` epoch ms, ``metadata`` (product name / vendor_name / version, ``version: 1.8.0``,
+``uid`` = event id, ``event_code`` = filterable_action, ``original_time`` = created_at as given,
+``processed_time`` = ingest time, ``log_name: emailauth.audit``), ``severity_id`` from the CEF
+severity rules (2 Low, 3 Medium, 4 High), ``status_id: 1`` Success, ``message`` the ECS summary,
+``actor.user`` the actor, ``unmapped`` everything ECS puts under ``emailauth.audit`` (changes,
+roles, DMARC analysis, unknown fields), ``raw_data`` the canonical record (when include_original).
+A user the record does not name is ``{"name": "unknown"}`` where OCSF requires one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .. import jsonutil
+from ..events import Event
+from ..records import AuditRecord
+from . import NormalizeOptions
+from .cef import severity
+from .changes import as_text
+from .ecs import to_ecs
+
+OCSF_VERSION = "1.8.0"
+CATEGORY = (3, "Identity & Access Management")
+ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS = 3001, 3002, 3004, 3005
+CLASS_NAMES = {
+    ACCOUNT_CHANGE: "Account Change",
+    AUTHENTICATION: "Authentication",
+    ENTITY_MANAGEMENT: "Entity Management",
+    USER_ACCESS: "User Access Management",
+}
+ACTIVITY_NAMES = {
+    (AUTHENTICATION, 1): "Logon",
+    (ACCOUNT_CHANGE, 1): "Create",
+    (ACCOUNT_CHANGE, 6): "Delete",
+    (USER_ACCESS, 1): "Assign Privileges",
+    (USER_ACCESS, 2): "Revoke Privileges",
+    (ENTITY_MANAGEMENT, 1): "Create",
+    (ENTITY_MANAGEMENT, 3): "Update",
+    (ENTITY_MANAGEMENT, 4): "Delete",
+}
+OTHER = 99
+SEVERITY = {"low": (2, "Low"), "medium": (3, "Medium"), "high": (4, "High")}
+UNKNOWN_USER = {"name": "unknown"}
+
+
+def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
+    return Event(id=record.event_id, time_us=record.ts_us, body=jsonutil.dumps(to_ocsf(record, opts)))
+
+
+def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
+    ecs = to_ecs(record, dataclasses.replace(opts, include_original=False))
+    audit = ecs["emailauth"]["audit"]
+    action = ecs["event"].get("action", "")
+    class_uid, activity_id = classify(action, audit)
+    class_name = CLASS_NAMES[class_uid]
+    activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+    severity_id, severity_name = SEVERITY[severity(ecs)]
+    metadata: Dict[str, Any] = {
+        "version": OCSF_VERSION,
+        "uid": record.event_id,
+        "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
+        "log_name": "emailauth.audit",
+        "original_time": audit["created_at"],
+        "processed_time": opts.ingest_time_us // 1000,
+    }
+    if action:
+        metadata["event_code"] = action
+    doc: Dict[str, Any] = {
+        "class_uid": class_uid,
+        "class_name": class_name,
+        "category_uid": CATEGORY[0],
+        "category_name": CATEGORY[1],
+        "activity_id": activity_id,
+        "activity_name": activity_name,
+        "type_uid": class_uid * 100 + activity_id,
+        "type_name": f"{class_name}: {activity_name}",
+        "time": record.ts_us // 1000,
+        "severity_id": severity_id,
+        "severity": severity_name,
+        "status_id": 1,
+        "status": "Success",
+        "message": ecs["message"],
+        "metadata": metadata,
+    }
+    actor = ecs.get("user", {})
+    if actor.get("id"):
+        doc["actor"] = {"user": _user(actor)}
+    doc.update(_class_fields(class_uid, activity_id, ecs, opts))
+    doc["unmapped"] = audit
+    if opts.include_original:
+        doc["raw_data"] = jsonutil.canonical(record.raw).decode("utf-8")
+    return doc
+
+
+def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
+    """(class_uid, activity_id) for a filterable_action and the ECS ``emailauth.audit`` fields."""
+    verb = action.rpartition(".")[2]
+    if action == "user.login":
+        return AUTHENTICATION, 1
+    if action == "user.update_roles":
+        roles = audit.get("roles", {})
+        return USER_ACCESS, 1 if roles.get("added") else 2 if roles.get("removed") else OTHER
+    if audit["object_type"] == "user":
+        return ACCOUNT_CHANGE, {"create": 1, "destroy": 6, "delete": 6}.get(verb, OTHER)
+    if verb.startswith("update"):
+        return ENTITY_MANAGEMENT, 3
+    return ENTITY_MANAGEMENT, {"create": 1, "destroy": 4, "delete": 4}.get(verb, OTHER)
+
+
+def _class_fields(
+    class_uid: int, activity_id: int, ecs: Mapping[str, Any], opts: NormalizeOptions
+) -> Dict[str, Any]:
+    actor = ecs.get("user", {})
+    target = actor.get("target")
+    audit = ecs["emailauth"]["audit"]
+    if class_uid == AUTHENTICATION:
+        return {"user": _user(actor) if actor.get("id") else UNKNOWN_USER, "service": {"name": opts.product}}
+    if class_uid == USER_ACCESS:
+        roles = audit.get("roles", {})
+        privileges = (
+            roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
+        )
+        return {"user": _user(target) if target else UNKNOWN_USER, "privileges": privileges}
+    if class_uid == ACCOUNT_CHANGE:
+        if not target:
+            return {"user": UNKNOWN_USER}
+        new = dict(
+            target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
+        )
+        return {"user": _user(target), "user_result": _user(new)}
+    entity = _entity(ecs)
+    fields = {"entity": dict(entity, **_side(audit, "before"))}
+    if activity_id != 4:
+        fields["entity_result"] = dict(entity, **_side(audit, "after"))
+    return fields
+
+
+def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:
+    """An OCSF user from an ECS user (``id``, ``email``, ``name``, ``full_name``)."""
+    user: Dict[str, Any] = {"uid": ident["id"], "name": ident.get("name") or ident["id"]}
+    if ident.get("email"):
+        user["email_addr"] = ident["email"]
+    if ident.get("full_name"):
+        user["full_name"] = ident["full_name"]
+    return user
+
+
+def _entity(ecs: Mapping[str, Any]) -> Dict[str, Any]:
+    audit = ecs["emailauth"]["audit"]
+    domain: Optional[Mapping[str, Any]] = ecs.get("entity", {}).get("target")
+    if domain:
+        return {"name": domain["name"], "uid": domain["id"], "type": "domain"}
+    name = as_text(audit.get("object"))  # a list keeps its JSON text
+    return {"name": name or "unknown", "type": audit["object_type"]}
+
+
+def _side(audit: Mapping[str, Any], side: str) -> Dict[str, Any]:
+    """``{"data": {name: value}}`` for one side of every change pair, or nothing."""
+    data = {name: entry[side] for name, entry in audit.get("changes", {}).items() if side in entry}
+    return {"data": data} if data else {}

@@ -1,0 +1,215 @@
+"""Elasticsearch / OpenSearch sink: ``elasticsearch+https://es.example.com:9200`` (``opensearch+https://``
+alike; ``+http://`` for loopback only). A path is a prefix (a proxy's) put before ``/<data stream>/_bulk``.
+
+Protocol choices, from the ``_bulk`` API documentation:
+
+* Target. The data stream ``logs-emailauth.audit-<namespace>`` (``settings.es_namespace``), which the
+  index template in ``elasticsearch/`` of this repository configures. Every document is a ``create``
+  with ``_id`` = the event id: a re-sent batch cannot index an event twice, and the 409
+  ``version_conflict_engine_exception`` it gets for a document already there counts as delivered.
+* Documents. A JSON event is sent byte for byte (ECS carries the ``@timestamp`` a data stream needs);
+  a text (CEF) event becomes ``{"@timestamp", "event": {"id"}, "message": <line>}``.
+* Per-item results. 2xx and 409: delivered. 429 and 5xx: sent again, alone with the other such items,
+  with backoff; still refused when the attempts run out: a retryable SinkError. 400 (a mapping or
+  parsing error): a rejection carrying Elasticsearch's error type and reason, for the quarantine.
+  Anything else (401/403/404 on an item: privileges, a missing template) raises: it is not the
+  event's fault and would refuse every event alike.
+* Requests. Bounded by ``max_batch_events`` and ``max_batch_bytes`` of NDJSON (action and source
+  lines); gzipped when ``settings.gzip``; 413 splits in halves; 429/5xx/connection errors on the
+  whole request are retried as for HEC.
+* Auth. ``FORWARDER_SINK_TOKEN`` is an API key by default: the ``encoded`` value Elasticsearch
+  returns, or ``id:api_key`` (encoded here); both go in ``Authorization: ApiKey``. With
+  ``settings.auth == "basic"`` the token is ``user:password``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+import requests
+
+from .. import jsonutil, retry
+from ..events import Event, Rejection, SendResult
+from ..http import check_url
+from ..timeutil import format_us
+from .http_ndjson import HttpPoster, authorization, send_halving, wire_batches
+from .settings import SinkSettings
+
+DATASET = "emailauth.audit"
+DEFAULT_MAX_EVENTS = 1000
+DEFAULT_MAX_BYTES = 5_000_000  # Elastic's advice for bulk requests: a few MB
+_SCHEMES = ("elasticsearch+", "opensearch+")
+_NAMESPACE = re.compile(r"^[a-z0-9_.+]{1,100}$")  # data stream naming: lowercase, no '-'
+_REASON_LIMIT = 500
+WHO = "Elasticsearch"
+
+
+def data_stream(namespace: str) -> str:
+    """``logs-emailauth.audit-<namespace>``; ValueError for a namespace Elasticsearch would refuse."""
+    if not _NAMESPACE.match(namespace) or namespace.startswith(("_", ".", "+")):
+        raise ValueError(
+            f"Elasticsearch namespace {namespace!r} is not valid: use lowercase letters, digits, '_', '.' "
+            "or '+' (no '-'), at most 100 characters, e.g. default or production"
+        )
+    return f"logs-{DATASET}-{namespace}"
+
+
+def bulk_url(uri: str, namespace: str) -> str:
+    """The ``_bulk`` URL of the data stream; ValueError naming FORWARDER_SINK."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    prefix = next((p for p in _SCHEMES if scheme.startswith(p)), None)
+    if prefix is None:
+        raise ValueError(
+            "FORWARDER_SINK for Elasticsearch must look like elasticsearch+https://es.example.com:9200"
+        )
+    http_scheme = scheme[len(prefix) :]
+    problem = check_url(f"{http_scheme}://{parts.netloc}{parts.path}", "FORWARDER_SINK")
+    if problem:
+        raise ValueError(
+            f"{problem}; an Elasticsearch sink looks like elasticsearch+https://es.example.com:9200"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError("FORWARDER_SINK for Elasticsearch takes no query string")
+    return f"{http_scheme}://{parts.netloc}{parts.path.rstrip('/')}/{data_stream(namespace)}/_bulk"
+
+
+def es_authorization(kind: str, token: Optional[str]) -> str:
+    token = (token or "").strip()
+    if not token:
+        raise ValueError("FORWARDER_SINK_TOKEN (an API key, or user:password with basic auth) is required")
+    kind = kind or "apikey"
+    if kind == "apikey" and ":" in token:  # id:api_key as created; the header wants it encoded
+        token = base64.b64encode(token.encode("utf-8")).decode("ascii")
+    if kind not in ("apikey", "basic"):
+        raise ValueError(f"Elasticsearch auth must be apikey or basic (got {kind!r})")
+    return authorization(kind, token)
+
+
+def document(event: Event) -> bytes:
+    if event.is_json:
+        return event.body
+    wrapped = {
+        "@timestamp": format_us(event.time_us),
+        "event": {"id": event.id},
+        "message": event.body.decode("utf-8"),
+    }
+    return jsonutil.dumps(wrapped)
+
+
+def bulk_lines(event: Event) -> bytes:
+    """The ``create`` action and the source, each line ended by ``\\n`` as ``_bulk`` requires."""
+    return jsonutil.dumps({"create": {"_id": event.id}}) + b"\n" + document(event) + b"\n"
+
+
+def error_text(error: Any) -> str:
+    """``type: reason (caused by type: reason)`` from an Elasticsearch error object, bounded."""
+    if not isinstance(error, dict):
+        return str(error)[:_REASON_LIMIT]
+    text = f"{error.get('type', 'error')}: {error.get('reason', '')}"
+    cause = error.get("caused_by")
+    if isinstance(cause, dict):
+        text += f" (caused by {cause.get('type', 'error')}: {cause.get('reason', '')})"
+    return text[:_REASON_LIMIT]
+
+
+def describe(response: requests.Response) -> str:
+    summary = f"HTTP {response.status_code}"
+    try:
+        reply = response.json()
+    except ValueError:
+        return summary
+    if isinstance(reply, dict) and reply.get("error") is not None:
+        summary += f": {error_text(reply['error'])}"
+    return summary
+
+
+class ElasticsearchSink:
+    name = "elasticsearch"
+
+    def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
+        self.url = bulk_url(settings.uri, settings.es_namespace)
+        self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
+        self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        header = es_authorization(settings.auth, settings.token)
+        secrets = [settings.token or "", header, header.partition(" ")[2]]
+        headers = {"Authorization": header, "Accept": "application/json"}
+        self._poster = HttpPoster(WHO, settings, headers, secrets, retry_policy, describe)
+
+    def __repr__(self) -> str:
+        return f"ElasticsearchSink(url={self.url!r})"
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        lines = [bulk_lines(event) for event in batch]
+        rejected: List[Rejection] = []
+        for events, chunk in wire_batches(batch, lines, self.max_batch_events, self.max_batch_bytes):
+            rejected += self._deliver(events, chunk)
+        return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
+
+    def _deliver(self, events: List[Event], lines: List[bytes]) -> List[Rejection]:
+        """Send, then send again only the items refused for a passing reason (429, 5xx)."""
+        rejected: List[Rejection] = []
+        attempt = 0
+        while events:
+            attempt += 1
+            again: List[Tuple[Event, bytes]] = []
+            post = functools.partial(self._bulk, again=again)
+            rejected += send_halving(events, lines, post, WHO)
+            if not again:
+                break
+            if attempt >= self._poster.retry.attempts:
+                raise self._poster.error(
+                    f"{WHO} still refused {len(again)} document(s) with 429/5xx after {attempt} attempts",
+                    retryable=True,
+                )
+            retry.sleep(self._poster.retry.delay(attempt))
+            events, lines = [event for event, _ in again], [line for _, line in again]
+        return rejected
+
+    def _bulk(
+        self, events: List[Event], lines: List[bytes], again: List[Tuple[Event, bytes]]
+    ) -> Optional[List[Rejection]]:
+        """One ``_bulk`` request: None on 413, else the rejections; items to retry go to ``again``."""
+        response = self._poster.post(self.url, b"".join(lines))
+        if response.status_code == 413:
+            return None
+        if not 200 <= response.status_code < 300:
+            raise self._poster.refused(response)
+        rejected: List[Rejection] = []
+        for event, line, item in zip(events, lines, self._items(response, len(events))):
+            status, error = item.get("status"), item.get("error")
+            if isinstance(status, bool) or not isinstance(status, int):
+                raise self._poster.error(f"{WHO} answered an item without a status", retryable=True)
+            if 200 <= status < 300 or status == 409:
+                continue
+            if status == 429 or status >= 500:
+                again.append((event, line))
+            elif status == 400:
+                rejected.append(Rejection(event, f"{WHO} refused the document: {error_text(error)}"))
+            else:
+                raise self._poster.error(f"{WHO} refused a document with HTTP {status}: {error_text(error)}")
+        return rejected
+
+    def _items(self, response: requests.Response, count: int) -> List[Dict[str, Any]]:
+        try:
+            reply = response.json()
+            items = [next(iter(item.values())) for item in reply["items"]]
+        except (ValueError, KeyError, TypeError, AttributeError, StopIteration):
+            items = []
+        if len(items) != count or not all(isinstance(item, dict) for item in items):
+            # Nothing tells which documents were indexed; sending all again is safe (create + _id).
+            raise self._poster.error(
+                f"{WHO} answered the bulk request without one result per document", retryable=True
+            )
+        return items
+
+    def close(self) -> None:
+        self._poster.close()
+
+
+def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:
+    return ElasticsearchSink(settings)

@@ -1,0 +1,108 @@
+"""Amazon Data Firehose sink: ``firehose://delivery-stream-name`` (region and credentials from the
+environment, as for every boto3 client).
+
+* Records. One per event: the body plus ``\\n``, so an S3 destination receives NDJSON. A call carries at
+  most 500 records and 4 MiB (PutRecordBatch's limits); a record over 1,000 KiB is refused by
+  Firehose whatever the batch, so it becomes a rejection without being sent.
+* Partial failures. PutRecordBatch answers per record; only the records with an ``ErrorCode`` are
+  sent again, with backoff, up to the retry policy's attempts; a ``ServiceUnavailableException`` for
+  the whole call is retried alike. When the attempts run out the SinkError is retryable. Firehose
+  does not deduplicate: delivery is at least once, and every record carries its event id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import retry
+from ..errors import SinkError
+from ..events import Event, Rejection, SendResult
+from .base import batches
+from .s3 import aws_client, aws_error, aws_failures
+from .settings import SinkSettings
+
+MAX_RECORDS = 500
+MAX_CALL_BYTES = 4 * 1024 * 1024
+MAX_RECORD_BYTES = 1_000 * 1024
+_BUSY = frozenset({"ServiceUnavailableException", "ThrottlingException"})
+
+
+def stream_name(uri: str) -> str:
+    name = uri[len("firehose://") :] if uri.lower().startswith("firehose://") else ""
+    if not name or "/" in name or "?" in name:
+        raise ValueError(
+            f"FORWARDER_SINK for Firehose must look like firehose://delivery-stream (got {uri!r})"
+        )
+    return name
+
+
+def failed_positions(response: Dict[str, Any], count: int) -> List[int]:
+    """Positions of the records PutRecordBatch reports failed (all of them if the answer is unreadable)."""
+    answers = response.get("RequestResponses")
+    if not isinstance(answers, list) or len(answers) != count:
+        return list(range(count))
+    return [n for n, answer in enumerate(answers) if not isinstance(answer, dict) or answer.get("ErrorCode")]
+
+
+class FirehoseSink:
+    name = "firehose"
+
+    def __init__(
+        self, settings: SinkSettings, client: Any = None, retry_policy: Optional[retry.RetryPolicy] = None
+    ) -> None:
+        self.stream = stream_name(settings.uri)
+        self.max_batch_events = min(settings.batch_events or MAX_RECORDS, MAX_RECORDS)
+        self.max_batch_bytes = min(settings.batch_bytes or MAX_CALL_BYTES, MAX_CALL_BYTES)
+        self._retry = retry_policy or retry.RetryPolicy()
+        self._client = client or aws_client("firehose", settings.timeout_seconds)
+
+    def __repr__(self) -> str:
+        return f"FirehoseSink(stream={self.stream!r})"
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        kept: List[Event] = []
+        rejected: List[Rejection] = []
+        for event in batch:
+            size = len(event.body) + 1
+            if size > MAX_RECORD_BYTES:
+                reason = f"its Firehose record is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
+                rejected.append(Rejection(event, reason))
+            else:
+                kept.append(event)
+        for chunk in batches(kept, self.max_batch_events, self.max_batch_bytes):
+            self._put(chunk)
+        return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
+
+    def _put(self, events: List[Event]) -> None:
+        """PutRecordBatch, then again with only the records reported failed, until none is left."""
+        pending = events
+        attempt = 0
+        while True:
+            attempt += 1
+            records = [{"Data": event.body + b"\n"} for event in pending]
+            try:
+                response = self._client.put_record_batch(DeliveryStreamName=self.stream, Records=records)
+                problem = ""
+                pending = [pending[n] for n in failed_positions(response, len(records))]
+            except aws_failures() as exc:
+                error = aws_error(exc, f"PutRecordBatch to Firehose stream {self.stream}")
+                code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+                if code not in _BUSY:
+                    raise error from exc
+                problem = str(error)
+            if not pending:
+                return
+            if attempt >= self._retry.attempts:
+                problem = problem or f"{len(pending)} record(s) still reported failed"
+                message = (
+                    f"PutRecordBatch to Firehose stream {self.stream} after {attempt} attempts: {problem}"
+                )
+                raise SinkError(message, retryable=True)
+            retry.sleep(self._retry.delay(attempt))
+
+    def close(self) -> None:
+        pass
+
+
+def open_firehose(settings: SinkSettings) -> FirehoseSink:
+    return FirehoseSink(settings)

@@ -1,0 +1,134 @@
+"""S3 sink: ``s3://bucket/prefix``. Each batch becomes one gzipped NDJSON object.
+
+* Key. ``<prefix>/year=YYYY/month=MM/day=DD/<digest>.ndjson.gz``: the date (UTC) of the batch's newest
+  event, Hive-style so Athena, Glue and Spark can prune partitions; the digest is a SHA-256 over the
+  batch's sorted event ids, so a batch sent again after a crash overwrites its object instead of
+  adding a copy. (A batch re-formed differently, say because late records arrived in between, gets
+  another key: delivery is at least once, and every line carries its event id for deduplication.)
+* Body. One event per line, JSON as it is, a text (CEF) event as its line; gzipped unless
+  ``settings.gzip`` is off (then ``.ndjson``). ``Content-Type: application/x-ndjson`` with
+  ``Content-Encoding: gzip``.
+* Encryption. SSE-KMS with ``settings.sse_kms_key_id`` when set, else SSE-S3 (AES256) asked for
+  explicitly, so a bucket policy that demands the header is satisfied.
+* Failures. botocore retries throttling and 5xx itself (standard mode); what is left raises a
+  SinkError, retryable only for throttling, 5xx and transport errors (not for a missing bucket).
+
+boto3 is imported only when an AWS sink or the S3 quarantine is used.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
+from urllib.parse import urlsplit
+
+from ..errors import SinkError
+from ..events import Event, SendResult
+from ..timeutil import from_us
+from .settings import SinkSettings
+
+DEFAULT_MAX_EVENTS = 5000
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # before compression; larger objects suit data lakes better
+_THROTTLED = frozenset(
+    {"Throttling", "ThrottlingException", "SlowDown", "RequestTimeout", "RequestLimitExceeded"}
+)
+
+
+def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
+    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
+    return parts.netloc, parts.path.strip("/")
+
+
+def aws_client(service: str, timeout_seconds: float = 60.0) -> Any:
+    """A boto3 client with standard retries; region, credentials and endpoint come from the environment."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=10,
+        read_timeout=timeout_seconds,
+    )
+    return boto3.client(service, config=config)
+
+
+def aws_failures() -> Tuple[Type[Exception], ...]:
+    """The exceptions a boto3 call raises for a service or transport failure (import kept lazy)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (BotoCoreError, ClientError)
+
+
+def aws_error(exc: Exception, doing: str) -> SinkError:
+    """A SinkError from a boto3 failure: retryable for throttling, 5xx and transport errors only."""
+    response = getattr(exc, "response", None)
+    if not response:  # no answer at all: a connection or timeout error
+        return SinkError(f"{doing} failed: {exc}", retryable=True)
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    code = str(response.get("Error", {}).get("Code", ""))
+    return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
+
+
+def partition(prefix: str, time_us: int) -> str:
+    day = from_us(time_us)
+    path = f"year={day.year:04d}/month={day.month:02d}/day={day.day:02d}/"
+    return f"{prefix}/{path}" if prefix else path
+
+
+def object_key(prefix: str, events: Sequence[Event], suffix: str) -> str:
+    digest = hashlib.sha256("\n".join(sorted(event.id for event in events)).encode("ascii")).hexdigest()
+    return partition(prefix, max(event.time_us for event in events)) + digest + suffix
+
+
+def put_ndjson(
+    client: Any, bucket: str, key: str, lines: Sequence[bytes], compress: bool, kms_key_id: Optional[str]
+) -> None:
+    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body."""
+    body = b"".join(lines)
+    extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
+    if compress:
+        body = gzip.compress(body, compresslevel=6, mtime=0)
+        extra["ContentEncoding"] = "gzip"
+    if kms_key_id:
+        extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
+    else:
+        extra["ServerSideEncryption"] = "AES256"
+    client.put_object(Bucket=bucket, Key=key, Body=body, **extra)
+
+
+class S3Sink:
+    name = "s3"
+
+    def __init__(self, settings: SinkSettings, client: Any = None) -> None:
+        self.bucket, self.prefix = parse_s3_uri(settings.uri, "FORWARDER_SINK")
+        self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
+        self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self._gzip = settings.gzip
+        self._kms_key_id = settings.sse_kms_key_id
+        self._suffix = ".ndjson.gz" if settings.gzip else ".ndjson"
+        self._client = client or aws_client("s3", settings.timeout_seconds)
+
+    def __repr__(self) -> str:
+        return f"S3Sink(bucket={self.bucket!r}, prefix={self.prefix!r})"
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        if not batch:
+            return SendResult.all_delivered(0)
+        key = object_key(self.prefix, batch, self._suffix)
+        lines = [event.body + b"\n" for event in batch]
+        try:
+            put_ndjson(self._client, self.bucket, key, lines, self._gzip, self._kms_key_id)
+        except aws_failures() as exc:
+            raise aws_error(exc, f"writing s3://{self.bucket}/{key}") from exc
+        return SendResult.all_delivered(len(batch))
+
+    def close(self) -> None:
+        pass
+
+
+def open_s3(settings: SinkSettings) -> S3Sink:
+    return S3Sink(settings)

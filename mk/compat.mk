@@ -1,0 +1,24 @@
+# Python 3.9 (Splunk's bundled Python) without orjson (the add-on ships pure Python): the core's
+# tests run again in a second virtualenv. Skipped, with a line saying so, where no 3.9 exists.
+VENV39 := .venv39
+PY39   ?= $(firstword $(foreach p,python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9),$(shell $(p) -c 'import sys; print("$(p)") if sys.version_info[:2] == (3, 9) else None' 2>/dev/null)))
+COMPAT_TESTS := tests/pipeline tests/state tests/normalize tests/api tests/test_config.py tests/test_streams.py \
+                tests/sinks/test_hec.py tests/sinks/test_file_stdout.py tests/e2e/test_run_hec.py
+
+.PHONY: compat39
+
+$(VENV39)/.installed: pyproject.toml
+	$(PY39) -m venv $(VENV39)
+	$(VENV39)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV39)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV39)/bin/python -m pip install --quiet requests idna python-json-logger pytest hypothesis pyyaml
+	touch $@
+
+ifeq ($(PY39),)
+compat39:
+	@echo "compat39: no Python 3.9 found; the 3.9 run is skipped"
+else
+compat39: $(VENV39)/.installed
+	$(VENV39)/bin/python -c 'import sys, forwarder.jsonutil as j; assert sys.version_info[:2] == (3, 9) and not j.HAVE_ORJSON'
+	$(VENV39)/bin/pytest -q -p no:cacheprovider $(COMPAT_TESTS)
+endif

@@ -1,0 +1,124 @@
+"""CEF golden files: every ECS golden input (tests/golden/ecs/<case>.json) plus the CEF-only inputs in
+tests/golden/cef/<case>.json render to tests/golden/cef/<case>.cef, one line per record.
+
+Regenerate with GOLDEN_UPDATE=1 and review the diff by eye: the expected files are the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from forwarder.normalize import get_formatter
+from forwarder.normalize.cef import format_cef, to_cef
+from forwarder.records import AuditRecord, parse_record
+from tests.cef_parser import parse
+
+from . import OPTIONS, golden_cases, golden_records
+
+CEF_DIR = Path(__file__).resolve().parents[1] / "golden" / "cef"
+
+
+def own_cases() -> list[str]:
+    return sorted(path.stem for path in CEF_DIR.glob("*.json"))
+
+
+def records(case: str) -> list[AuditRecord]:
+    if case in own_cases():
+        return [
+            parse_record(raw) for raw in json.loads((CEF_DIR / f"{case}.json").read_text(encoding="utf-8"))
+        ]
+    return golden_records(case)
+
+
+def all_cases() -> list[str]:
+    return sorted(set(golden_cases()) | set(own_cases()))
+
+
+@pytest.mark.parametrize("case", all_cases())
+def test_golden(case):
+    actual = "".join(to_cef(record, OPTIONS) + "\n" for record in records(case))
+    path = CEF_DIR / f"{case}.cef"
+    if os.environ.get("GOLDEN_UPDATE") == "1":
+        path.write_text(actual, encoding="utf-8")
+    assert path.exists(), f"{path.name} is missing: run with GOLDEN_UPDATE=1, then review it"
+    assert actual == path.read_text(encoding="utf-8")
+
+
+def test_no_orphan_expected_files():
+    assert sorted(path.stem for path in CEF_DIR.glob("*.cef")) == all_cases()
+
+
+@pytest.mark.parametrize("case", all_cases())
+def test_every_golden_line_parses_strictly_and_carries_its_event_id(case):
+    for record in records(case):
+        cef = parse(to_cef(record, OPTIONS))
+        assert cef.labelled()["eventId"] == record.event_id
+        assert cef.extension["rt"] == str(record.ts_us // 1000)
+        assert (cef.vendor, cef.product, cef.product_version) == ("Fortra", "EmailAuth Platform", "v1")
+
+
+def test_format_cef_is_a_text_event():
+    record = golden_records("user_login")[0]
+    event = format_cef(record, OPTIONS)
+    assert (event.id, event.time_us, event.is_json) == (record.event_id, record.ts_us, False)
+    assert event.body == to_cef(record, OPTIONS).encode("utf-8")
+    assert get_formatter("cef") is format_cef
+
+
+def test_hostile_values_land_in_their_own_fields():
+    record = records("hostile_values")[0]
+    cef = parse(to_cef(record, OPTIONS))
+    assert cef.signature_id == "domain.update"
+    assert cef.name == "Pipe | back\\slash | equals = sign new line"  # no CR/LF in a header
+    assert cef.extension["suser"] == "ev|l=user\\@example.com"
+    assert cef.extension["dhost"] == "x=1 y\\z|w.example"
+    labelled = cef.labelled()
+    assert labelled["spf_record after"] == "v=spf1 include:a|b\\c=d\r\n+all"
+    assert labelled["k_e_y_s before"] == "a\nb"
+
+
+def test_a_value_cannot_forge_a_key():
+    record = records("hostile_values")[1]
+    cef = parse(to_cef(record, OPTIONS))
+    assert cef.labelled()["full_name before"] == "cs6=forged eventId"
+    assert cef.labelled()["full_name after"] == " msg=forged "
+    assert cef.labelled()["eventId"] == record.event_id
+    assert cef.extension["duser"] == " bob@example.com "
+
+
+def test_custom_strings_are_cut_to_arcsight_lengths():
+    cef = parse(to_cef(records("hostile_values")[1], OPTIONS))
+    note = cef.labelled()["note before"]
+    assert len(note) == 4000 and note.endswith("…")
+    assert "note after" not in cef.labelled()  # null is left out
+
+
+@pytest.mark.parametrize(
+    ("case", "index", "severity"),
+    [
+        ("user_login", 0, "3"),
+        ("user_update", 0, "5"),
+        ("domain_destroy", 0, "5"),
+        ("user_update_roles_grant", 0, "8"),  # OrganizationAdminRole granted
+        ("user_update_roles_grant", 1, "5"),  # AuditingRole granted
+        ("hostile_values", 2, "5"),  # an admin role revoked
+        ("hostile_values", 3, "8"),  # "SuperAdmin" granted
+        ("domain_update_dmarc_weakened", 0, "8"),
+        ("domain_update_dmarc_tightened", 0, "5"),
+    ],
+)
+def test_severity(case, index, severity):
+    assert parse(to_cef(records(case)[index], OPTIONS)).severity == severity
+
+
+def test_roles_and_dmarc_take_the_first_slots_and_every_key_is_listed():
+    ext = parse(to_cef(records("hostile_values")[4], OPTIONS)).extension
+    assert (ext["cs1Label"], ext["cs1"]) == ("roles before", "[]")
+    assert (ext["cs2Label"], ext["cs2"]) == ("roles after", '["X"]')
+    assert "cs3" not in ext and "cs3Label" not in ext  # no DMARC record before: null is left out
+    assert (ext["cs4Label"], ext["cs4"]) == ("dmarc_txt_record after", "v=DMARC1; p=none")
+    assert (ext["cs5Label"], ext["cs5"]) == ("changedKeys", "a,b,c,dmarc_txt_record,roles,single")

@@ -1,0 +1,82 @@
+"""OCSF golden files: every ECS golden input (tests/golden/ecs/<case>.json) renders to
+tests/golden/ocsf/<case>.json-expected.json.
+
+Regenerate with GOLDEN_UPDATE=1 and review the diff by eye: the expected files are the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from forwarder import jsonutil
+from forwarder.normalize import get_formatter
+from forwarder.normalize.ocsf import format_ocsf, to_ocsf
+
+from . import OPTIONS, golden_cases, golden_records
+
+OCSF_DIR = Path(__file__).resolve().parents[1] / "golden" / "ocsf"
+
+
+def render(events: list[dict]) -> str:
+    return json.dumps(events, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("case", golden_cases())
+def test_golden(case):
+    actual = render([to_ocsf(record, OPTIONS) for record in golden_records(case)])
+    path = OCSF_DIR / f"{case}.json-expected.json"
+    if os.environ.get("GOLDEN_UPDATE") == "1":
+        path.write_text(actual, encoding="utf-8")
+    assert path.exists(), f"{path.name} is missing: run with GOLDEN_UPDATE=1, then review it"
+    assert json.loads(actual) == json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_no_orphan_expected_files():
+    names = sorted(path.name[: -len(".json-expected.json")] for path in OCSF_DIR.glob("*-expected.json"))
+    assert names == golden_cases()
+
+
+def test_format_ocsf_serializes_to_ocsf():
+    record = golden_records("user_login")[0]
+    event = format_ocsf(record, OPTIONS)
+    assert (event.id, event.time_us, event.is_json) == (record.event_id, record.ts_us, True)
+    assert event.body == jsonutil.dumps(to_ocsf(record, OPTIONS))
+    assert get_formatter("ocsf") is format_ocsf
+
+
+@pytest.mark.parametrize(
+    ("case", "index", "class_uid", "activity_id"),
+    [
+        ("user_login", 0, 3002, 1),
+        ("user_update", 0, 3001, 99),
+        ("user_update_roles_grant", 0, 3005, 1),
+        ("user_update_roles_revoke", 0, 3005, 2),
+        ("domain_create", 0, 3004, 1),
+        ("domain_update_spf", 0, 3004, 3),
+        ("domain_destroy", 0, 3004, 4),
+    ],
+)
+def test_class_and_activity_follow_the_mapping(case, index, class_uid, activity_id):
+    event = to_ocsf(golden_records(case)[index], OPTIONS)
+    assert (event["class_uid"], event["activity_id"]) == (class_uid, activity_id)
+    assert event["type_uid"] == class_uid * 100 + activity_id
+    assert event["metadata"]["uid"] == golden_records(case)[index].event_id
+
+
+def test_entity_carries_before_and_result_after():
+    event = to_ocsf(golden_records("domain_update_dmarc_weakened")[0], OPTIONS)
+    before = event["entity"]["data"]["dmarc_txt_record"]
+    after = event["entity_result"]["data"]["dmarc_txt_record"]
+    assert "p=reject" in before and "p=none" in after
+    assert event["severity_id"] == 4 and event["unmapped"]["dmarc"]["weakened"] is True
+
+
+def test_include_original_controls_raw_data():
+    record = golden_records("user_login")[0]
+    assert json.loads(to_ocsf(record, OPTIONS)["raw_data"]) == record.raw
+    assert "raw_data" not in to_ocsf(record, dataclasses.replace(OPTIONS, include_original=False))

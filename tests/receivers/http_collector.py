@@ -1,0 +1,220 @@
+"""A loopback HTTP collector taking NDJSON POSTs (Logstash ``http`` input, Cribl, Sumo Logic alike),
+and the small server base the ``_bulk`` receiver shares.
+
+The collector checks the ``Authorization`` header and any required headers (401), decodes gzip,
+answers 413 when the body is over ``max_content_length`` (on the wire or decompressed), 400 for a
+body that is not UTF-8 NDJSON, and 200 otherwise. Fault knobs, in the order they were set up:
+``fail_next`` (a status, optionally with ``Retry-After``), ``drop_connection_next``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+
+Reply = Tuple[Optional[int], bytes, Dict[str, str]]  # status None: drop the connection
+
+
+class TooLarge(Exception):
+    pass
+
+
+class BadBody(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as it arrived, whatever the answer."""
+
+    path: str
+    headers: Dict[str, str]
+    wire_bytes: int
+    status: Optional[int]
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str  # "fail", "drop", "accept_then_fail"
+    status: int = 503
+    retry_after: Optional[str] = None
+
+
+def decode_body(headers: Mapping[str, str], raw: bytes, limit: int) -> bytes:
+    """The body with gzip undone; TooLarge past ``limit`` bytes either way, BadBody for broken gzip."""
+    if len(raw) > limit:
+        raise TooLarge()
+    if headers.get("content-encoding", "").lower() == "gzip":
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            raw = inflater.decompress(raw, limit + 1)
+        except zlib.error:
+            raise BadBody("invalid gzip") from None
+        if len(raw) > limit:
+            raise TooLarge()
+        if not inflater.eof:
+            raise BadBody("truncated gzip")
+    return raw
+
+
+def json_reply(status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> Reply:
+    return (
+        status,
+        json.dumps(payload).encode("utf-8"),
+        {"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+class LoopbackReceiver:
+    """Life cycle, fault queue and request log; subclasses implement ``answer``."""
+
+    name = "receiver"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._seen: List[Seen] = []
+        self._faults: Deque[Fault] = deque()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self._server.receiver = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name=self.name, daemon=True
+        )
+
+    def __enter__(self) -> Any:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def fail_next(self, n: int, status: int = 503, retry_after: Optional[float] = None) -> None:
+        header = None if retry_after is None else f"{retry_after:g}"
+        self._add(n, Fault("fail", status, header))
+
+    def drop_connection_next(self, n: int) -> None:
+        self._add(n, Fault("drop"))
+
+    def accept_then_fail_next(self, n: int) -> None:
+        """Keep what arrives, then answer 503: a response lost after the data was stored."""
+        self._add(n, Fault("accept_then_fail"))
+
+    def _add(self, n: int, fault: Fault) -> None:
+        with self.lock:
+            self._faults.extend([fault] * n)
+
+    def seen(self) -> List[Seen]:
+        with self.lock:
+            return list(self._seen)
+
+    def handle(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        with self.lock:
+            fault = self._faults.popleft() if self._faults else None
+        if fault is not None and fault.kind == "drop":
+            return None, b"", {}
+        if fault is not None and fault.kind == "fail":
+            extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+            return json_reply(fault.status, {"error": "injected", "status": fault.status}, extra)
+        reply = self.answer(method, target, headers, raw)
+        if fault is not None:  # accept_then_fail
+            return json_reply(503, {"error": "injected after accepting", "status": 503})
+        return reply
+
+    def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        raise NotImplementedError
+
+    def record(self, seen: Seen) -> None:
+        with self.lock:
+            self._seen.append(seen)
+
+
+class HttpCollector(LoopbackReceiver):
+    """Accepts ``POST <path>`` with NDJSON; ``lines()`` gives every line received, in order."""
+
+    name = "http-collector"
+
+    def __init__(
+        self,
+        path: str = "/ingest",
+        authorization: Optional[str] = None,  # the exact Authorization value required, if any
+        required_headers: Optional[Dict[str, str]] = None,
+        max_content_length: int = 1_000_000,
+    ) -> None:
+        super().__init__()
+        self.path = path
+        self.authorization = authorization
+        self.required_headers = dict(required_headers or {})
+        self.max_content_length = max_content_length
+        self._lines: List[bytes] = []
+
+    @property
+    def url(self) -> str:
+        return self.http_url + self.path
+
+    def lines(self) -> List[bytes]:
+        with self.lock:
+            return list(self._lines)
+
+    def json_lines(self) -> List[Any]:
+        return [json.loads(line) for line in self.lines()]
+
+    def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        if method != "POST" or target.split("?")[0] != self.path:
+            return json_reply(404, {"error": "not found"})
+        if self.authorization is not None and headers.get("authorization") != self.authorization:
+            return json_reply(401, {"error": "unauthorized"})
+        for name, value in self.required_headers.items():
+            if headers.get(name.lower()) != value:
+                return json_reply(400, {"error": f"header {name} missing or wrong"})
+        try:
+            text = decode_body(headers, raw, self.max_content_length).decode("utf-8")
+        except TooLarge:
+            return json_reply(413, {"error": "payload too large"})
+        except (BadBody, UnicodeDecodeError) as exc:
+            return json_reply(400, {"error": f"bad body: {exc}"})
+        if not text.endswith("\n"):
+            return json_reply(400, {"error": "NDJSON lines must end with a newline"})
+        lines = [line.encode("utf-8") for line in text.split("\n")[:-1]]
+        with self.lock:
+            self._lines.extend(lines)
+        return json_reply(200, {"accepted": len(lines)})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the sink's connection reuse gets exercised
+    disable_nagle_algorithm = True
+
+    def _serve(self) -> None:
+        receiver: LoopbackReceiver = self.server.receiver  # type: ignore[attr-defined]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        status, body, extra = receiver.handle(self.command, self.path, headers, raw)
+        receiver.record(Seen(self.path.split("?")[0], headers, len(raw), status))
+        if status is None:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_PUT = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output readable
+        pass

@@ -1,0 +1,130 @@
+"""The HTTP NDJSON sink against a loopback collector."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+import pytest
+
+from forwarder import retry
+from forwarder.errors import SinkError
+from forwarder.events import Event
+from forwarder.sinks import open_sink
+from forwarder.sinks.http_ndjson import HttpNdjsonSink, authorization, parse_headers
+from forwarder.sinks.settings import SinkSettings
+from tests.receivers.http_collector import HttpCollector
+
+SECRET = "c0llector-t0ken-secret"
+
+
+def event(n: int, pad: str = "") -> Event:
+    event_id = hashlib.sha256(f"r{n}".encode()).hexdigest()
+    body = {"event": {"id": event_id}, "message": f"nº{n} \u2603 {pad}"}
+    return Event(event_id, 1_767_323_045_000_000, json.dumps(body).encode())
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    pauses: list[float] = []
+    monkeypatch.setattr(retry, "sleep", pauses.append)
+    return pauses
+
+
+def sink_for(collector: HttpCollector, attempts: int = 4, **settings) -> HttpNdjsonSink:
+    settings.setdefault("token", SECRET)
+    return HttpNdjsonSink(
+        SinkSettings(uri=collector.url, **settings), retry_policy=retry.RetryPolicy(attempts=attempts)
+    )
+
+
+@pytest.mark.parametrize("use_gzip", [True, False])
+def test_events_arrive_as_ndjson_lines_byte_for_byte(waits, use_gzip):
+    events = [event(n) for n in range(4)] + [Event("f" * 64, 0, b"CEF:0|a|b|1|x|y|3|k=v", is_json=False)]
+    with HttpCollector(authorization=f"Bearer {SECRET}") as collector:
+        result = sink_for(collector, gzip=use_gzip).send(events)
+
+        assert (result.delivered, result.rejected) == (5, [])
+        assert collector.lines() == [e.body for e in events]
+        (request,) = collector.seen()
+        assert request.headers["content-type"] == "application/x-ndjson"
+        assert request.headers.get("content-encoding") == ("gzip" if use_gzip else None)
+
+
+def test_configured_headers_and_auth_kinds_are_sent():
+    basic = "Basic " + base64.b64encode(b"logstash:pa ss:word").decode()
+    with HttpCollector(authorization=basic, required_headers={"X-Sumo-Category": "sec/audit"}) as collector:
+        sink = sink_for(
+            collector, token="logstash:pa ss:word", auth="basic", headers={"X-Sumo-Category": "sec/audit"}
+        )
+        assert sink.send([event(1)]).delivered == 1
+    with HttpCollector(authorization=SECRET) as collector:  # Cribl: the header is the token
+        assert sink_for(collector, auth="token").send([event(2)]).delivered == 1
+
+
+def test_a_wrong_token_raises_without_the_token(waits):
+    with HttpCollector(authorization="Bearer something-else") as collector:
+        sink = sink_for(collector)
+        with pytest.raises(SinkError) as caught:
+            sink.send([event(1)])
+
+        assert "401" in str(caught.value) and not caught.value.retryable
+        assert SECRET not in str(caught.value) and SECRET not in repr(sink)
+        assert waits == []
+
+
+def test_busy_collector_is_retried_then_gives_up_retryable(waits):
+    with HttpCollector() as collector:
+        collector.fail_next(2, status=503, retry_after=2)
+        collector.drop_connection_next(1)
+        assert sink_for(collector).send([event(1)]).delivered == 1
+        assert waits[:2] == [2.0, 2.0] and len(waits) == 3
+
+        collector.fail_next(10, status=500)
+        with pytest.raises(SinkError) as caught:
+            sink_for(collector, attempts=3).send([event(2)])
+        assert caught.value.retryable
+        assert collector.lines() == [event(1).body]
+
+
+def test_413_splits_and_rejects_an_event_too_large_alone(waits):
+    big = event(99, pad="x" * 5000)
+    events = [event(n) for n in range(6)] + [big]
+    with HttpCollector(max_content_length=2000) as collector:
+        result = sink_for(collector, gzip=False).send(events)
+
+        assert result.delivered == 6
+        assert [r.event for r in result.rejected] == [big]
+        assert "413" in result.rejected[0].reason
+        assert sorted(collector.lines()) == sorted(e.body for e in events[:6])
+
+
+def test_requests_are_bounded_by_count(waits):
+    with HttpCollector() as collector:
+        sink_for(collector, batch_events=2).send([event(n) for n in range(5)])
+        assert len(collector.seen()) == 3 and len(collector.lines()) == 5
+
+
+def test_registry_and_url_checks():
+    with HttpCollector() as collector:
+        sink = open_sink(SinkSettings(uri=collector.url))
+        assert isinstance(sink, HttpNdjsonSink)
+        assert sink.send([event(1)]).delivered == 1
+        assert "authorization" not in collector.seen()[0].headers
+    with pytest.raises(ValueError, match="loopback"):
+        HttpNdjsonSink(SinkSettings(uri="http://collector.example.com/in"))
+
+
+def test_authorization_and_header_parsing():
+    assert authorization("apikey", "abc") == "ApiKey abc"
+    with pytest.raises(ValueError, match="user:password"):
+        authorization("basic", "no-colon")
+    with pytest.raises(ValueError, match="FORWARDER_SINK_TOKEN"):
+        authorization("bearer", "has space")
+    assert parse_headers("X-Sumo-Category: a/b; X-Sumo-Name:n ") == {
+        "X-Sumo-Category": "a/b",
+        "X-Sumo-Name": "n",
+    }
+    with pytest.raises(ValueError):
+        parse_headers("no colon here")
