@@ -5,6 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo test lint typecheck unit bench clean
+.DEFAULT_GOAL := test
+
+# The runtimes' build targets (lambda-package, splunk-app) and the Python 3.9 run live in mk/.
+include $(sort $(wildcard mk/*.mk))
 
 $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
@@ -16,24 +20,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/audit-forwarder demo
 
-test: $(STAMP) lint typecheck unit
+test: $(STAMP) lint typecheck unit compat39
 
 lint: $(STAMP)
-	$(BIN)/ruff check forwarder handlers tests bench
-	$(BIN)/ruff format --check forwarder handlers tests bench
+	$(BIN)/ruff check forwarder handlers tests bench tools
+	$(BIN)/ruff format --check forwarder handlers tests bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(APPINSPECT)
 	sh tests/syslog/install-rsyslog.sh
-	$(BIN)/pytest -q
+	SPLUNK_APPINSPECT=$(abspath $(APPINSPECT)) $(BIN)/pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
 
-# Build targets of the runtimes (lambda-package, splunk-app, ...) live beside this file.
--include mk/*.mk
-
 clean:
-	rm -rf $(VENV) out state dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

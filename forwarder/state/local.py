@@ -97,7 +97,7 @@ class _FileSlot:
         with self._locked():
             self._check(expected)
             version = secrets.token_hex(8)
-            _write_atomic(self.location, dumps({**doc, _REVISION: version}))
+            write_atomic(self.location, dumps({**doc, _REVISION: version}))
             return version
 
     def delete(self, expected: str) -> None:
@@ -219,7 +219,7 @@ def _make_dirs(path: str) -> None:
         os.mkdir(path, 0o700)
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part."""
     directory = os.path.dirname(path)
     tmp = os.path.join(directory, _TMP + secrets.token_hex(8))
