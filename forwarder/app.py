@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import asdict
 from typing import Any, Callable, Iterable, List, Optional
 
 from .api.client import ApiClient, Credentials
@@ -135,6 +136,10 @@ def run_once(
             client.close()
         lease.release()
     report.finished = format_us(now_us())
+    for stream in report.streams:
+        # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
+        busy = stream.new or stream.error or stream.quarantined
+        log.log(logging.INFO if busy else logging.DEBUG, "stream finished", extra=asdict(stream))
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )

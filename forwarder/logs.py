@@ -46,8 +46,9 @@ def configure(level: str = "INFO", stream: Optional[TextIO] = None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(
         RedactingJsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            "%(levelname)s %(name)s %(message)s",
+            rename_fields={"levelname": "level", "name": "logger"},
+            timestamp="time",  # ISO 8601 in UTC, what SIEMs parse without a props.conf
         )
     )
     root = logging.getLogger()
