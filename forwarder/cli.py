@@ -107,12 +107,6 @@ def cmd_state(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulator import serve
-
-    return serve(args.simulator_args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="audit-forwarder", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -147,15 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(reset)
     state.set_defaults(func=cmd_state)
 
-    simulate = sub.add_parser(
-        "simulate", help="serve the platform API simulator (see --help of it)", add_help=False
-    )
-    simulate.add_argument("simulator_args", nargs=argparse.REMAINDER)
-    simulate.set_defaults(func=cmd_simulate)
+    # Listed for --help only: main() hands `simulate ...` to the simulator's own argument parser.
+    sub.add_parser("simulate", help="serve the platform API simulator (simulate --help for its options)")
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["simulate"]:
+        from .simulator import serve
+
+        return serve(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

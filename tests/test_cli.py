@@ -90,3 +90,25 @@ def test_run_exit_code_says_a_stream_failed(sim, tmp_path):
     report = json.loads(result.stderr.strip().splitlines()[-1])
     failed = [s for s in report["streams"] if s["error"]]
     assert len(failed) == 1 and "record 1" in failed[0]["error"]
+
+
+def test_simulate_serves_the_api_until_interrupted():
+    import re
+    import signal
+
+    import requests
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forwarder", "simulate", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
+        token = requests.post(
+            f"{url}/v1/ep/token",
+            data={"client_id": "demo-client", "client_secret": "demo-secret"},
+            timeout=10,
+        )
+        assert token.status_code == 200 and token.json()["token_type"] == "Bearer"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
