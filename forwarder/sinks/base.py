@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, List, Protocol, Sequence, Tuple
 
-from ..events import Event, SendResult
+from ..events import Event, Rejection, SendResult
 
 DEFAULT_MAX_EVENTS = 500
 DEFAULT_MAX_BYTES = 900_000  # under the 1 MB request limit of Splunk Cloud HEC and most collectors
@@ -43,3 +43,22 @@ def batches(events: Iterable[Event], max_events: int, max_bytes: int) -> Iterato
         size += n
     if batch:
         yield batch
+
+
+def reject_oversized(
+    batch: Sequence[Event], encode: Callable[[Event], bytes], limit: int, what: str, limit_name: str = "limit"
+) -> Tuple[List[Event], List[bytes], List[Rejection]]:
+    """(kept events, their encoded forms, rejections): an event whose ``what`` is over ``limit`` bytes
+    is rejected without being sent, since no receiver would take it however it is batched."""
+    kept: List[Event] = []
+    encoded: List[bytes] = []
+    rejected: List[Rejection] = []
+    for event in batch:
+        data = encode(event)
+        if len(data) > limit:
+            reason = f"its {what} is {len(data)} bytes, over the {limit}-byte {limit_name}"
+            rejected.append(Rejection(event, reason))
+        else:
+            kept.append(event)
+            encoded.append(data)
+    return kept, encoded, rejected

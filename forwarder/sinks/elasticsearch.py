@@ -36,7 +36,7 @@ from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
 from ..http import check_url
 from ..timeutil import format_us
-from .http_ndjson import HttpPoster, authorization, send_halving, wire_batches
+from .http_post import HttpPoster, authorization, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 DATASET = "emailauth.audit"
@@ -119,11 +119,8 @@ def error_text(error: Any) -> str:
 
 def describe(response: requests.Response) -> str:
     summary = f"HTTP {response.status_code}"
-    try:
-        reply = response.json()
-    except ValueError:
-        return summary
-    if isinstance(reply, dict) and reply.get("error") is not None:
+    reply = json_object(response)
+    if reply is not None and reply.get("error") is not None:
         summary += f": {error_text(reply['error'])}"
     return summary
 
@@ -174,11 +171,9 @@ class ElasticsearchSink:
         self, events: List[Event], lines: List[bytes], again: List[Tuple[Event, bytes]]
     ) -> Optional[List[Rejection]]:
         """One ``_bulk`` request: None on 413, else the rejections; items to retry go to ``again``."""
-        response = self._poster.post(self.url, b"".join(lines))
-        if response.status_code == 413:
+        response = self._poster.post_batch(self.url, b"".join(lines))
+        if response is None:
             return None
-        if not 200 <= response.status_code < 300:
-            raise self._poster.refused(response)
         rejected: List[Rejection] = []
         for event, line, item in zip(events, lines, self._items(response, len(events))):
             status, error = item.get("status"), item.get("error")

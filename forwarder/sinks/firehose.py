@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import retry
 from ..errors import SinkError
-from ..events import Event, Rejection, SendResult
-from .base import batches
+from ..events import Event, SendResult
+from .base import batches, reject_oversized
 from .s3 import aws_client, aws_error, aws_failures
 from .settings import SinkSettings
 
@@ -34,6 +34,11 @@ def stream_name(uri: str) -> str:
             f"FORWARDER_SINK for Firehose must look like firehose://delivery-stream (got {uri!r})"
         )
     return name
+
+
+def record(event: Event) -> bytes:
+    """The record's data: the body as an NDJSON line, so an S3 destination receives NDJSON."""
+    return event.body + b"\n"
 
 
 def failed_positions(response: Dict[str, Any], count: int) -> List[int]:
@@ -60,15 +65,9 @@ class FirehoseSink:
         return f"FirehoseSink(stream={self.stream!r})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        kept: List[Event] = []
-        rejected: List[Rejection] = []
-        for event in batch:
-            size = len(event.body) + 1
-            if size > MAX_RECORD_BYTES:
-                reason = f"its Firehose record is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
-                rejected.append(Rejection(event, reason))
-            else:
-                kept.append(event)
+        kept, _, rejected = reject_oversized(
+            batch, record, MAX_RECORD_BYTES, "Firehose record", "record limit"
+        )
         for chunk in batches(kept, self.max_batch_events, self.max_batch_bytes):
             self._put(chunk)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
@@ -79,7 +78,7 @@ class FirehoseSink:
         attempt = 0
         while True:
             attempt += 1
-            records = [{"Data": event.body + b"\n"} for event in pending]
+            records = [{"Data": record(event)} for event in pending]
             try:
                 response = self._client.put_record_batch(DeliveryStreamName=self.stream, Records=records)
                 problem = ""

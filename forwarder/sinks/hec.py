@@ -25,10 +25,10 @@ Protocol choices, from Splunk's HEC REST documentation:
 
 from __future__ import annotations
 
-import gzip
+import functools
 import time
 import uuid
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 import requests
@@ -36,8 +36,9 @@ import requests
 from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
-from ..http import check_url, new_session
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, batches
+from ..http import check_url
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
+from .http_post import HttpPoster, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 EVENT_PATH = "/services/collector/event"
@@ -45,7 +46,8 @@ ACK_PATH = "/services/collector/ack"
 _COLLECTOR = "/services/collector"
 _ACK_POLL_MAX_SECONDS = 10.0
 _TEXT_LIMIT = 200  # characters of a HEC reply quoted in an error
-_TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+JSON = "application/json"
+WHO = "Splunk HEC"
 
 
 def endpoints(uri: str) -> Tuple[str, str]:
@@ -99,11 +101,8 @@ def envelope(event: Event, metadata: bytes) -> bytes:
 def describe(response: requests.Response) -> str:
     """``HTTP 403, code 4: Invalid token`` from a HEC reply, quoting at most a little of it."""
     summary = f"HTTP {response.status_code}"
-    try:
-        reply = response.json()
-    except ValueError:
-        return summary
-    if not isinstance(reply, dict):
+    reply = json_object(response)
+    if reply is None:
         return summary
     code, text = reply.get("code"), str(reply.get("text") or "")[:_TEXT_LIMIT]
     if code is not None:
@@ -140,111 +139,45 @@ class HecSink:
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.channel = str(uuid.uuid4())
-        self._token = token
         self._gzip = settings.gzip
         self._ack = settings.hec_ack
         self._metadata = metadata_fields(settings)
-        self._retry = retry_policy or retry.RetryPolicy()
         self._ack_timeout = ack_timeout_seconds
         self._ack_poll = ack_poll_seconds
-        self._timeout = settings.timeout_seconds
-        self._verify = settings.ca_bundle or settings.verify_tls
-        self._session = new_session()
-        self._session.headers.update(
-            {
-                "Authorization": f"Splunk {token}",
-                "X-Splunk-Request-Channel": self.channel,
-                "Content-Type": "application/json",
-            }
-        )
+        headers = {"Authorization": f"Splunk {token}", "X-Splunk-Request-Channel": self.channel}
+        self._poster = HttpPoster(WHO, settings, headers, [token], retry_policy, describe)
 
     def __repr__(self) -> str:
         return f"HecSink(url={self.event_url!r}, gzip={self._gzip}, ack={self._ack})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        kept: List[Event] = []
-        wrapped: List[Event] = []  # the kept events with their envelope as body, for batches()
-        rejected: List[Rejection] = []
-        for event in batch:
-            data = envelope(event, self._metadata)
-            if len(data) > self.max_batch_bytes:
-                reason = (
-                    f"its HEC envelope is {len(data)} bytes, over the {self.max_batch_bytes}-byte batch limit"
-                )
-                rejected.append(Rejection(event, reason))
-            else:
-                kept.append(event)
-                wrapped.append(Event(event.id, event.time_us, data, event.is_json))
+        kept, envelopes, rejected = reject_oversized(
+            batch, self._envelope, self.max_batch_bytes, "HEC envelope", "batch limit"
+        )
         ack_ids: List[int] = []
-        start = 0
-        for chunk in batches(wrapped, self.max_batch_events, self.max_batch_bytes):
-            end = start + len(chunk)
-            rejected += self._deliver(kept[start:end], [item.body for item in chunk], ack_ids)
-            start = end
+        post = functools.partial(self._post_events, ack_ids=ack_ids)
+        for events, chunk in wire_batches(kept, envelopes, self.max_batch_events, self.max_batch_bytes):
+            rejected += send_halving(events, chunk, post, WHO)
         if ack_ids:
             self._wait_for_acks(ack_ids)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
-    def _deliver(self, events: List[Event], envelopes: List[bytes], ack_ids: List[int]) -> List[Rejection]:
-        """POST one request; on 413 send each half on its own. Returns the events refused for size."""
-        payload = b"\n".join(envelopes)
-        headers: Dict[str, str] = {}
-        if self._gzip:
-            payload = gzip.compress(payload, compresslevel=6, mtime=0)
-            headers["Content-Encoding"] = "gzip"
-        response = self._post(self.event_url, payload, headers)
-        if response.status_code == 413:
-            if len(events) == 1:
-                size = len(envelopes[0])
-                return [Rejection(events[0], f"Splunk HEC refused it as too large (HTTP 413, {size} bytes)")]
-            half = len(events) // 2
-            return self._deliver(events[:half], envelopes[:half], ack_ids) + self._deliver(
-                events[half:], envelopes[half:], ack_ids
-            )
-        if not 200 <= response.status_code < 300:
-            raise self._error(f"Splunk HEC refused the batch: {describe(response)}")
+    def _envelope(self, event: Event) -> bytes:
+        return envelope(event, self._metadata)
+
+    def _post_events(
+        self, events: List[Event], envelopes: List[bytes], ack_ids: List[int]
+    ) -> Optional[List[Rejection]]:
+        """One request: None on 413, else no rejections; with acks on, its ackId goes to ``ack_ids``."""
+        response = self._poster.post_batch(self.event_url, b"\n".join(envelopes), JSON)
+        if response is None:
+            return None
         if self._ack:
             ack_ids.append(self._ack_id(response))
         return []
 
-    def _post(self, url: str, payload: bytes, headers: Dict[str, str]) -> requests.Response:
-        """POST with retries; returns the first answer that is not worth retrying."""
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after: Optional[float] = None
-            try:
-                response = self._session.post(
-                    url,
-                    data=payload,
-                    headers=headers,
-                    timeout=self._timeout,
-                    verify=self._verify,
-                    allow_redirects=False,
-                )
-            except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise self._error(f"TLS with Splunk HEC at {url} failed: {exc}") from exc
-            except _TRANSIENT as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code not in retry.RETRYABLE_STATUS and response.status_code < 500:
-                    return response
-                problem = describe(response)
-                retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
-            if attempt >= self._retry.attempts:
-                message = f"Splunk HEC at {url} still failing after {attempt} attempts: {problem}"
-                raise self._error(message, retryable=True)
-            retry.sleep(self._retry.delay(attempt, retry_after))
-
-    def _error(self, message: str, retryable: bool = False) -> SinkError:
-        """Every message passes here: whatever a server or a library echoed, the token never leaves."""
-        return SinkError(message.replace(self._token, "<redacted>"), retryable=retryable)
-
     def _ack_id(self, response: requests.Response) -> int:
-        try:
-            ack_id = response.json().get("ackId")
-        except (ValueError, AttributeError):
-            ack_id = None
+        ack_id = (json_object(response) or {}).get("ackId")
         if isinstance(ack_id, bool) or not isinstance(ack_id, int):
             raise SinkError(
                 "Splunk HEC accepted the batch but sent no ackId: indexer acknowledgement is off for "
@@ -276,9 +209,11 @@ class HecSink:
             pause = min(pause * 2, _ACK_POLL_MAX_SECONDS)
 
     def _acknowledged(self, ack_ids: set[int]) -> set[int]:
-        response = self._post(self.ack_url, jsonutil.dumps({"acks": sorted(ack_ids)}), {})
+        # Sent as it is: the query is a few bytes, not worth gzipping.
+        query = jsonutil.dumps({"acks": sorted(ack_ids)})
+        response = self._poster.post(self.ack_url, query, JSON, compress=False)
         if not 200 <= response.status_code < 300:
-            raise self._error(f"Splunk HEC refused the acknowledgement query: {describe(response)}")
+            raise self._poster.refused(response, "the acknowledgement query")
         try:
             statuses = response.json()["acks"]
             return {int(key) for key, done in statuses.items() if done is True}
@@ -286,7 +221,7 @@ class HecSink:
             raise SinkError("Splunk HEC answered the acknowledgement query with an unreadable body") from exc
 
     def close(self) -> None:
-        self._session.close()
+        self._poster.close()
 
 
 def open_hec(settings: SinkSettings) -> HecSink:

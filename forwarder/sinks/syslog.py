@@ -35,14 +35,14 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from .. import retry
 from ..errors import SinkError
-from ..events import Event, Rejection, SendResult
+from ..events import Event, SendResult
 from ..timeutil import format_us
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .settings import SinkSettings
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
@@ -137,20 +137,15 @@ class SyslogSink:
         return f"SyslogSink(host={self.host!r}, port={self.port}, tls={self.tls})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        frames: List[bytes] = []
-        rejected: List[Rejection] = []
-        for event in batch:
-            data = message(event, self.hostname)
-            if len(data) > self.max_message_bytes:
-                reason = (
-                    f"its syslog message is {len(data)} bytes, over the {self.max_message_bytes}-byte limit"
-                )
-                rejected.append(Rejection(event, reason))
-            else:
-                frames.append(frame(data))
-        if frames:
-            self._write(b"".join(frames))
+        _, messages, rejected = reject_oversized(
+            batch, self._message, self.max_message_bytes, "syslog message"
+        )
+        if messages:
+            self._write(b"".join(frame(data) for data in messages))
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
+
+    def _message(self, event: Event) -> bytes:
+        return message(event, self.hostname)
 
     def _write(self, payload: bytes) -> None:
         attempt = 0

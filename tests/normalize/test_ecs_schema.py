@@ -19,7 +19,7 @@ from forwarder.normalize.ecs import format_ecs, to_ecs
 from forwarder.records import parse_record
 from forwarder.timeutil import parse_iso
 
-from . import OPTIONS, golden_cases, golden_records
+from . import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
 
 SCHEMA = Path(__file__).resolve().parents[2] / ".." / "shared" / "schemas" / "ecs_flat-9.4.0.yml"
 STRING_TYPES = {"keyword", "constant_keyword", "wildcard", "match_only_text", "text", "ip", "date"}
@@ -176,25 +176,9 @@ scalars = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20)
 )
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
+json_values = json_like(scalars, max_size=4, max_leaves=12)
 names = st.sampled_from(
-    [
-        "user.login",
-        "user.update",
-        "user.update_roles",
-        "domain.create",
-        "domain.update",
-        "domain.destroy",
-        "dkim_record_source.update",
-        "user.",
-        ".",
-        "",
-        "DMARC Record Updated",
-    ]
+    [*API_ACTIONS, "dkim_record_source.update", "user.", ".", "", "DMARC Record Updated"]
 ) | st.text(max_size=20)
 people = st.sampled_from(
     [

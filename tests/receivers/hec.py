@@ -37,15 +37,13 @@ from __future__ import annotations
 import http
 import json
 import re
-import socket
-import threading
 import uuid
-import zlib
-from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
+
+from .http_collector import BadBody, Fault, LoopbackReceiver, Reply, TooLarge, decode_body, json_reply
+from .http_collector import _Handler as _Handler  # tests/aws/test_handler.py tunes it through this module
 
 EVENT_PATHS = ("/services/collector", "/services/collector/event", "/services/collector/event/1.0")
 ACK_PATH = "/services/collector/ack"
@@ -70,21 +68,8 @@ class Received:
     channel: Optional[str]
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One request as it arrived, whatever the answer."""
-
-    path: str
-    headers: Dict[str, str]
-    wire_bytes: int
-    status: Optional[int]  # None: the connection was dropped
-
-
-@dataclass(frozen=True)
-class _Fault:
-    kind: str  # "fail", "drop", "accept_then_fail"
-    status: int = 503
-    retry_after: Optional[str] = None
+def hec_reply(status: int, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> Reply:
+    return json_reply(status, body, {"Content-Type": "application/json; charset=UTF-8", **(headers or {})})
 
 
 def parse_envelopes(text: str) -> List[Tuple[Dict[str, Any], str]]:
@@ -161,7 +146,9 @@ def _is_guid(value: str) -> bool:
     return True
 
 
-class HecReceiver:
+class HecReceiver(LoopbackReceiver):
+    name = "hec-receiver"
+
     def __init__(
         self,
         token: str = "00000000-feed-beef-cafe-000000000000",
@@ -171,15 +158,13 @@ class HecReceiver:
         max_content_length: int = 1_000_000,
         prefix: str = "",
     ) -> None:
+        super().__init__()
         self.token = token
         self.ack = ack
         self.ack_delay_polls = ack_delay_polls
         self.max_content_length = max_content_length
         self.prefix = prefix.rstrip("/")
-        self._lock = threading.Lock()
         self._received: List[Received] = []
-        self._seen: List[Seen] = []
-        self._faults: Deque[_Fault] = deque()
         self._next_ack: Dict[str, int] = {}
         self._pending_acks: Dict[Tuple[str, int], int] = {}  # (channel, ackId) -> times asked
         self._ack_answers: List[Dict[str, bool]] = []
@@ -187,113 +172,61 @@ class HecReceiver:
         # reply: a test can kill the sender there, between delivery and its state commit.
         self.after_accept: Optional[Callable[[int], None]] = None
         self._accepted_requests = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self._server.receiver = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), name="hec-receiver", daemon=True
-        )
-
-    # --- life cycle -------------------------------------------------------------------------------
-
-    def __enter__(self) -> HecReceiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
 
     @property
     def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.prefix}"
+        return super().http_url + self.prefix
 
     @property
     def url(self) -> str:
         """The FORWARDER_SINK value that reaches this receiver."""
-        return f"hec+http://127.0.0.1:{self.port}{self.prefix}"
-
-    # --- fault knobs ------------------------------------------------------------------------------
-
-    def fail_next(self, n: int, status: int = 503, retry_after: Optional[float] = None) -> None:
-        header = None if retry_after is None else f"{retry_after:g}"
-        self._add_faults(n, _Fault("fail", status, header))
-
-    def drop_connection_next(self, n: int) -> None:
-        self._add_faults(n, _Fault("drop"))
-
-    def accept_then_fail_next(self, n: int) -> None:
-        """Store the events, then answer 503: a response lost after indexing."""
-        self._add_faults(n, _Fault("accept_then_fail"))
-
-    def _add_faults(self, n: int, fault: _Fault) -> None:
-        with self._lock:
-            self._faults.extend([fault] * n)
+        return "hec+" + self.http_url
 
     # --- what arrived -----------------------------------------------------------------------------
 
     def events(self) -> List[Dict[str, Any]]:
-        with self._lock:
+        with self.lock:
             return [item.envelope for item in self._received]
 
     def received(self) -> List[Received]:
-        with self._lock:
+        with self.lock:
             return list(self._received)
 
     def event_ids(self) -> List[Optional[str]]:
         return [event_id(envelope) for envelope in self.events()]
 
-    def seen(self) -> List[Seen]:
-        """Every request, in arrival order."""
-        with self._lock:
-            return list(self._seen)
-
     def ack_answers(self) -> List[Dict[str, bool]]:
-        with self._lock:
+        with self.lock:
             return list(self._ack_answers)
 
     # --- protocol ---------------------------------------------------------------------------------
 
-    def handle(
-        self, target: str, headers: Dict[str, str], raw: bytes
-    ) -> Tuple[Optional[int], Dict[str, Any], Dict[str, str]]:
-        """(status, JSON reply, extra headers); status None means drop the connection."""
-        parts = urlsplit(target)
-        path = parts.path.rstrip("/")
-        in_query = parse_qs(parts.query).get("channel", [])
-        channel = headers.get("x-splunk-request-channel") or (in_query[0] if in_query else None)
+    def handle(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        """Routes first: the base's fault knobs then act on event requests only."""
+        path = urlsplit(target).path.rstrip("/")
         try:
-            if not path.startswith(self.prefix):
+            if method != "POST" or not path.startswith(self.prefix):
                 raise HecReply(404, 404, "The requested URL was not found on this server.")
             route = path[len(self.prefix) :]
             if route == ACK_PATH:
                 self._authorize(headers)
-                return 200, self._ack_query(channel, raw), {}
+                return hec_reply(200, self._ack_query(_channel(target, headers), raw))
             if route not in EVENT_PATHS:
                 raise HecReply(404, 404, "The requested URL was not found on this server.")
-            with self._lock:
-                fault = self._faults.popleft() if self._faults else None
-            if fault is not None and fault.kind == "drop":
-                return None, {}, {}
-            if fault is not None and fault.kind == "fail":
-                code, text = _BUSY.get(fault.status, (None, http.HTTPStatus(fault.status).phrase))
-                extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
-                return fault.status, HecReply(fault.status, code, text).body, extra
-            self._authorize(headers)
-            reply = self._accept(channel, headers, raw)
-            if self.after_accept is not None:
-                self.after_accept(self._accepted_requests)
-            if fault is not None:  # accept_then_fail
-                return 503, HecReply(503, *_BUSY[503]).body, {}
-            return 200, reply, {}
+            return super().handle(method, target, headers, raw)
         except HecReply as answer:
-            return answer.status, answer.body, {}
+            return hec_reply(answer.status, answer.body)
+
+    def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        self._authorize(headers)
+        reply = self._accept(_channel(target, headers), headers, raw)
+        if self.after_accept is not None:
+            self.after_accept(self._accepted_requests)
+        return hec_reply(200, reply)
+
+    def fault_reply(self, fault: Fault) -> Reply:
+        code, text = _BUSY.get(fault.status, (None, http.HTTPStatus(fault.status).phrase))
+        return hec_reply(fault.status, HecReply(fault.status, code, text).body, fault.headers)
 
     def _authorize(self, headers: Dict[str, str]) -> None:
         value = headers.get("authorization")
@@ -314,27 +247,18 @@ class HecReceiver:
 
     def _body_text(self, headers: Dict[str, str], raw: bytes) -> str:
         limit = self.max_content_length
-        too_large = HecReply(413, None, f"Content too large (maximum is {limit} bytes)")
-        if len(raw) > limit:
-            raise too_large
-        if headers.get("content-encoding", "").lower() == "gzip":
-            inflater = zlib.decompressobj(wbits=31)
-            try:
-                raw = inflater.decompress(raw, limit + 1)
-            except zlib.error:
-                raise HecReply(400, 6, "Invalid data format") from None
-            if len(raw) > limit or not inflater.eof:
-                raise too_large
         try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
+            return decode_body(headers, raw, limit).decode("utf-8")
+        except TooLarge:
+            raise HecReply(413, None, f"Content too large (maximum is {limit} bytes)") from None
+        except (BadBody, UnicodeDecodeError):
             raise HecReply(400, 6, "Invalid data format") from None
 
     def _accept(self, channel: Optional[str], headers: Dict[str, str], raw: bytes) -> Dict[str, Any]:
         if self.ack:
             channel = self._check_channel(channel)
         envelopes = parse_envelopes(self._body_text(headers, raw))
-        with self._lock:
+        with self.lock:
             self._received.extend(Received(env, text.encode("utf-8"), channel) for env, text in envelopes)
             self._accepted_requests += 1
             if not self.ack or channel is None:
@@ -354,7 +278,7 @@ class HecReceiver:
         except (ValueError, KeyError, TypeError):
             raise HecReply(400, 6, "Invalid data format") from None
         answer: Dict[str, bool] = {}
-        with self._lock:
+        with self.lock:
             if channel not in self._next_ack:
                 raise HecReply(400, 11, "Invalid data channel")
             for ack_id in ids:
@@ -370,33 +294,8 @@ class HecReceiver:
         self._pending_acks[key] = asked + 1
         return self.ack_delay_polls is not None and asked >= self.ack_delay_polls
 
-    def record(self, seen: Seen) -> None:
-        with self._lock:
-            self._seen.append(seen)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like HEC: the sink's connection reuse gets exercised
-    disable_nagle_algorithm = True  # headers and body go out in separate writes
-
-    def do_POST(self) -> None:
-        receiver: HecReceiver = self.server.receiver  # type: ignore[attr-defined]
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        status, reply, extra = receiver.handle(self.path, headers, raw)
-        receiver.record(Seen(urlsplit(self.path).path, headers, len(raw), status))
-        if status is None:
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        body = json.dumps(reply).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # the test output stays readable
-        pass
+def _channel(target: str, headers: Dict[str, str]) -> Optional[str]:
+    """The channel from the header, else from ``?channel=``."""
+    in_query = parse_qs(urlsplit(target).query).get("channel", [])
+    return headers.get("x-splunk-request-channel") or (in_query[0] if in_query else None)

@@ -1,5 +1,5 @@
 """A loopback HTTP collector taking NDJSON POSTs (Logstash ``http`` input, Cribl, Sumo Logic alike),
-and the small server base the ``_bulk`` receiver shares.
+and the small server base the ``_bulk`` and HEC receivers share.
 
 The collector checks the ``Authorization`` header and any required headers (401), decodes gzip,
 answers 413 when the body is over ``max_content_length`` (on the wire or decompressed), 400 for a
@@ -16,9 +16,10 @@ import zlib
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 Reply = Tuple[Optional[int], bytes, Dict[str, str]]  # status None: drop the connection
+R = TypeVar("R", bound="LoopbackReceiver")
 
 
 class TooLarge(Exception):
@@ -36,7 +37,7 @@ class Seen:
     path: str
     headers: Dict[str, str]
     wire_bytes: int
-    status: Optional[int]
+    status: Optional[int]  # None: the connection was dropped
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class Fault:
     kind: str  # "fail", "drop", "accept_then_fail"
     status: int = 503
     retry_after: Optional[str] = None
+
+    @property
+    def headers(self) -> Dict[str, str]:
+        return {"Retry-After": self.retry_after} if self.retry_after else {}
 
 
 def decode_body(headers: Mapping[str, str], raw: bytes, limit: int) -> bytes:
@@ -72,7 +77,8 @@ def json_reply(status: int, payload: Any, headers: Optional[Dict[str, str]] = No
 
 
 class LoopbackReceiver:
-    """Life cycle, fault queue and request log; subclasses implement ``answer``."""
+    """Life cycle, fault queue and request log; subclasses implement ``answer`` and may word the
+    injected failures in their protocol's format (``fault_reply``)."""
 
     name = "receiver"
 
@@ -88,7 +94,7 @@ class LoopbackReceiver:
             target=self._server.serve_forever, args=(0.02,), name=self.name, daemon=True
         )
 
-    def __enter__(self) -> Any:
+    def __enter__(self: R) -> R:
         self._thread.start()
         return self
 
@@ -98,8 +104,12 @@ class LoopbackReceiver:
         self._thread.join()
 
     @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
     def http_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def fail_next(self, n: int, status: int = 503, retry_after: Optional[float] = None) -> None:
         header = None if retry_after is None else f"{retry_after:g}"
@@ -117,6 +127,7 @@ class LoopbackReceiver:
             self._faults.extend([fault] * n)
 
     def seen(self) -> List[Seen]:
+        """Every request, in arrival order."""
         with self.lock:
             return list(self._seen)
 
@@ -126,15 +137,18 @@ class LoopbackReceiver:
         if fault is not None and fault.kind == "drop":
             return None, b"", {}
         if fault is not None and fault.kind == "fail":
-            extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
-            return json_reply(fault.status, {"error": "injected", "status": fault.status}, extra)
+            return self.fault_reply(fault)
         reply = self.answer(method, target, headers, raw)
         if fault is not None:  # accept_then_fail
-            return json_reply(503, {"error": "injected after accepting", "status": 503})
+            return self.fault_reply(fault)
         return reply
 
     def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
         raise NotImplementedError
+
+    def fault_reply(self, fault: Fault) -> Reply:
+        error = "injected after accepting" if fault.kind == "accept_then_fail" else "injected"
+        return json_reply(fault.status, {"error": error, "status": fault.status}, fault.headers)
 
     def record(self, seen: Seen) -> None:
         with self.lock:
