@@ -10,8 +10,8 @@ COMPAT_TESTS := tests/pipeline tests/state tests/normalize tests/api tests/test_
 $(VENV39)/.installed: pyproject.toml
 	$(PY39) -m venv $(VENV39)
 	$(VENV39)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV39)/bin/python -m pip install --quiet --no-deps -e .
 	$(VENV39)/bin/python -m pip install --quiet requests idna python-json-logger pytest hypothesis pyyaml
+	$(VENV39)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
 ifeq ($(PY39),)

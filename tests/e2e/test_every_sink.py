@@ -1,0 +1,107 @@
+"""One whole run of the forwarder into each sink, from the simulator: every record arrives once,
+carrying its event id, and a second run adds nothing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import boto3
+import pytest
+
+from forwarder import retry
+from forwarder.app import run_once
+from forwarder.simdata import generate_org
+from forwarder.simulator import Simulator
+from forwarder.timeutil import now_us, parse_iso
+from tests.e2e.helpers import expected_ids, settings_for
+from tests.receivers.bulk import BulkReceiver
+from tests.receivers.http_collector import HttpCollector
+
+LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
+ORG = generate_org(21)
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+
+
+@pytest.fixture
+def sim():
+    with Simulator(ORG) as s:
+        yield s
+
+
+def expected():
+    floor = now_us() - LOOKBACK_US
+    return expected_ids(r for r in ORG.all_records() if parse_iso(r["created_at"]) >= floor)
+
+
+def domains():
+    return ",".join(d.name for d in ORG.domains if d.destroyed_us is None)
+
+
+def run_twice(sim, sink, tmp_path, **extra):
+    settings = settings_for(sim.base_url, sink, str(tmp_path / "state"), FORWARDER_DOMAINS=domains(), **extra)
+    first = run_once(settings)
+    assert first.ok, first.to_dict()
+    second = run_once(settings)
+    assert second.ok and second.totals()["shipped"] == 0
+    return first
+
+
+def test_elasticsearch(sim, tmp_path):
+    with BulkReceiver() as es:
+        run_twice(sim, es.url, tmp_path, FORWARDER_SINK_TOKEN=es.encoded_api_key())
+        assert sorted(es.ids("logs-emailauth.audit-default")) == expected()
+
+
+def test_http_ndjson(sim, tmp_path):
+    with HttpCollector(authorization="Bearer collector-token-1") as collector:
+        run_twice(sim, collector.url, tmp_path, FORWARDER_SINK_TOKEN="collector-token-1")
+        ids = [event["event"]["id"] for event in collector.json_lines()]
+        assert sorted(ids) == expected()
+
+
+def s3_lines(bucket):
+    s3 = boto3.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    body = b"".join(s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys)
+    return keys, body
+
+
+def test_s3(aws, sim, tmp_path):
+    boto3.client("s3").create_bucket(Bucket="audit-events")
+    run_twice(sim, "s3://audit-events/emailauth", tmp_path)
+    keys, _ = s3_lines("audit-events")
+    assert all(k.startswith("emailauth/year=") and k.endswith(".ndjson.gz") for k in keys)
+    s3 = boto3.client("s3")
+    lines = [
+        line
+        for k in keys
+        for line in gzip.decompress(s3.get_object(Bucket="audit-events", Key=k)["Body"].read()).splitlines()
+    ]
+    assert sorted(json.loads(line)["event"]["id"] for line in lines) == expected()
+
+
+def test_firehose(aws, sim, tmp_path):
+    boto3.client("s3").create_bucket(Bucket="fh-dest")
+    boto3.client("firehose").create_delivery_stream(
+        DeliveryStreamName="audit",
+        ExtendedS3DestinationConfiguration={
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "BucketARN": "arn:aws:s3:::fh-dest",
+            "Prefix": "audit/",
+        },
+    )
+    run_twice(sim, "firehose://audit", tmp_path)
+    _, body = s3_lines("fh-dest")
+    assert sorted(json.loads(line)["event"]["id"] for line in body.splitlines()) == expected()
+
+
+def test_file_in_ocsf(sim, tmp_path):
+    path = tmp_path / "events.ndjson"
+    run_twice(sim, path.as_uri(), tmp_path, FORWARDER_FORMAT="ocsf")
+    ids = [json.loads(line)["metadata"]["uid"] for line in path.read_text().splitlines()]
+    assert sorted(ids) == expected()
