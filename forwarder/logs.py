@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 import threading
-from typing import Iterable, List, Optional, TextIO
+from typing import Dict, Iterable, List, Optional, TextIO
 
 try:  # python-json-logger 3.x and 4.x
     from pythonjsonlogger.json import JsonFormatter
@@ -42,13 +42,20 @@ class RedactingJsonFormatter(JsonFormatter):
         return redact(str(super().format(record)))
 
 
-def configure(level: str = "INFO", stream: Optional[TextIO] = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
+def configure(
+    level: str = "INFO",
+    stream: Optional[TextIO] = None,
+    handler: Optional[logging.Handler] = None,
+    static_fields: Optional[Dict[str, str]] = None,
+) -> None:
+    """JSON lines on ``handler`` (default: a stream handler on ``stream`` or stderr) for the root logger."""
+    handler = handler or logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(
         RedactingJsonFormatter(
             "%(levelname)s %(name)s %(message)s",
             rename_fields={"levelname": "level", "name": "logger"},
             timestamp="time",  # ISO 8601 in UTC, what SIEMs parse without a props.conf
+            static_fields=static_fields or {},
         )
     )
     root = logging.getLogger()

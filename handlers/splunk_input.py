@@ -34,7 +34,7 @@ from forwarder.app import run_once
 from forwarder.config import VARIABLES, Settings, load_settings
 from forwarder.errors import ConfigError
 from forwarder.events import Event, SendResult
-from forwarder.logs import RedactingJsonFormatter, register_secrets
+from forwarder.logs import configure, register_secrets
 from forwarder.sinks.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from forwarder.sinks.hec import hec_time
 from forwarder.state.local import LocalStore, write_atomic
@@ -218,19 +218,7 @@ def configure_logging(level: str, input_name: str) -> None:
         )
     else:
         handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        RedactingJsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-            static_fields={"input": input_name},
-        )
-    )
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level)
-    logging.getLogger("urllib3").setLevel(max(logging.WARNING, root.level))
+    configure(level, handler=handler, static_fields={"input": input_name})
 
 
 class AuditInput(Script):
