@@ -75,9 +75,10 @@ def cmd_state(args: argparse.Namespace) -> int:
     from .state import open_store
     from .timeutil import format_us
 
-    settings = _settings(args)
-    configure(settings.log_level)
-    store = open_store(settings.state)
+    # Only the state location matters here: no API URL or credentials needed to inspect or reset.
+    env = _env(args, os.environ)
+    configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
+    store = open_store(env.get("FORWARDER_STATE") or "./state")
     keys = sorted(store.keys())
     if args.state_command == "show":
         rows = []

@@ -391,6 +391,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True  # else every reply waits ~40 ms for the client's delayed ACK
     protocol_version = "HTTP/1.1"  # keep-alive, like the real service behind its load balancer
     timeout = 30  # drop idle connections instead of keeping a thread per client forever
     server: _Server

@@ -1,0 +1,100 @@
+"""Secrets from AWS: ``secretsmanager:<id>`` or ``ssm:<name>`` (a SecureString is decrypted).
+
+A warm Lambda reuses what it fetched for ``CACHE_SECONDS``, so a rotated secret is picked up within
+that time without one Secrets Manager call per run; ``forget()`` drops the cache at once (the
+handler calls it after a failed run, in case the failure was a rotated secret). Secret values never
+appear in errors or reprs: messages name the reference only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Dict, Tuple
+
+from .api.client import Credentials
+from .errors import ConfigError
+from .jsonutil import loads
+
+CACHE_SECONDS = 300.0
+KINDS = ("secretsmanager", "ssm")
+
+_cache: Dict[str, Tuple[float, str]] = {}  # reference -> (fetched at, monotonic seconds; value)
+_lock = threading.Lock()
+
+
+def _fetch(kind: str, name: str) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError  # only the AWS runtime needs boto3
+
+    from .sinks.s3 import aws_client
+
+    try:
+        if kind == "secretsmanager":
+            response = aws_client("secretsmanager").get_secret_value(SecretId=name)
+            if "SecretString" not in response:
+                raise ValueError("the secret holds binary data, not text")
+            return str(response["SecretString"])
+        parameter = aws_client("ssm").get_parameter(Name=name, WithDecryption=True)
+        return str(parameter["Parameter"]["Value"])
+    except ClientError as exc:
+        problem = str(exc.response.get("Error", {}).get("Code", "")) or "request failed"
+    except BotoCoreError as exc:
+        problem = type(exc).__name__
+    raise ValueError(problem)
+
+
+def load_secret(ref: str, variable: str, clock: Callable[[], float] = time.monotonic) -> str:
+    """The text stored at ``ref``; ConfigError naming ``variable`` and ``ref`` when unusable."""
+    kind, _, name = ref.partition(":")
+    if kind not in KINDS or not name:
+        raise ConfigError([f"{variable}: expected secretsmanager:<secret id> or ssm:<parameter name>"])
+    now = clock()
+    with _lock:
+        hit = _cache.get(ref)
+    if hit is not None and now - hit[0] < CACHE_SECONDS:
+        return hit[1]
+    try:
+        value = _fetch(kind, name)
+    except ValueError as exc:
+        raise ConfigError([f"{variable}: cannot read {ref}: {exc}"]) from None
+    with _lock:
+        _cache[ref] = (now, value)
+    return value
+
+
+def load_credentials(ref: str, clock: Callable[[], float] = time.monotonic) -> Credentials:
+    """API credentials from a JSON secret ``{"client_id": ..., "client_secret": ...}``."""
+    text = load_secret(ref, "FORWARDER_CREDENTIALS", clock)
+    try:
+        doc = loads(text)
+    except ValueError:
+        doc = None  # the parser's message may quote the secret
+    values = [doc.get(k) if isinstance(doc, dict) else None for k in ("client_id", "client_secret")]
+    if not all(isinstance(v, str) and v for v in values):
+        raise ConfigError(
+            [f'FORWARDER_CREDENTIALS: {ref} must hold JSON {{"client_id": "...", "client_secret": "..."}}']
+        )
+    return Credentials(str(values[0]), str(values[1]))
+
+
+def load_token(ref: str, clock: Callable[[], float] = time.monotonic) -> str:
+    """A sink token: the secret's text, or its ``token`` field when it holds a JSON object."""
+    text = load_secret(ref, "FORWARDER_SINK_TOKEN_SECRET", clock).strip()
+    if text.startswith("{"):
+        try:
+            doc = loads(text)
+        except ValueError:
+            doc = None
+        token = doc.get("token") if isinstance(doc, dict) else None
+        if not isinstance(token, str) or not token:
+            raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {ref} holds JSON without a token field"])
+        return token
+    if not text:
+        raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {ref} is empty"])
+    return text
+
+
+def forget() -> None:
+    """Drop every cached secret: the next load fetches again."""
+    with _lock:
+        _cache.clear()

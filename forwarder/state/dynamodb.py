@@ -1,0 +1,188 @@
+"""State in a DynamoDB table: one item per stream, replaced by conditional writes.
+
+The table has a string partition key ``pk`` and nothing else to configure (``template.yaml``
+creates it). Items:
+
+* ``stream#<key>`` - one stream's state;
+* ``lease`` - the run lease, with ``lease_expires`` (epoch seconds) for the table's TTL to clear
+  a lease whose run died long ago (acquiring never depends on that: TTL deletion is lazy);
+* ``run-cursor`` - where the next run starts (``forwarder.schedule``).
+
+Each item holds the document as JSON text in ``doc`` (readable in the console) and a random
+``revision``; every write is conditional on the revision read (or on the item being absent), so
+DynamoDB itself refuses a stale writer. An item is at most 400 KB: about 4,000 event ids in a
+stream's look-back window; a busier stream needs the S3 store or a shorter window.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import ConflictError, StateError
+from ..jsonutil import dumps, loads
+from ..sinks.s3 import aws_client
+from ..timeutil import parse_iso
+from .lease import SlotLease, acquire
+from .model import StreamState
+from .s3 import error_code
+from .store import Loaded
+
+KEY = "pk"
+_STREAM = "stream#"
+_LEASE = "lease"
+_CURSOR = "run-cursor"
+LEASE_TTL_ATTRIBUTE = "lease_expires"
+_LEASE_TTL_GRACE_S = 3600  # TTL removes the item an hour after the lease expired
+_FIX = "repair or delete the item (state reset)"
+
+
+class _ItemSlot:
+    """One item, put and deleted by compare-and-swap on its ``revision`` attribute."""
+
+    def __init__(self, client: Any, table: str, pk: str, expiring: bool = False) -> None:
+        self._client = client
+        self._table = table
+        self._pk = pk
+        self._expiring = expiring  # a lease: give the item a TTL attribute from its "expires"
+        self.location = f"dynamodb://{table} item {pk!r}"
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        try:
+            item = self._client.get_item(
+                TableName=self._table, Key={KEY: {"S": self._pk}}, ConsistentRead=True
+            ).get("Item")
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("read", exc) from None
+        if item is None:
+            return None, None
+        try:
+            doc = loads(item["doc"]["S"])
+            version = item["revision"]["S"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"state {self.location} is corrupt ({exc}); {_FIX}") from None
+        if not isinstance(doc, dict):
+            raise StateError(f"state {self.location} does not hold a JSON object; {_FIX}")
+        return doc, str(version)
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        version = secrets.token_hex(8)
+        item = {KEY: {"S": self._pk}, "doc": {"S": dumps(doc).decode()}, "revision": {"S": version}}
+        if self._expiring:
+            seconds = parse_iso(doc["expires"]) // 1_000_000 + _LEASE_TTL_GRACE_S
+            item[LEASE_TTL_ATTRIBUTE] = {"N": str(seconds)}
+        try:
+            self._client.put_item(TableName=self._table, Item=item, **self._condition(expected))
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("write", exc, expected) from None
+        return version
+
+    def delete(self, expected: str) -> None:
+        try:
+            self._client.delete_item(
+                TableName=self._table, Key={KEY: {"S": self._pk}}, **self._condition(expected)
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("delete", exc, expected) from None
+
+    def remove(self) -> None:
+        """Unconditional delete (a stream reset)."""
+        try:
+            self._client.delete_item(TableName=self._table, Key={KEY: {"S": self._pk}})
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("delete", exc) from None
+
+    @staticmethod
+    def _condition(expected: Optional[str]) -> Dict[str, Any]:
+        if expected is None:
+            return {"ConditionExpression": f"attribute_not_exists({KEY})"}
+        return {
+            "ConditionExpression": "revision = :expected",
+            "ExpressionAttributeValues": {":expected": {"S": expected}},
+        }
+
+    def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
+        code = error_code(exc)
+        if code == "ConditionalCheckFailedException":
+            return ConflictError(
+                f"{self.location} was changed by another writer (expected revision {expected or 'none'})"
+            )
+        if code == "ValidationException" and action == "write":
+            return StateError(
+                f"cannot write state {self.location}: the item is over DynamoDB's 400 KB limit "
+                "(use an s3:// state location or a shorter FORWARDER_LOOKBACK_WINDOW)"
+            )
+        return StateError(f"cannot {action} state {self.location}: {code or exc}")
+
+
+class DynamoDBStore:
+    """A ``StateStore`` in the table of ``dynamodb://table``."""
+
+    def __init__(self, client: Any, table: str, clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._table = table
+        self._clock = clock
+        self.location = f"dynamodb://{table}"
+
+    def __repr__(self) -> str:
+        return f"DynamoDBStore({self.location!r})"
+
+    def load(self, key: str) -> Loaded:
+        slot = self._stream(key)
+        doc, version = slot.read()
+        if doc is None:
+            return Loaded(StreamState(), None)
+        if doc.get("stream") != key:
+            raise StateError(f"state {slot.location} belongs to stream {doc.get('stream')!r}")
+        return Loaded(StreamState.from_doc(doc, slot.location), version)
+
+    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
+        return self._stream(key).put(state.to_doc(key), version)
+
+    def keys(self) -> list[str]:
+        found: list[str] = []
+        try:
+            pages = self._client.get_paginator("scan").paginate(
+                TableName=self._table,
+                ProjectionExpression=KEY,
+                FilterExpression=f"begins_with({KEY}, :stream)",
+                ExpressionAttributeValues={":stream": {"S": _STREAM}},
+            )
+            for page in pages:
+                found.extend(item[KEY]["S"][len(_STREAM) :] for item in page.get("Items", []))
+        except (BotoCoreError, ClientError) as exc:
+            raise StateError(
+                f"cannot list the streams in {self.location}: {error_code(exc) or exc}"
+            ) from None
+        return sorted(found)
+
+    def delete(self, key: str) -> None:
+        self._stream(key).remove()
+
+    def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
+        lease = _ItemSlot(self._client, self._table, _LEASE, expiring=True)
+        return acquire(lease, owner, ttl_seconds, self._clock)
+
+    def cursor_slot(self) -> _ItemSlot:
+        return self.slot(_CURSOR)
+
+    def slot(self, pk: str) -> _ItemSlot:
+        return _ItemSlot(self._client, self._table, pk)
+
+    def _stream(self, key: str) -> _ItemSlot:
+        if not key:
+            raise ValueError("a stream key must not be empty")
+        return self.slot(_STREAM + key)
+
+
+def open_dynamodb(location: str, clock: Callable[[], float] = time.time) -> DynamoDBStore:
+    """``dynamodb://table``; boto3 finds region and credentials as usual."""
+    parts = urlsplit(location)
+    table = parts.netloc
+    if parts.scheme.lower() != "dynamodb" or not table or parts.path.strip("/") or parts.query:
+        raise ValueError(f"state location {location!r}: expected dynamodb://table")
+    return DynamoDBStore(aws_client("dynamodb"), table, clock)

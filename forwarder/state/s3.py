@@ -1,0 +1,183 @@
+"""State in an S3 bucket: one JSON object per stream, replaced by conditional writes.
+
+Layout under ``s3://bucket/prefix``:
+
+* ``streams/<percent-encoded key>.json`` - one stream's state; ``keys()`` lists only these.
+* ``lease.json`` - the run lease; deleting it by hand breaks a lease whose run is known to be gone.
+* ``run-cursor.json`` - where the next run starts (``forwarder.schedule``).
+
+The version a commit must present is the object's ETag: a write carries ``If-Match: <etag>`` (or
+``If-None-Match: *`` to create) and a delete ``If-Match``, so S3 itself refuses a stale writer.
+Every document gets a random ``revision`` so that two writes of equal content still differ in ETag
+(a stream reset and recreated never matches a stale version).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
+from urllib.parse import quote, unquote, urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import ConflictError, StateError
+from ..jsonutil import dumps, loads
+from ..sinks.s3 import aws_client
+from .lease import SlotLease, acquire
+from .model import StreamState
+from .store import Loaded
+
+_STREAMS = "streams/"
+_SUFFIX = ".json"
+_LEASE = "lease.json"
+_CURSOR = "run-cursor.json"
+_REVISION = "revision"
+# 412: the condition failed; 409: a concurrent conditional write to the same key is in flight;
+# NoSuchKey: If-Match on an object that is gone.
+_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
+_FIX = "repair or delete the object (state reset)"
+
+
+def key_to_name(key: str) -> str:
+    """Percent-encode every byte but letters, digits and ``_.-~@``: reversible, no ``/`` in a name."""
+    if not key:
+        raise ValueError("a stream key must not be empty")
+    return quote(key, safe="@") + _SUFFIX
+
+
+def error_code(exc: Exception) -> str:
+    """The AWS error code of a ClientError ("" for anything else)."""
+    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+
+
+class _ObjectSlot:
+    """One S3 object, put and deleted by compare-and-swap on its ETag."""
+
+    def __init__(self, client: Any, bucket: str, key: str) -> None:
+        self._client = client
+        self._bucket = bucket
+        self._key = key
+        self.location = f"s3://{bucket}/{key}"
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        try:
+            response = self._client.get_object(Bucket=self._bucket, Key=self._key)
+            data = response["Body"].read()
+        except (BotoCoreError, ClientError) as exc:
+            if error_code(exc) in ("NoSuchKey", "404"):
+                return None, None
+            raise self._failed("read", exc) from None
+        try:
+            doc = loads(data)
+        except ValueError as exc:
+            raise StateError(f"state object {self.location} is not valid JSON ({exc}); {_FIX}") from None
+        if not isinstance(doc, dict):
+            raise StateError(f"state object {self.location} does not hold a JSON object; {_FIX}")
+        doc.pop(_REVISION, None)
+        return doc, str(response["ETag"])
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
+        body = dumps({**doc, _REVISION: secrets.token_hex(8)})
+        try:
+            response = self._client.put_object(
+                Bucket=self._bucket, Key=self._key, Body=body, ContentType="application/json", **condition
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("write", exc, expected) from None
+        return str(response["ETag"])
+
+    def delete(self, expected: str) -> None:
+        try:
+            self._client.delete_object(Bucket=self._bucket, Key=self._key, IfMatch=expected)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("delete", exc, expected) from None
+
+    def remove(self) -> None:
+        """Unconditional delete (a stream reset)."""
+        try:
+            self._client.delete_object(Bucket=self._bucket, Key=self._key)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failed("delete", exc) from None
+
+    def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
+        code = error_code(exc)
+        if action != "read" and code in _CONFLICT_CODES:
+            return ConflictError(
+                f"{self.location} was changed by another writer (expected ETag {expected or 'none'})"
+            )
+        return StateError(f"cannot {action} state object {self.location}: {code or exc}")
+
+
+class S3Store:
+    """A ``StateStore`` under ``s3://bucket/prefix``."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str, clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._bucket = bucket
+        self._prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
+        self._clock = clock
+        self.location = f"s3://{bucket}/{self._prefix}"
+
+    def __repr__(self) -> str:
+        return f"S3Store({self.location!r})"
+
+    def load(self, key: str) -> Loaded:
+        slot = self._stream(key)
+        doc, version = slot.read()
+        if doc is None:
+            return Loaded(StreamState(), None)
+        if doc.get("stream") != key:
+            raise StateError(f"state object {slot.location} belongs to stream {doc.get('stream')!r}")
+        return Loaded(StreamState.from_doc(doc, slot.location), version)
+
+    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
+        return self._stream(key).put(state.to_doc(key), version)
+
+    def keys(self) -> list[str]:
+        prefix = self._prefix + _STREAMS
+        found = []
+        try:
+            for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self._bucket, Prefix=prefix
+            ):
+                for item in page.get("Contents", []):
+                    name = str(item["Key"])[len(prefix) :]
+                    if name.endswith(_SUFFIX) and "/" not in name:
+                        found.append(unquote(name[: -len(_SUFFIX)]))
+        except (BotoCoreError, ClientError) as exc:
+            raise StateError(
+                f"cannot list state objects under {self.location}: {error_code(exc) or exc}"
+            ) from None
+        return sorted(found)
+
+    def delete(self, key: str) -> None:
+        self._stream(key).remove()
+
+    def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
+        return acquire(self.slot(_LEASE), owner, ttl_seconds, self._clock)
+
+    def cursor_slot(self) -> _ObjectSlot:
+        return self.slot(_CURSOR)
+
+    def slot(self, name: str) -> _ObjectSlot:
+        return _ObjectSlot(self._client, self._bucket, self._prefix + name)
+
+    def _stream(self, key: str) -> _ObjectSlot:
+        return self.slot(_STREAMS + key_to_name(key))
+
+
+def parse_location(location: str) -> Tuple[str, str]:
+    parts = urlsplit(location)
+    if parts.scheme.lower() != "s3" or not parts.netloc:
+        raise ValueError(f"state location {location!r}: expected s3://bucket/prefix")
+    if parts.query or parts.fragment:
+        raise ValueError(f"state location {location!r}: no ?query or #fragment allowed")
+    return parts.netloc, parts.path.strip("/")
+
+
+def open_s3(location: str, clock: Callable[[], float] = time.time) -> S3Store:
+    """``s3://bucket`` or ``s3://bucket/prefix``; boto3 finds region and credentials as usual."""
+    bucket, prefix = parse_location(location)
+    return S3Store(aws_client("s3"), bucket, prefix, clock)

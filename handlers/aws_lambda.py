@@ -1,0 +1,146 @@
+"""AWS Lambda entry point: ``handlers.aws_lambda.handler``, scheduled by EventBridge.
+
+Every invocation is one run (``forwarder.app.run_once``) configured from the environment (DESIGN §6).
+Any event works: the scheduled event's content is not needed, so a console test event ``{}`` runs
+the same way. What the invocation does:
+
+* reads ``FORWARDER_CREDENTIALS`` and ``FORWARDER_SINK_TOKEN_SECRET`` from Secrets Manager or SSM
+  (cached for a few minutes across warm invocations; nothing else outlives an invocation);
+* starts the streams that waited longest first, and stops starting streams once fewer than
+  ``FORWARDER_DEADLINE_MARGIN`` seconds are left, leaving them to the next invocation;
+* writes one CloudWatch embedded-metric log line and returns the run report;
+* fails (raises) when a stream or the run failed, so the Errors alarm fires. A run skipped because
+  another run holds the lease is NOT a failure: with reserved concurrency 1 that only happens
+  when an invocation overran, and failing would make EventBridge and Lambda retry into the lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from forwarder import credentials, jsonutil
+from forwarder.app import run_once
+from forwarder.config import load_settings
+from forwarder.errors import ConfigError
+from forwarder.logs import configure
+from forwarder.report import RunReport
+from forwarder.schedule import RunCursor
+from forwarder.state import open_store
+from forwarder.timeutil import parse_duration
+
+log = logging.getLogger("forwarder.lambda")
+
+DEFAULT_MARGIN = "60s"
+DEFAULT_NAMESPACE = "EmailAuthForwarder"
+
+
+class RunFailed(Exception):
+    """Raised to fail the invocation; the message is the report's summary (no secrets in it)."""
+
+
+def environment(env: Mapping[str, str]) -> Dict[str, str]:
+    """The settings' environment with the sink token fetched from its secret, if one is named."""
+    resolved = dict(env)
+    ref = (env.get("FORWARDER_SINK_TOKEN_SECRET") or "").strip()
+    if ref:
+        resolved["FORWARDER_SINK_TOKEN"] = credentials.load_token(ref)
+    return resolved
+
+
+def deadline_margin(env: Mapping[str, str]) -> int:
+    text = (env.get("FORWARDER_DEADLINE_MARGIN") or "").strip() or DEFAULT_MARGIN
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError([f"FORWARDER_DEADLINE_MARGIN: {exc}"]) from None
+
+
+def deadline(context: Any, margin_s: float) -> Callable[[], bool]:
+    """True once less than ``margin_s`` of the invocation is left (never without a Lambda context)."""
+    remaining: Optional[Callable[[], int]] = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return lambda: False
+    margin_ms = margin_s * 1000
+    return lambda: remaining() < margin_ms
+
+
+def metrics(report: RunReport, duration_s: float, function: str, namespace: str) -> Dict[str, Any]:
+    """One CloudWatch embedded-metric-format document for the run."""
+    totals = report.totals()
+    lags = [s.lag_seconds for s in report.streams if s.lag_seconds is not None]
+    values: Dict[str, Any] = {
+        "ShippedEvents": (totals["shipped"], "Count"),
+        "FailedStreams": (totals["failed_streams"] + (1 if report.error else 0), "Count"),
+        "StreamsLeft": (len(report.not_started), "Count"),
+        "SkippedRuns": (1 if report.skipped else 0, "Count"),
+        "Duration": (round(duration_s * 1000, 1), "Milliseconds"),
+    }
+    if lags:  # no stream has delivered anything yet: no lag to report
+        values["MaxLagSeconds"] = (max(lags), "Seconds")  # the stalest stream (idle users included)
+        values["NewestRecordAgeSeconds"] = (min(lags), "Seconds")  # what the lag alarm watches
+    definitions: List[Dict[str, str]] = [{"Name": k, "Unit": unit} for k, (_, unit) in values.items()]
+    return {
+        "_aws": {
+            "Timestamp": int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {"Namespace": namespace, "Dimensions": [["FunctionName"]], "Metrics": definitions}
+            ],
+        },
+        "FunctionName": function,
+        **{k: v for k, (v, _) in values.items()},
+    }
+
+
+def response(report: RunReport) -> Dict[str, Any]:
+    """The report, with idle streams counted rather than listed: a response is capped at 6 MB and
+    thousands of user streams with nothing new would fill it."""
+    result: Dict[str, Any] = report.to_dict()
+    busy = [s for s in result["streams"] if s["fetched"] or s["shipped"] or s["error"]]
+    result["idle_streams"] = len(result["streams"]) - len(busy)
+    result["streams"] = busy[:1000]
+    result["not_started_count"] = len(report.not_started)
+    result["not_started"] = report.not_started[:100]
+    return result
+
+
+def summary(report: RunReport) -> str:
+    failed = [f"{s.stream}: {s.error}" for s in report.streams if not s.ok]
+    problems = ([report.error] if report.error else []) + failed[:10]
+    more = f" (and {len(failed) - 10} more failed streams)" if len(failed) > 10 else ""
+    return "run failed: " + "; ".join(p for p in problems if p) + more
+
+
+def handler(event: Any, context: Any) -> Dict[str, Any]:
+    started = time.monotonic()
+    env = os.environ
+    settings = load_settings(environment(env))  # ConfigError fails the invocation: alarms fire
+    margin_s = deadline_margin(env)
+    configure(settings.log_level)
+    trigger = event.get("detail-type", "manual") if isinstance(event, dict) else "manual"
+    log.info("invocation", extra={"trigger": trigger})
+
+    store = open_store(settings.state)
+    cursor = RunCursor.for_store(store)
+    report = run_once(settings, should_stop=deadline(context, margin_s), order=cursor.order, store=store)
+    if not report.skipped:
+        cursor.save(report)
+
+    function = getattr(context, "function_name", None) or env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
+    namespace = env.get("FORWARDER_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+    emf = metrics(report, time.monotonic() - started, function, namespace)
+    sys.stdout.write(jsonutil.dumps(emf).decode() + "\n")  # EMF must be a line of its own
+    sys.stdout.flush()
+
+    result = response(report)
+    if report.not_started:
+        log.warning(
+            "deadline reached: streams left for the next run", extra={"left": len(report.not_started)}
+        )
+    if not report.ok:
+        credentials.forget()  # in case a secret was rotated: the next run fetches it again
+        raise RunFailed(summary(report))
+    return result

@@ -1,0 +1,322 @@
+"""The Lambda handler end to end: moto (DynamoDB/S3, Secrets Manager) over loopback HTTP, the platform
+simulator, and the test HEC receiver. The deadline is a fake Lambda context whose clock moves only
+when asked, so no test waits for real time."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+import boto3
+import pytest
+
+from forwarder import credentials, retry, simulator
+from forwarder.config import VARIABLES
+from forwarder.errors import ConfigError
+from forwarder.simdata import generate_org
+from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.timeutil import now_us, parse_iso
+from handlers.aws_lambda import RunFailed, handler
+from tests.aws.conftest import make_bucket, make_table
+from tests.e2e.helpers import HEC_TOKEN, expected_ids
+from tests.receivers import hec as hec_receiver
+from tests.receivers.hec import HecReceiver
+
+LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
+SCHEDULED = {
+    "version": "0",
+    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "time": "2026-01-01T00:00:00Z",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/forwarder-schedule"],
+    "detail": {},
+}
+
+
+class FakeContext:
+    """A Lambda context whose remaining time drops by ``cost_ms`` each time it is asked: the
+    handler's deadline checks drive the clock, nothing sleeps."""
+
+    function_name = "forwarder-test"
+
+    def __init__(self, budget_ms: int = 900_000, cost_ms: int = 0) -> None:
+        self.remaining_ms = budget_ms
+        self.cost_ms = cost_ms
+        self.asked = 0
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.asked += 1
+        self.remaining_ms -= self.cost_ms
+        return self.remaining_ms
+
+
+@pytest.fixture(autouse=True)
+def clean_process(monkeypatch):
+    """No waiting for retries, no cached secret and no log handler carried from test to test."""
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    # Both test servers write headers and body separately; without TCP_NODELAY each response
+    # waits out the client's delayed ACK (40 ms), which would make 5,000 streams take minutes.
+    monkeypatch.setattr(simulator._Handler, "disable_nagle_algorithm", True, raising=False)
+    monkeypatch.setattr(hec_receiver._Handler, "disable_nagle_algorithm", True, raising=False)
+    credentials.forget()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    monkeypatch.setattr(logging.getLogger("werkzeug"), "level", logging.WARNING)  # moto's request lines
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    credentials.forget()
+
+
+@pytest.fixture
+def org():
+    return generate_org(11)
+
+
+@pytest.fixture
+def sim(org):
+    with Simulator(org) as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def hec():
+    with HecReceiver(token=HEC_TOKEN) as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def lambda_env(aws, monkeypatch, tmp_path, sim, hec):
+    """The environment template.yaml gives the function, pointing at the local stand-ins."""
+    for variable in VARIABLES:
+        monkeypatch.delenv(variable.name, raising=False)
+    secrets = boto3.client("secretsmanager")
+    api = secrets.create_secret(
+        Name="forwarder/api",
+        SecretString=json.dumps({"client_id": DEMO_CLIENT_ID, "client_secret": DEMO_CLIENT_SECRET}),
+    )
+    token = secrets.create_secret(Name="forwarder/hec", SecretString=HEC_TOKEN)
+    env = {
+        "FORWARDER_API_URL": sim.base_url,
+        "FORWARDER_CREDENTIALS": f"secretsmanager:{api['ARN']}",
+        "FORWARDER_SINK": hec.url,
+        "FORWARDER_SINK_TOKEN_SECRET": f"secretsmanager:{token['ARN']}",
+        "FORWARDER_STATE": f"dynamodb://{make_table()}",
+        "FORWARDER_QUARANTINE": str(tmp_path / "quarantine"),
+        "FORWARDER_INITIAL_LOOKBACK": "13mo",
+        "FORWARDER_DEADLINE_MARGIN": "5s",
+        "FORWARDER_LEASE_TTL": "300",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def delivered_ids(hec):
+    return [e["event"]["event"]["id"] for e in hec.events()]
+
+
+def reachable(records):
+    floor = now_us() - LOOKBACK_US
+    return [r for r in records if parse_iso(r["created_at"]) >= floor]
+
+
+def metric_lines(capsys):
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    return [line for line in lines if "_aws" in line]
+
+
+def assert_each_once(hec, records):
+    ids = delivered_ids(hec)
+    assert len(ids) == len(set(ids)), "an event was delivered twice"
+    assert sorted(ids) == expected_ids(reachable(records))
+
+
+# -- runs ------------------------------------------------------------------------------------------
+
+
+def test_full_pull_then_incremental_pull(lambda_env, org, hec, capsys):
+    event = SCHEDULED
+    first = handler(event, FakeContext())
+    assert first["ok"] and not first["skipped"]
+    assert_each_once(hec, org.all_records())
+    assert first["totals"]["shipped"] == len(delivered_ids(hec))
+    [emf] = metric_lines(capsys)
+    directive = emf["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == "EmailAuthForwarder"
+    assert directive["Dimensions"] == [["FunctionName"]]
+    assert emf["FunctionName"] == "forwarder-test"
+    assert emf["ShippedEvents"] == first["totals"]["shipped"]
+    assert emf["FailedStreams"] == 0 and emf["StreamsLeft"] == 0
+    assert {m["Name"] for m in directive["Metrics"]} >= {"ShippedEvents", "NewestRecordAgeSeconds"}
+
+    quiet = handler(event, FakeContext())
+    assert quiet["ok"] and quiet["totals"]["shipped"] == 0
+
+    added = org.add_activity(40, now_us())
+    added.append(org.add_late_record(now_us() - 10 * 60 * 1_000_000))
+    third = handler(event, FakeContext())
+    assert third["ok"] and third["totals"]["shipped"] == len(added)
+    assert_each_once(hec, org.all_records())
+
+
+@pytest.mark.parametrize("event", [{}, None, {"detail-type": "Scheduled Event"}])
+def test_a_console_test_event_runs_the_same(lambda_env, org, hec, monkeypatch, event):
+    user = org.users[0].email
+    monkeypatch.setenv("FORWARDER_USERS", user)
+    result = handler(event, FakeContext())
+    assert result["ok"] and [s["stream"] for s in result["streams"]] == [f"user/{user.lower()}"]
+    assert_each_once(hec, org.records_for("user", user, now_us()))
+
+
+def test_s3_state_works_the_same(lambda_env, org, hec, monkeypatch):
+    monkeypatch.setenv("FORWARDER_STATE", f"s3://{make_bucket()}/forwarder")
+    assert handler(SCHEDULED, FakeContext())["ok"]
+    assert handler(SCHEDULED, FakeContext())["totals"]["shipped"] == 0
+    assert_each_once(hec, org.all_records())
+
+
+def test_deadline_stops_starting_streams_and_the_next_run_starts_with_them(
+    lambda_env, org, sim, hec, monkeypatch, capsys
+):
+    monkeypatch.setenv("FORWARDER_CONCURRENCY", "1")
+    # 5 s margin, 1 s per deadline check: the run starts 8 streams, then has to stop.
+    short = FakeContext(budget_ms=13_000, cost_ms=1_000)
+    first = handler(SCHEDULED, short)
+    assert first["ok"], "a deadline stop is not a failure"
+    assert short.remaining_ms < 5_000 <= short.remaining_ms + short.cost_ms  # stopped at the margin
+    ran = [s["stream"] for s in first["streams"]] + ["(idle)"] * first["idle_streams"]
+    assert len(ran) == 8
+    left = first["not_started"]
+    assert first["not_started_count"] == len(left) > 0
+    assert metric_lines(capsys)[0]["StreamsLeft"] == len(left)
+    shipped_first = len(delivered_ids(hec))
+    assert shipped_first == first["totals"]["shipped"]  # committed: nothing shipped is lost
+
+    sim.requests.clear()
+    second = handler(SCHEDULED, FakeContext())
+    assert second["ok"] and second["not_started_count"] == 0
+    audited = [r.query["name"] for r in sim.requests if r.path.endswith("/audits")]
+    assert [f"user/{name}" for name in dict.fromkeys(audited)][: len(left)] == left  # waited longest first
+    assert_each_once(hec, org.all_records())
+
+
+def test_runs_cut_short_again_and_again_still_reach_every_stream(lambda_env, org, hec, monkeypatch):
+    monkeypatch.setenv("FORWARDER_CONCURRENCY", "1")
+    streams = set()
+    for _ in range(5):
+        report = handler(SCHEDULED, FakeContext(budget_ms=12_000, cost_ms=1_000))  # 7 streams a run
+        streams.update(s["stream"] for s in report["streams"])
+    assert streams == {f"user/{u.email.lower()}" for u in org.users}
+    assert_each_once(hec, org.all_records())
+
+
+def test_an_invocation_overlapping_a_running_one_is_skipped_not_failed(lambda_env, org, hec, capsys):
+    overlapping = []
+
+    def second_invocation(accepted: int) -> None:
+        if accepted == 1:  # the first run holds the lease and is shipping right now
+            overlapping.append(handler(SCHEDULED, FakeContext()))
+
+    hec.after_accept = second_invocation
+    first = handler(SCHEDULED, FakeContext())
+    hec.after_accept = None
+    [skipped] = overlapping
+    assert skipped["skipped"] and "held by" in skipped["skipped"]
+    assert skipped["totals"]["streams"] == 0
+    assert first["ok"] and not first["skipped"]
+    assert [m["SkippedRuns"] for m in metric_lines(capsys)] == [1, 0]
+    assert_each_once(hec, org.all_records())
+
+
+def test_concurrent_invocations_over_one_table_deliver_each_record_once(lambda_env, org, sim, hec):
+    sim.latency_seconds = 0.002  # long enough runs that the two overlap
+    start = threading.Barrier(2)
+    results = []
+
+    def invoke() -> None:
+        start.wait()
+        results.append(handler(SCHEDULED, FakeContext()))
+
+    threads = [threading.Thread(target=invoke) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 2 and all(r["ok"] for r in results)
+    assert_each_once(hec, org.all_records())
+
+
+# -- failures --------------------------------------------------------------------------------------
+
+
+def test_a_failed_stream_fails_the_invocation_and_drops_cached_secrets(lambda_env, sim, hec, capsys):
+    sim.malform_next(1, kind="html")
+    with pytest.raises(RunFailed, match=r"run failed: user/.*JSON"):
+        handler(SCHEDULED, FakeContext(budget_ms=900_000))
+    assert metric_lines(capsys)[0]["FailedStreams"] == 1
+    boto3.client("secretsmanager").update_secret(SecretId="forwarder/hec", SecretString="rotated-token")
+    with pytest.raises(RunFailed):  # the rotated token was fetched again, not served from the cache
+        handler(SCHEDULED, FakeContext())
+
+
+def test_bad_configuration_fails_before_any_network_call(lambda_env, sim, monkeypatch):
+    monkeypatch.setenv("FORWARDER_FORMAT", "xml")
+    monkeypatch.setenv("FORWARDER_DEADLINE_MARGIN", "soon")
+    with pytest.raises(ConfigError) as err:
+        handler(SCHEDULED, FakeContext())
+    assert "FORWARDER_FORMAT" in str(err.value)
+    assert not sim.requests
+
+
+def test_secrets_never_reach_the_logs_or_the_result(lambda_env, hec, capsys):
+    result = handler(SCHEDULED, FakeContext())
+    out = capsys.readouterr()
+    for secret in (DEMO_CLIENT_SECRET, HEC_TOKEN):
+        assert secret not in out.out + out.err
+        assert secret not in json.dumps(result)
+
+
+# -- scale -----------------------------------------------------------------------------------------
+
+
+def test_5000_user_streams_in_20_seconds_stop_in_time_and_the_next_run_continues(
+    lambda_env, org, hec, monkeypatch
+):
+    """5,000 user streams, 25 of them with records, each followed by 199 idle ones. The clock is the
+    fake context's: every deadline check costs 35 ms of the 20 s budget, about what a stream costs a
+    worker against the real service (an HTTPS call, a token now and then, a state read). So each
+    invocation starts some 430 streams, stops at the 5 s margin, and the next one takes up where
+    it stopped."""
+    real = sorted(u.email.lower() for u in org.users)
+    users = []
+    for email in real:
+        local, domain = email.split("@")
+        users += [email] + [f"{local}~idle{n:03d}@{domain}" for n in range(199)]  # sort right after
+    assert len(users) == 5000
+    monkeypatch.setenv("FORWARDER_USERS", ",".join(users))
+    budget_ms, cost_ms, margin_ms, concurrency = 20_000, 35, 5_000, 4
+
+    runs = []
+    for _ in range(2):
+        context = FakeContext(budget_ms=budget_ms, cost_ms=cost_ms)
+        report = handler(SCHEDULED, context)
+        assert report["ok"]
+        # stopped in time: after the margin was crossed each worker asked once more, then quit
+        assert margin_ms - concurrency * cost_ms <= context.remaining_ms < margin_ms
+        runs.append(report)
+    first, second = runs
+    n1, n2 = first["totals"]["streams"], second["totals"]["streams"]
+    expected = (budget_ms - margin_ms) // cost_ms
+    assert expected - concurrency <= n1 <= expected and expected - concurrency <= n2 <= expected
+    assert first["not_started_count"] == 5000 - n1 and first["not_started"][0] == f"user/{users[n1]}"
+    # the second run began where the first stopped, and left the streams the first one served
+    assert second["not_started_count"] == 5000 - n2
+    assert second["not_started"][0] == f"user/{users[n1 + n2]}"
+
+    reached = users[: n1 + n2 : 200]  # the real users among the streams the two runs served
+    assert len(reached) == 5
+    records = [r for e in reached for r in org.records_for("user", e, now_us())]
+    assert_each_once(hec, records)  # everything the two reached, nothing lost, nothing twice
