@@ -10,7 +10,7 @@ splunk-app: $(STAMP)
 	$(BIN)/python tools/build_splunk_app.py
 
 $(APPINSPECT):
-	dpkg -s libmagic1 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq libmagic1 >/dev/null; }
+	dpkg -s libmagic1 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 >/dev/null; }
 	$(PYTHON) -m venv $(APPINSPECT_VENV)
 	$(APPINSPECT_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(APPINSPECT_VENV)/bin/python -m pip install --quiet splunk-appinspect
