@@ -124,6 +124,15 @@ def test_golden_events_agree_on_mappings():
     assert mapping_conflicts(list(golden_events())) == []
 
 
+def test_a_whole_simulated_organization_conforms_and_agrees_on_mappings():
+    from forwarder.records import parse_record
+    from forwarder.simdata import generate_org
+
+    events = [to_ecs(parse_record(raw), OPTIONS) for raw in generate_org(7).all_records()]
+    assert [problem for event in events for problem in check_event(event)] == []
+    assert mapping_conflicts(events) == []
+
+
 def login_event() -> dict:
     return to_ecs(golden_records("user_login")[0], OPTIONS)
 
