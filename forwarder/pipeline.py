@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome
@@ -191,13 +191,7 @@ def _ship(
     """Normalize, send batch by batch, and commit the state after each accepted batch."""
     if not records:
         return state, version
-    options = NormalizeOptions(
-        ingest_time_us=now_us(),
-        vendor=ctx.options.vendor,
-        product=ctx.options.product,
-        product_version=ctx.options.product_version,
-        include_original=ctx.options.include_original,
-    )
+    options = replace(ctx.options, ingest_time_us=now_us())
     events = [ctx.formatter(record, options) for record in records]
     done = 0
     for batch in batches(events, ctx.sink.max_batch_events, ctx.sink.max_batch_bytes):

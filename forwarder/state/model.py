@@ -22,7 +22,6 @@ class StreamState:
     watermark_us: Optional[int] = None  # newest created_at delivered; None before the first delivery
     seen: Dict[str, int] = field(default_factory=dict)  # event id -> created_at, inside the window
     delivered_total: int = 0
-    last_success_us: Optional[int] = None  # when a run last finished this stream without error
 
     def is_new(self, record: AuditRecord, floor_us: int, window_us: int) -> bool:
         """``floor_us`` is where a first run starts (now minus the initial look-back)."""
@@ -49,7 +48,6 @@ class StreamState:
             watermark_us=watermark,
             seen=seen,
             delivered_total=self.delivered_total + count,
-            last_success_us=self.last_success_us,
         )
 
     def to_doc(self, stream_key: str) -> dict[str, Any]:
@@ -59,7 +57,6 @@ class StreamState:
             "watermark": None if self.watermark_us is None else format_us(self.watermark_us),
             "seen": {k: format_us(ts) for k, ts in sorted(self.seen.items(), key=lambda kv: kv[1])},
             "delivered_total": self.delivered_total,
-            "last_success": None if self.last_success_us is None else format_us(self.last_success_us),
         }
 
     @classmethod
@@ -75,12 +72,10 @@ class StreamState:
             )
         try:
             watermark = doc.get("watermark")
-            last = doc.get("last_success")
             return cls(
                 watermark_us=None if watermark is None else parse_iso(watermark),
                 seen={str(k): parse_iso(v) for k, v in (doc.get("seen") or {}).items()},
                 delivered_total=int(doc.get("delivered_total") or 0),
-                last_success_us=None if last is None else parse_iso(last),
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"state at {where} is corrupt: {exc}") from None
