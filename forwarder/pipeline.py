@@ -230,6 +230,7 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
                     pending.clear()
                     return
                 stream = pending.pop(0)
+            ctx.renew_lease()  # a long scan ships nothing, so renew between streams too
             result = run_stream(ctx, stream)
             with lock:
                 report.streams.append(result)

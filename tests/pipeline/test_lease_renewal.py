@@ -1,0 +1,67 @@
+"""The run lease is renewed while the run works, and a lost lease stops the run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from forwarder.errors import LeaseHeld
+from forwarder.normalize import NormalizeOptions
+from forwarder.pipeline import Limits, RunContext, run_streams
+from forwarder.quarantine import LocalQuarantine
+from forwarder.report import RunReport
+from forwarder.streams import Ownership, Stream
+from tests.fakes import MemorySink, MemoryStore
+from tests.pipeline.test_delivery_property import ListSource, formatter, make_records
+
+STREAMS = [Stream("user", f"u{i}@example.com") for i in range(4)]
+
+
+class CountingLease:
+    owner = "test"
+
+    def __init__(self, lose_after: int = 10**9) -> None:
+        self.renewals = 0
+        self.lose_after = lose_after
+
+    def renew(self) -> None:
+        self.renewals += 1
+        if self.renewals > self.lose_after:
+            raise LeaseHeld("taken over by another run")
+
+    def release(self) -> None:
+        pass
+
+
+def context(lease, tmp_path):
+    from forwarder.timeutil import now_us
+
+    records = make_records(list(range(10)), now_us() - 3600 * 1_000_000)
+    return RunContext(
+        source=ListSource(records, "asc", 5, 0),
+        store=MemoryStore(),
+        sink=MemorySink(max_batch_events=3),
+        formatter=formatter,
+        quarantine=LocalQuarantine(str(tmp_path)),
+        limits=Limits(86400, 3600, 100),
+        ownership=Ownership(STREAMS, time.time()),
+        options=NormalizeOptions(ingest_time_us=0),
+        lease=lease,
+        lease_ttl_s=0,  # renew at every opportunity
+    )
+
+
+def test_the_lease_is_renewed_between_streams_and_batches(tmp_path):
+    lease = CountingLease()
+    report = RunReport(started="now")
+    run_streams(context(lease, tmp_path), STREAMS, 1, report)
+    assert report.ok and lease.renewals >= len(STREAMS) + 4 * 4  # 4 streams, 4 batches each
+
+
+def test_a_lost_lease_stops_the_run(tmp_path):
+    lease = CountingLease(lose_after=2)
+    report = RunReport(started="now")
+    with pytest.raises(LeaseHeld):
+        run_streams(context(lease, tmp_path), STREAMS, 1, report)
+    assert len(report.streams) < len(STREAMS)
