@@ -133,7 +133,8 @@ class Simulator:
         max_limit: int = 200,
         honour_start_date: bool = True,
         honour_sort: bool = True,
-        strict_params: bool = False,
+        strict_params: bool = False,  # 400 on parameters (and token form fields) outside the spec
+        require_grant_type: bool = False,  # an OAuth-style token endpoint: 400 without grant_type
         token_lifetime: int = 14400,
         token_created_ms: bool = False,
         token_path: str = "/v1/ep/token",
@@ -151,6 +152,7 @@ class Simulator:
         self.honour_start_date = honour_start_date
         self.honour_sort = honour_sort
         self.strict_params = strict_params
+        self.require_grant_type = require_grant_type
         self.token_lifetime = token_lifetime
         self.token_created_ms = token_created_ms
         self.token_path = token_path
@@ -278,6 +280,11 @@ class Simulator:
             return _error(400, "client_id and client_secret are required")
         if grant not in (None, "client_credentials"):
             return _error(400, "unsupported grant_type")
+        if grant is None and self.require_grant_type:
+            return _error(400, "grant_type is required")
+        extra = sorted(set(form) - {"client_id", "client_secret"})
+        if extra and self.strict_params:
+            return _error(400, f"unknown field(s): {', '.join(extra)}")
         id_ok = hmac.compare_digest(client_id.encode(), self.client_id.encode())
         if not (hmac.compare_digest(secret.encode(), self._client_secret.encode()) and id_ok):
             return _error(401, "invalid client credentials")

@@ -131,16 +131,13 @@ class ApiClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request_token(self) -> Any:
-        response = self._send(
-            "POST",
-            self._token_path,
-            data={
-                "client_id": self._credentials.client_id,
-                "client_secret": self._credentials.client_secret,
-                "grant_type": "client_credentials",
-            },
-            headers={"Accept": "application/json"},
-        )
+        form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
+        headers = {"Accept": "application/json"}
+        response = self._send("POST", self._token_path, data=form, headers=headers)
+        if response.status_code == 400:
+            # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
+            form["grant_type"] = "client_credentials"
+            response = self._send("POST", self._token_path, data=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise AuthError(
                 f"token request refused (HTTP {response.status_code}: {_error_text(response)}); "

@@ -108,3 +108,12 @@ def test_prefix_filter_and_start_date_are_sent():
         items, _ = trail(client_for(sim), "user", user, flt="user.", start_us=start)
         assert items and all(r["filterable_action"].startswith("user.") for r in items)
         assert all(parse_iso(r["created_at"]) >= start - 1_000_000 for r in items)
+
+
+@pytest.mark.parametrize("knob", ["strict_params", "require_grant_type"])
+def test_token_form_fits_a_spec_only_or_an_oauth_style_endpoint(knob):
+    with Simulator(ORG, **{knob: True}) as sim:
+        items, _ = trail(client_for(sim), "domain", IDN_DOMAIN)
+        assert items
+        token_calls = [r for r in sim.requests if r.path.endswith("/token")]
+        assert len(token_calls) == (1 if knob == "strict_params" else 2)
