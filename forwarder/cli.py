@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from typing import Dict, List, Mapping, Optional
 
 from . import __version__, jsonutil
 from .config import VARIABLES, Settings, load_settings
 from .errors import ConfigError, ForwarderError
 from .logs import configure
+from .timeutil import parse_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try again later
@@ -47,13 +50,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .app import run_once
 
     settings = _settings(args)
+    interval = parse_duration(args.interval) if args.interval else 0
     configure(settings.log_level)
-    report = run_once(settings)
-    if args.report:
-        sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
-    if report.skipped:
-        return EXIT_TEMPFAIL
-    return EXIT_OK if report.ok else EXIT_FAILED
+    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts no new stream,
+    # commits what it shipped, and the process exits with that run's status.
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    while True:
+        report = run_once(settings, should_stop=stopping.is_set)
+        if args.report:
+            sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
+        code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
+        if not interval or stopping.wait(interval):
+            return code
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -116,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="pull every stream once and ship new events")
     _add_setting_flags(run)
     run.add_argument("--report", action="store_true", help="print the run report as JSON on stderr")
+    run.add_argument(
+        "--interval",
+        metavar="DURATION",
+        help="keep running, one run every DURATION (e.g. 5m) until SIGTERM; for containers and services",
+    )
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser(

@@ -113,3 +113,23 @@ def test_simulate_serves_the_api_until_interrupted():
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
+
+
+def test_run_with_an_interval_repeats_until_sigterm(sim, tmp_path):
+    import signal
+    import time
+
+    sink = tmp_path / "e.ndjson"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_")}
+    env.update(env_for(sim.base_url, sink.as_uri(), str(tmp_path / "state")))
+    proc = subprocess.Popen([sys.executable, "-m", "forwarder", "run", "--interval", "1s"], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(r.path.endswith("/token") for r in sim.requests) < 2:
+            time.sleep(0.05)  # each run gets its own token: two token calls means a second run began
+        assert sum(r.path.endswith("/token") for r in sim.requests) >= 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    ids = [json.loads(line)["event"]["id"] for line in sink.read_text().splitlines()]
+    assert ids and len(ids) == len(set(ids))
