@@ -135,6 +135,8 @@ class Simulator:
         honour_sort: bool = True,
         strict_params: bool = False,  # 400 on parameters (and token form fields) outside the spec
         require_grant_type: bool = False,  # an OAuth-style token endpoint: 400 without grant_type
+        takes_limit: bool = True,  # False: pages are always default_limit long (strict: 400 on limit)
+        max_offset: Optional[int] = None,  # an offset ceiling: 400 beyond it
         token_lifetime: int = 14400,
         token_created_ms: bool = False,
         token_path: str = "/v1/ep/token",
@@ -153,6 +155,8 @@ class Simulator:
         self.honour_sort = honour_sort
         self.strict_params = strict_params
         self.require_grant_type = require_grant_type
+        self.takes_limit = takes_limit
+        self.max_offset = max_offset
         self.token_lifetime = token_lifetime
         self.token_created_ms = token_created_ms
         self.token_path = token_path
@@ -315,7 +319,7 @@ class Simulator:
         if not self.strict_params:
             return
         if self.paging:
-            known = known | {"limit", "offset"}
+            known = known | ({"limit", "offset"} if self.takes_limit else {"offset"})
         unknown = sorted(set(query) - known)
         if unknown:
             raise _BadRequest(f"unknown parameter(s): {', '.join(unknown)}")
@@ -347,8 +351,14 @@ class Simulator:
     def _list_reply(self, path: str, key: str, items: List[Record], query: Query) -> _Reply:
         offset = 0
         if self.paging:
-            limit = _int_param(query, "limit", self.default_limit, minimum=1)
+            limit = (
+                _int_param(query, "limit", self.default_limit, minimum=1)
+                if self.takes_limit
+                else self.default_limit
+            )
             offset = _int_param(query, "offset", 0, minimum=0)
+            if self.max_offset is not None and offset > self.max_offset:
+                raise _BadRequest(f"offset must be at most {self.max_offset}")
             if limit > self.max_limit:
                 if self.strict_params:
                     raise _BadRequest(f"limit must be at most {self.max_limit}")

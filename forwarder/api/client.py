@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 # Optional parameters, in the order they are given up when the service answers 400 to them.
-_OPTIONAL = ("sort", "start_date", "paging")
+_OPTIONAL = ("sort", "start_date", "limit", "offset")
 
 
 @dataclass
@@ -190,26 +190,29 @@ class ApiClient:
 
     # -- endpoints ------------------------------------------------------------------------------
 
-    def _get_with_fallback(self, path: str, base: Dict[str, Any], optional: Dict[str, Dict[str, Any]]) -> Any:
-        """GET with optional parameters; drop them one by one (for the whole run) on a 400."""
+    def _get_with_fallback(
+        self, path: str, base: Dict[str, Any], optional: Dict[str, Any], fallback: bool = True
+    ) -> Any:
+        """GET with optional parameters. On a 400 (when ``fallback``), drop the ones the error names,
+        or else the first still sent, for the rest of the run, and ask again."""
         while True:
             with self._lock:
                 active = [n for n in _OPTIONAL if n in optional and (path, n) not in self._unsupported]
-            params = dict(base)
-            for name in active:
-                params.update(optional[name])
+            params = {**base, **{name: optional[name] for name in active}}
             try:
                 return self.get_json(path, params)
             except ApiError as exc:
-                if exc.status != 400 or not active:
+                if exc.status != 400 or not active or not fallback:
                     raise
+                named = [n for n in active if n in str(exc)]
+                dropped = named or active[:1]
                 with self._lock:
-                    first_time = (path, active[0]) not in self._unsupported
-                    self._unsupported.add((path, active[0]))
-                if first_time:
+                    new = [n for n in dropped if (path, n) not in self._unsupported]
+                    self._unsupported.update((path, n) for n in dropped)
+                if new:
                     log.warning(
                         "api rejected an optional parameter; not sending it again this run",
-                        extra={"path": path, "parameter": active[0], "error": str(exc)},
+                        extra={"path": path, "parameter": ",".join(new), "error": str(exc)},
                     )
 
     def paged(
@@ -217,7 +220,7 @@ class ApiClient:
         path: str,
         plural: str,
         base: Dict[str, Any],
-        optional: Dict[str, Dict[str, Any]],
+        optional: Dict[str, Any],
         limit: int,
         max_pages: int,
         outcome: PageOutcome,
@@ -227,8 +230,11 @@ class ApiClient:
         def fetch(page_limit: Optional[int], offset: Optional[int]) -> List[Any]:
             extra = dict(optional)
             if page_limit is not None:
-                extra["paging"] = {"limit": page_limit, "offset": offset or 0}
-            return extract_items(self._get_with_fallback(path, base, extra), plural)
+                extra.update(limit=page_limit, offset=offset or 0)
+            # Past the first page the parameters are known to be accepted: a 400 there is the
+            # service's offset ceiling, not a parameter to give up.
+            body = self._get_with_fallback(path, base, extra, fallback=not offset)
+            return extract_items(body, plural)
 
         try:
             yield from iter_pages(fetch, limit, max_pages, outcome)
@@ -254,9 +260,9 @@ class ApiClient:
         base: Dict[str, Any] = {"object_type": object_type, "name": name}
         if flt:
             base["filter"] = flt
-        optional: Dict[str, Dict[str, Any]] = {"sort": {"sort": "created_at ASC"}}
+        optional: Dict[str, Any] = {"sort": "created_at ASC"}
         if start_us is not None:
-            optional["start_date"] = {"start_date": format_us(start_us)[:19] + "Z"}
+            optional["start_date"] = format_us(start_us)[:19] + "Z"
         return self.paged(AUDITS_PATH, "audits", base, optional, limit, max_pages, outcome)
 
     def users(self, limit: int, max_pages: int) -> List[Any]:

@@ -117,3 +117,23 @@ def test_token_form_fits_a_spec_only_or_an_oauth_style_endpoint(knob):
         assert items
         token_calls = [r for r in sim.requests if r.path.endswith("/token")]
         assert len(token_calls) == (1 if knob == "strict_params" else 2)
+
+
+def test_only_the_parameter_the_service_names_is_given_up():
+    """A service that pages by its own size and refuses `limit` keeps getting sort, start_date and
+    offset, and every record still arrives."""
+    with Simulator(ORG, strict_params=True, takes_limit=False, default_limit=25) as sim:
+        user = busiest_user(sim)
+        assert len(sim.records_for("user", user)) > 50
+        items, outcome = trail(client_for(sim), "user", user, start_us=0)
+        assert len(items) == len(sim.records_for("user", user)) and outcome.pages > 2
+        later = [r for r in sim.requests if r.path.endswith("/audits")][-1]
+        assert {"sort", "start_date", "offset"} <= set(later.query) and "limit" not in later.query
+
+
+def test_an_offset_ceiling_ends_paging_without_giving_up_parameters():
+    with Simulator(ORG, max_offset=50) as sim:
+        user = busiest_user(sim)
+        items, outcome = trail(client_for(sim), "user", user, limit=25)
+        assert len(items) == 75 and outcome.truncated and "offset" in outcome.reason
+        assert all("sort" in r.query for r in sim.requests if r.path.endswith("/audits"))
