@@ -30,6 +30,7 @@ from ..timeutil import parse_iso
 from .lease import SlotLease, acquire
 from .model import StreamState
 from .s3 import error_code
+from .slots import commit_stream, load_stream
 from .store import Loaded
 
 KEY = "pk"
@@ -132,16 +133,10 @@ class DynamoDBStore:
         return f"DynamoDBStore({self.location!r})"
 
     def load(self, key: str) -> Loaded:
-        slot = self._stream(key)
-        doc, version = slot.read()
-        if doc is None:
-            return Loaded(StreamState(), None)
-        if doc.get("stream") != key:
-            raise StateError(f"state {slot.location} belongs to stream {doc.get('stream')!r}")
-        return Loaded(StreamState.from_doc(doc, slot.location), version)
+        return load_stream(self._stream(key), key)
 
     def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
-        return self._stream(key).put(state.to_doc(key), version)
+        return commit_stream(self._stream(key), key, state, version)
 
     def keys(self) -> list[str]:
         found: list[str] = []

@@ -31,6 +31,7 @@ from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
+from .slots import commit_stream, load_stream
 from .store import Loaded
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -125,18 +126,10 @@ class LocalStore:
         return f"LocalStore({self.location!r})"
 
     def load(self, key: str) -> Loaded:
-        slot = self._slot(key)
-        doc, version = slot.read()
-        if doc is None:
-            return Loaded(StreamState(), None)
-        state = StreamState.from_doc(doc, slot.location)
-        owner = doc.get("stream")
-        if owner != key:
-            raise StateError(f"state file {slot.location} belongs to stream {owner!r}, not {key!r}")
-        return Loaded(state, version)
+        return load_stream(self._slot(key), key)
 
     def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
-        return self._slot(key).put(state.to_doc(key), version)
+        return commit_stream(self._slot(key), key, state, version)
 
     def keys(self) -> list[str]:
         try:

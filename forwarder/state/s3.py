@@ -26,6 +26,7 @@ from ..jsonutil import dumps, loads
 from ..sinks.s3 import aws_client
 from .lease import SlotLease, acquire
 from .model import StreamState
+from .slots import commit_stream, load_stream
 from .store import Loaded
 
 _STREAMS = "streams/"
@@ -124,16 +125,10 @@ class S3Store:
         return f"S3Store({self.location!r})"
 
     def load(self, key: str) -> Loaded:
-        slot = self._stream(key)
-        doc, version = slot.read()
-        if doc is None:
-            return Loaded(StreamState(), None)
-        if doc.get("stream") != key:
-            raise StateError(f"state object {slot.location} belongs to stream {doc.get('stream')!r}")
-        return Loaded(StreamState.from_doc(doc, slot.location), version)
+        return load_stream(self._stream(key), key)
 
     def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
-        return self._stream(key).put(state.to_doc(key), version)
+        return commit_stream(self._stream(key), key, state, version)
 
     def keys(self) -> list[str]:
         prefix = self._prefix + _STREAMS

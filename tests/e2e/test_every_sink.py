@@ -17,6 +17,7 @@ from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import expected_ids, settings_for
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.http_collector import HttpCollector
+from tests.sinks.helpers import firehose_into_bucket
 
 LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 ORG = generate_org(21)
@@ -86,15 +87,7 @@ def test_s3(aws, sim, tmp_path):
 
 
 def test_firehose(aws, sim, tmp_path):
-    boto3.client("s3").create_bucket(Bucket="fh-dest")
-    boto3.client("firehose").create_delivery_stream(
-        DeliveryStreamName="audit",
-        ExtendedS3DestinationConfiguration={
-            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
-            "BucketARN": "arn:aws:s3:::fh-dest",
-            "Prefix": "audit/",
-        },
-    )
+    firehose_into_bucket("audit", "fh-dest")
     run_twice(sim, "firehose://audit", tmp_path)
     _, body = s3_lines("fh-dest")
     assert sorted(json.loads(line)["event"]["id"] for line in body.splitlines()) == expected()

@@ -11,3 +11,18 @@ def only_rejection(result: SendResult, event: Event, delivered: int) -> Rejectio
     (rejection,) = result.rejected
     assert rejection.event is event
     return rejection
+
+
+def firehose_into_bucket(stream: str, bucket: str) -> None:
+    """A moto Firehose delivery stream writing into a new S3 bucket."""
+    import boto3
+
+    boto3.client("s3").create_bucket(Bucket=bucket)
+    boto3.client("firehose").create_delivery_stream(
+        DeliveryStreamName=stream,
+        ExtendedS3DestinationConfiguration={
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "BucketARN": f"arn:aws:s3:::{bucket}",
+            "Prefix": "audit/",
+        },
+    )

@@ -18,7 +18,7 @@ from forwarder.sinks import open_sink
 from forwarder.sinks.firehose import MAX_RECORD_BYTES, FirehoseSink, stream_name
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.http_collector import LoopbackReceiver, Reply, json_reply
-from tests.sinks.helpers import only_rejection
+from tests.sinks.helpers import firehose_into_bucket, only_rejection
 
 
 def event(n: int, pad: str = "") -> Event:
@@ -27,15 +27,7 @@ def event(n: int, pad: str = "") -> Event:
 
 
 def test_records_land_in_the_s3_destination(aws):
-    boto3.client("s3").create_bucket(Bucket="fh-dest")
-    boto3.client("firehose").create_delivery_stream(
-        DeliveryStreamName="audit",
-        ExtendedS3DestinationConfiguration={
-            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
-            "BucketARN": "arn:aws:s3:::fh-dest",
-            "Prefix": "audit/",
-        },
-    )
+    firehose_into_bucket("audit", "fh-dest")
     events = [event(n) for n in range(7)]
 
     result = open_sink(SinkSettings(uri="firehose://audit", batch_events=3)).send(events)

@@ -1,0 +1,26 @@
+"""A stream's state kept in one ``ConditionalSlot``: the part every store (local, S3, DynamoDB) shares."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..errors import StateError
+from .lease import ConditionalSlot
+from .model import StreamState
+from .store import Loaded
+
+
+def load_stream(slot: ConditionalSlot, key: str) -> Loaded:
+    """The state in ``slot``; a document naming another stream is refused (a mis-mapped key must
+    never hand one stream's watermark to another)."""
+    doc, version = slot.read()
+    if doc is None:
+        return Loaded(StreamState(), None)
+    owner = doc.get("stream")
+    if owner != key:
+        raise StateError(f"state at {slot.location} belongs to stream {owner!r}, not {key!r}")
+    return Loaded(StreamState.from_doc(doc, slot.location), version)
+
+
+def commit_stream(slot: ConditionalSlot, key: str, state: StreamState, version: Optional[str]) -> str:
+    return slot.put(state.to_doc(key), version)
