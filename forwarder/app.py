@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterable, List, Optional
 
 from .api.client import ApiClient, Credentials
 from .api.paging import PageOutcome
-from .config import Settings
-from .errors import ConfigError, ForwarderError, LeaseHeld
+from .config import Settings, to_unicode_domain
+from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import register_secrets
 from .normalize import NormalizeOptions, get_formatter
 from .pipeline import Limits, RunContext, new_owner, run_streams
@@ -22,7 +22,7 @@ from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store
 from .state.store import StateStore
-from .streams import Ownership, Stream, plan_streams, user_email
+from .streams import Ownership, Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
@@ -73,9 +73,30 @@ def plan(settings: Settings, client: ApiClient) -> List[Stream]:
         users = [e for e in emails if e]
         if len(users) < len(listed):
             log.warning("users without an email were skipped", extra={"count": len(listed) - len(users)})
-    if "domain" in settings.object_types and not settings.domains:
+    domains: List[str] = list(settings.domains)
+    if "domain" in settings.object_types and settings.discover_domains:
+        domains.extend(discover_domains(settings, client))
+    elif "domain" in settings.object_types and not domains:
         log.info("no FORWARDER_DOMAINS configured: domain records come through the user streams only")
-    return plan_streams(settings.object_types, users, settings.domains, settings.filters)
+    return plan_streams(settings.object_types, users, domains, settings.filters)
+
+
+def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
+    """Every domain the (unspecified) domains endpoint lists, in Unicode form."""
+    try:
+        listed = client.domains(settings.page_limit, settings.max_pages)
+    except ApiError as exc:
+        raise ApiError(
+            f"FORWARDER_DISCOVER_DOMAINS: the domains endpoint failed ({exc})", exc.status
+        ) from None
+    found: List[str] = []
+    for item in listed:
+        name = domain_name(item)
+        try:
+            found.append(to_unicode_domain(name or ""))
+        except (UnicodeError, ValueError):
+            log.warning("a listed domain has no usable name; skipped", extra={"item": str(item)[:200]})
+    return found
 
 
 def run_once(

@@ -39,6 +39,11 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("FORWARDER_OBJECT_TYPES", "object types to pull: user, domain", "user,domain"),
     Variable("FORWARDER_USERS", "comma list of user emails (empty: every user from the users endpoint)", ""),
     Variable("FORWARDER_DOMAINS", "comma list of domains (any form; converted to Unicode)", ""),
+    Variable(
+        "FORWARDER_DISCOVER_DOMAINS",
+        "also pull every domain the /v1/cp/domains endpoint lists (not in the spec: opt-in)",
+        "false",
+    ),
     Variable("FORWARDER_FILTERS", "comma list of filterable_action prefixes (empty: everything)", ""),
     Variable(
         "FORWARDER_STATE", "state location: a directory, s3://bucket/prefix or dynamodb://table", "./state"
@@ -111,6 +116,7 @@ class Settings:
     object_types: Tuple[str, ...]
     users: Tuple[str, ...]
     domains: Tuple[str, ...]
+    discover_domains: bool
     filters: Tuple[str, ...]
     state: str
     quarantine: str
@@ -323,6 +329,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         object_types=object_types,
         users=users,
         domains=tuple(dict.fromkeys(domains)),
+        discover_domains=r.boolean("FORWARDER_DISCOVER_DOMAINS"),
         filters=filters,
         state=r.get("FORWARDER_STATE"),
         quarantine=r.get("FORWARDER_QUARANTINE"),

@@ -31,6 +31,7 @@ DEMO_CLIENT_ID = "demo-client"
 DEMO_CLIENT_SECRET = "demo-secret"  # a published demo value: the simulator serves fake data only
 AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
+DOMAINS_PATH = "/v1/cp/domains"  # not in the spec; public material says the real service has it
 MALFORM_KINDS = ("html", "truncated", "wrong-shape", "not-list-items")
 _SECRET_PARAMS = frozenset({"client_secret", "access_token"})
 _AUDIT_PARAMS = frozenset({"object_type", "name", "filter"})
@@ -137,6 +138,7 @@ class Simulator:
         require_grant_type: bool = False,  # an OAuth-style token endpoint: 400 without grant_type
         takes_limit: bool = True,  # False: pages are always default_limit long (strict: 400 on limit)
         max_offset: Optional[int] = None,  # an offset ceiling: 400 beyond it
+        domains_endpoint: bool = True,  # False: /v1/cp/domains answers 404, as the spec would allow
         token_lifetime: int = 14400,
         token_created_ms: bool = False,
         token_path: str = "/v1/ep/token",
@@ -157,6 +159,7 @@ class Simulator:
         self.require_grant_type = require_grant_type
         self.takes_limit = takes_limit
         self.max_offset = max_offset
+        self.domains_endpoint = domains_endpoint
         self.token_lifetime = token_lifetime
         self.token_created_ms = token_created_ms
         self.token_path = token_path
@@ -248,6 +251,8 @@ class Simulator:
             extra = {} if failure.retry_after is None else {"Retry-After": f"{failure.retry_after:g}"}
             return _error(failure.status, "injected failure", extra)
         routes = {self.token_path: "POST", AUDITS_PATH: "GET", USERS_PATH: "GET"}
+        if self.domains_endpoint:
+            routes[DOMAINS_PATH] = "GET"
         if path not in routes:
             return _error(404, f"no such endpoint: {path}")
         if method != routes[path]:
@@ -260,6 +265,8 @@ class Simulator:
             if path == AUDITS_PATH:
                 return self._list_reply(path, "audits", self._audits(query), query)
             self._check_params(query, set())
+            if path == DOMAINS_PATH:
+                return self._list_reply(path, "domains", self.org.domain_list(), query)
             return self._list_reply(path, "users", self.org.user_list(), query)
         except _BadRequest as exc:
             return _error(400, str(exc))

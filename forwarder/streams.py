@@ -46,6 +46,18 @@ def user_email(item: Any) -> Optional[str]:
     return None
 
 
+def domain_name(item: Any) -> Optional[str]:
+    """The name of one element of a domains list: a string, or an object with a name field."""
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, dict):
+        for key in ("name", "domain", "domain_name"):
+            value = item.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
 def filters_for(object_type: str, filters: Sequence[str]) -> List[Optional[str]]:
     """The filters that make sense for an object type; no filter at all when none is configured."""
     if not filters:

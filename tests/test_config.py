@@ -95,3 +95,11 @@ def test_every_variable_has_help_and_secret_ones_have_no_default():
         assert v.name.startswith("FORWARDER_") and v.help
         if v.secret:
             assert v.default is None
+
+
+def test_the_readme_documents_every_variable():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [v.name for v in VARIABLES if f"| `{v.name}` |" not in readme]
+    assert missing == []

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
+DOMAINS_PATH = "/v1/cp/domains"  # not in the spec: used only with FORWARDER_DISCOVER_DOMAINS
 # Optional parameters, in the order they are given up when the service answers 400 to them.
 _OPTIONAL = ("sort", "start_date", "limit", "offset")
 
@@ -265,9 +266,13 @@ class ApiClient:
             optional["start_date"] = format_us(start_us)[:19] + "Z"
         return self.paged(AUDITS_PATH, "audits", base, optional, limit, max_pages, outcome)
 
-    def users(self, limit: int, max_pages: int) -> List[Any]:
+    def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
+        """Every element of a list endpoint (users, domains)."""
         outcome = PageOutcome()
-        items: List[Any] = []
-        for page in self.paged(USERS_PATH, "users", {}, {}, limit, max_pages, outcome):
-            items.extend(page)
-        return items
+        return [item for page in self.paged(path, plural, {}, {}, limit, max_pages, outcome) for item in page]
+
+    def users(self, limit: int, max_pages: int) -> List[Any]:
+        return self.listing(USERS_PATH, "users", limit, max_pages)
+
+    def domains(self, limit: int, max_pages: int) -> List[Any]:
+        return self.listing(DOMAINS_PATH, "domains", limit, max_pages)

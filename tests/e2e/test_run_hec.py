@@ -160,3 +160,24 @@ def test_no_secret_reaches_logs_reports_or_events(tmp_path, captured_logs):
             for secret in secrets:
                 assert secret not in text
         assert "Invalid token" in json.dumps(failed.to_dict())
+
+
+def test_discovered_domains_become_domain_streams(tmp_path):
+    org = generate_org(11)
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "s"), FORWARDER_DISCOVER_DOMAINS="true")
+        report = run_once(settings)
+        assert report.ok, report.to_dict()
+        domain_streams = sorted(s.stream for s in report.streams if s.stream.startswith("domain/"))
+        live = sorted(f"domain/{d.name}" for d in org.domains if d.destroyed_us is None)
+        assert domain_streams == live  # the IDN one listed in ASCII, pulled by its Unicode name
+        ids = delivered_ids(hec)
+        assert sorted(ids) == expected_ids(reachable(org, now_us()))
+
+
+def test_discovery_against_a_service_without_the_endpoint_says_so(tmp_path):
+    with Simulator(generate_org(11), domains_endpoint=False) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "s"), FORWARDER_DISCOVER_DOMAINS="true")
+        report = run_once(settings)
+        assert not report.ok and "FORWARDER_DISCOVER_DOMAINS" in report.error and "404" in report.error
+        assert hec.events() == []
