@@ -145,6 +145,12 @@ class ApiClient:
                 "check FORWARDER_CLIENT_ID / FORWARDER_CLIENT_SECRET",
                 status=response.status_code,
             )
+        if response.status_code in (404, 405):
+            raise ApiError(
+                f"no token endpoint at {self._token_path} (HTTP {response.status_code}); "
+                "check FORWARDER_API_URL and FORWARDER_TOKEN_PATH",
+                response.status_code,
+            )
         if response.status_code != 200:
             raise ApiError(
                 f"token request failed: HTTP {response.status_code}: {_error_text(response)}",

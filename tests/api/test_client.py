@@ -137,3 +137,11 @@ def test_an_offset_ceiling_ends_paging_without_giving_up_parameters():
         items, outcome = trail(client_for(sim), "user", user, limit=25)
         assert len(items) == 75 and outcome.truncated and "offset" in outcome.reason
         assert all("sort" in r.query for r in sim.requests if r.path.endswith("/audits"))
+
+
+def test_the_token_path_is_a_setting():
+    with Simulator(ORG, token_path="/v1/cp/oauth/token") as sim:
+        items, _ = trail(client_for(sim, token_path="/v1/cp/oauth/token"), "domain", IDN_DOMAIN)
+        assert items and sim.requests[0].path == "/v1/cp/oauth/token"
+        with pytest.raises(ApiError, match="FORWARDER_TOKEN_PATH"):
+            trail(client_for(sim), "domain", IDN_DOMAIN)  # the spec's default path is not there
