@@ -32,6 +32,7 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
@@ -255,26 +256,29 @@ class _Domain(NamedTuple):
         return sorted({form for form in forms if form})
 
 
+@functools.lru_cache(maxsize=4096)  # an organization has few domains; IDNA is the costly part
+def _label_forms(label: str) -> Tuple[str, str]:
+    """(Unicode, ASCII) forms of one label."""
+    try:
+        uni = idna.decode(label, uts46=True)
+    except ValueError:  # idna.IDNAError is a UnicodeError
+        uni = label.lower()
+    try:
+        asc = idna.encode(uni, uts46=True).decode("ascii")
+    except ValueError:
+        asc = uni
+    return uni, asc
+
+
 def _domain(value: Any) -> Optional[_Domain]:
     """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
     a broken ``xn--`` label)."""
     given = as_text(value)
     if not given:
         return None
-    unicode_labels: List[str] = []
-    ascii_labels: List[str] = []
-    for label in given.rstrip(".").split("."):
-        try:
-            uni = idna.decode(label, uts46=True)
-        except ValueError:  # idna.IDNAError is a UnicodeError
-            uni = label.lower()
-        try:
-            asc = idna.encode(uni, uts46=True).decode("ascii")
-        except ValueError:
-            asc = uni
-        unicode_labels.append(uni)
-        ascii_labels.append(asc)
-    ascii_form = ".".join(ascii_labels)
+    forms = [_label_forms(label) for label in given.rstrip(".").split(".")]
+    ascii_form = ".".join(asc for _, asc in forms)
+    unicode_labels = [uni for uni, _ in forms]
     return _Domain(given, ".".join(unicode_labels), ascii_form if ascii_form.isascii() else None)
 
 
