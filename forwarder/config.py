@@ -11,13 +11,14 @@ import idna
 
 from .errors import ConfigError
 from .http import check_url, redact_url
+from .normalize import formats
 from .sinks import schemes as sink_schemes
 from .sinks.http_ndjson import parse_headers
 from .sinks.settings import SinkSettings
 from .timeutil import parse_duration
 
 OBJECT_TYPES = ("user", "domain")
-FORMATS = ("ecs", "cef", "ocsf", "raw")
+FORMATS = tuple(formats())
 _FILTER = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]*)*$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+$")
 
