@@ -124,10 +124,22 @@ def test_run_with_an_interval_repeats_until_sigterm(sim, tmp_path):
     env.update(env_for(sim.base_url, sink.as_uri(), str(tmp_path / "state")))
     proc = subprocess.Popen([sys.executable, "-m", "forwarder", "run", "--interval", "1s"], env=env)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and sum(r.path.endswith("/token") for r in sim.requests) < 2:
-            time.sleep(0.05)  # each run gets its own token: two token calls means a second run began
-        assert sum(r.path.endswith("/token") for r in sim.requests) >= 2
+
+        def listings():
+            return sum(r.path.endswith("/users") for r in sim.requests)
+
+        def wait_for(condition):
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not condition():
+                time.sleep(0.05)
+            assert condition()
+
+        # Once the first run ships, its planning (the only users listing of a run) is over.
+        wait_for(lambda: sink.exists() and sink.read_text().count("\n") > 0)
+        first_run = listings()
+        wait_for(lambda: listings() > first_run)  # each run lists the users: a second run began
+        # The token outlives a run: the later runs reuse it.
+        assert sum(r.path.endswith("/token") for r in sim.requests) == 1
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

@@ -16,7 +16,7 @@ from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..timeutil import format_us
 from .paging import PageOutcome, extract_items, iter_pages
-from .token import TokenProvider
+from .token import TokenProvider, reuse_key
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,10 @@ class ApiClient:
         self._retry = retry or RetryPolicy()
         self._session = session or new_session()
         self._throttle = _Throttle()
-        self._tokens = TokenProvider(self._request_token)
+        self._tokens = TokenProvider(
+            self._request_token,
+            key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
+        )
         self._unsupported: set[tuple[str, str]] = set()  # optional parameters the service rejected this run
         self._lock = threading.Lock()
 

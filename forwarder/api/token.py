@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from ..errors import AuthError, MalformedResponse
 
@@ -49,14 +50,29 @@ def parse_token(body: Any, received_at: float) -> Token:
     return Token(value=body["access_token"], expires_at=received_at + remaining - margin)
 
 
+# Tokens outlive a run (4 hours): later runs in the same process (``run --interval``, a warm Lambda)
+# reuse them instead of asking the token endpoint every few minutes. Keyed by a hash that includes
+# the secret, so a rotated secret never reuses a token; one entry per credential.
+_reusable: Dict[str, Token] = {}
+_reusable_lock = threading.Lock()
+
+
+def reuse_key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+
 class TokenProvider:
     """Thread-safe token cache. ``fetch`` performs the token request and returns the parsed body."""
 
-    def __init__(self, fetch: Callable[[], Any], clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, fetch: Callable[[], Any], clock: Callable[[], float] = time.time, key: Optional[str] = None
+    ) -> None:
         self._fetch = fetch
         self._clock = clock
         self._lock = threading.Lock()
-        self._token: Optional[Token] = None
+        self._key = key
+        with _reusable_lock:
+            self._token: Optional[Token] = _reusable.get(key) if key else None
 
     def get(self) -> str:
         with self._lock:
@@ -76,4 +92,7 @@ class TokenProvider:
         token = parse_token(self._fetch(), received)
         if not token.value:
             raise AuthError("token endpoint returned an empty token")
+        if self._key:
+            with _reusable_lock:
+                _reusable[self._key] = token
         return token

@@ -145,3 +145,15 @@ def test_the_token_path_is_a_setting():
         assert items and sim.requests[0].path == "/v1/cp/oauth/token"
         with pytest.raises(ApiError, match="FORWARDER_TOKEN_PATH"):
             trail(client_for(sim), "domain", IDN_DOMAIN)  # the spec's default path is not there
+
+
+def test_a_token_is_reused_by_later_clients_with_the_same_credentials():
+    with Simulator(ORG) as sim:
+        for _ in range(3):
+            trail(client_for(sim), "domain", IDN_DOMAIN)
+        assert len(sim.issued_tokens) == 1
+        with pytest.raises(AuthError):  # another secret never reuses that token
+            trail(client_for(sim, secret="rotated-secret"), "domain", IDN_DOMAIN)
+        sim.revoke_tokens()
+        trail(client_for(sim), "domain", IDN_DOMAIN)  # a reused token that was revoked is refreshed
+        assert len(sim.issued_tokens) == 2
