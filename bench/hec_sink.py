@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import sys
-import time
 from pathlib import Path
-from typing import Callable, List
+from typing import List
 
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test receiver lives in tests/
+
+from timing import best_of
 
 from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.records import parse_record
@@ -29,15 +30,6 @@ from forwarder.sinks.hec import HecSink, envelope, metadata_fields
 from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import now_us
 from tests.receivers.hec import HecReceiver
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv: List[str] | None = None) -> None:

@@ -9,24 +9,15 @@ to read a record and write an event. The ratio says how many floors one normaliz
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Callable, List
+from typing import List
+
+from timing import best_of
 
 from forwarder import jsonutil
 from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.records import parse_record
 from forwarder.simdata import generate_org
 from forwarder.timeutil import now_us
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    """The fastest of ``repeat`` runs: the least disturbed by the rest of the machine."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv: List[str] | None = None) -> None:

@@ -41,6 +41,18 @@ def delivered(*records: AuditRecord, base: StreamState | None = None) -> StreamS
     return (base or StreamState()).advance(records, HOUR_US)
 
 
+def deliver_with_retries(store, record) -> int:
+    """Read, advance over ``record``, commit; again on each conflict. Returns the conflicts met."""
+    conflicts = 0
+    while True:
+        loaded = store.load(KEY)
+        try:
+            store.commit(KEY, delivered(record, base=loaded.state), loaded.version)
+            return conflicts
+        except ConflictError:
+            conflicts += 1
+
+
 class FakeClock:
     def __init__(self, now: float = T0_US / 1_000_000) -> None:
         self.now = now
@@ -110,17 +122,10 @@ class StoreContract:
         def work(worker: int) -> int:
             store = open_handle(clock)  # each worker its own handle, like separate runs
             start.wait()
-            conflicts = 0
-            for n in range(commits_each):
-                record = make_record(f"w{worker}-{n}", T0_US + n)
-                while True:
-                    loaded = store.load(KEY)
-                    try:
-                        store.commit(KEY, delivered(record, base=loaded.state), loaded.version)
-                        break
-                    except ConflictError:
-                        conflicts += 1
-            return conflicts
+            return sum(
+                deliver_with_retries(store, make_record(f"w{worker}-{n}", T0_US + n))
+                for n in range(commits_each)
+            )
 
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(work, range(workers)))

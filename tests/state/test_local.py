@@ -8,12 +8,12 @@ import stat
 import pytest
 
 import forwarder.state as registry
-from forwarder.errors import ConflictError, StateError
+from forwarder.errors import StateError
 from forwarder.state import open_store
 from forwarder.state.local import LocalStore, filename_to_key, key_to_filename
 from forwarder.state.model import SCHEMA_VERSION, StreamState
 
-from .contract import KEY, T0_US, UNICODE_KEYS, StoreContract, delivered, make_record
+from .contract import KEY, T0_US, UNICODE_KEYS, StoreContract, deliver_with_retries, delivered, make_record
 
 
 class TestLocalStoreContract(StoreContract):
@@ -174,17 +174,7 @@ def _die_before_rename(directory: str, key: str) -> None:
 
 def _commit_loop(directory: str, worker: str, commits: int) -> int:
     store = LocalStore(directory)
-    conflicts = 0
-    for n in range(commits):
-        record = make_record(f"{worker}-{n}", T0_US + n)
-        while True:
-            loaded = store.load(KEY)
-            try:
-                store.commit(KEY, delivered(record, base=loaded.state), loaded.version)
-                break
-            except ConflictError:
-                conflicts += 1
-    return conflicts
+    return sum(deliver_with_retries(store, make_record(f"{worker}-{n}", T0_US + n)) for n in range(commits))
 
 
 SPAWN = multiprocessing.get_context("spawn")  # no fork of a process that runs threads
