@@ -18,10 +18,13 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_splunk_app  # noqa: E402
 
 APP = build_splunk_app.APP_ID
-PY39 = "/root/.pyenv/versions/3.9.18/bin/python3.9"
+PY39_PATH = "/root/.pyenv/versions/3.9.18/bin/python3.9"
 PY313 = "/root/.pyenv/versions/3.13.0/bin/python3.13"
+# Splunk's oldest bundled Python where this machine has one; the venv's Python otherwise, so the
+# behaviour is still tested (`make compat39` says when no 3.9 exists).
+PY39 = PY39_PATH if os.path.exists(PY39_PATH) else sys.executable
 PYTHONS = [pytest.param(sys.executable, id="venv")] + [
-    pytest.param(p, id=Path(p).name) for p in (PY39, PY313) if os.path.exists(p)
+    pytest.param(p, id=Path(p).name) for p in (PY39_PATH, PY313) if os.path.exists(p)
 ]
 
 
