@@ -26,15 +26,15 @@ _lock = threading.Lock()
 def _fetch(kind: str, name: str) -> str:
     from botocore.exceptions import BotoCoreError, ClientError  # only the AWS runtime needs boto3
 
-    from .sinks.s3 import aws_client
+    from .aws import client
 
     try:
         if kind == "secretsmanager":
-            response = aws_client("secretsmanager").get_secret_value(SecretId=name)
+            response = client("secretsmanager").get_secret_value(SecretId=name)
             if "SecretString" not in response:
                 raise ValueError("the secret holds binary data, not text")
             return str(response["SecretString"])
-        parameter = aws_client("ssm").get_parameter(Name=name, WithDecryption=True)
+        parameter = client("ssm").get_parameter(Name=name, WithDecryption=True)
         return str(parameter["Parameter"]["Value"])
     except ClientError as exc:
         problem = str(exc.response.get("Error", {}).get("Code", "")) or "request failed"

@@ -68,15 +68,16 @@ class S3Quarantine:
     """
 
     def __init__(self, location: str, kms_key_id: Optional[str] = None, client: Any = None) -> None:
-        from .sinks.s3 import aws_client, parse_s3_uri
+        from . import aws  # boto3 only where S3 is used: the Splunk add-on ships without it
 
-        self.bucket, self.prefix = parse_s3_uri(location, "FORWARDER_QUARANTINE")
+        self.bucket, self.prefix = aws.parse_s3_uri(location, "FORWARDER_QUARANTINE")
         self.location = location
         self._kms_key_id = kms_key_id
-        self._client = client or aws_client("s3")
+        self._client = client or aws.client("s3")
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
-        from .sinks.s3 import aws_error, aws_failures, partition, put_ndjson
+        from . import aws
+        from .sinks.s3 import aws_error, partition, put_ndjson
 
         if not rejections:
             return
@@ -86,7 +87,7 @@ class S3Quarantine:
         lines = quarantine_lines(stream_key, rejections, at_us)
         try:
             put_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
-        except aws_failures() as exc:
+        except aws.failures() as exc:
             raise aws_error(
                 exc, f"quarantining {len(rejections)} event(s) to s3://{self.bucket}/{key}"
             ) from exc

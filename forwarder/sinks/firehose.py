@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from .. import retry
+from .. import aws, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from .base import batches, reject_oversized
-from .s3 import aws_client, aws_error, aws_failures
+from .s3 import aws_error
 from .settings import SinkSettings
 
 MAX_RECORDS = 500
@@ -59,7 +59,7 @@ class FirehoseSink:
         self.max_batch_events = min(settings.batch_events or MAX_RECORDS, MAX_RECORDS)
         self.max_batch_bytes = min(settings.batch_bytes or MAX_CALL_BYTES, MAX_CALL_BYTES)
         self._retry = retry_policy or retry.RetryPolicy()
-        self._client = client or aws_client("firehose", settings.timeout_seconds)
+        self._client = client or aws.client("firehose", settings.timeout_seconds)
 
     def __repr__(self) -> str:
         return f"FirehoseSink(stream={self.stream!r})"
@@ -83,7 +83,7 @@ class FirehoseSink:
                 response = self._client.put_record_batch(DeliveryStreamName=self.stream, Records=records)
                 problem = ""
                 pending = [pending[n] for n in failed_positions(response, len(records))]
-            except aws_failures() as exc:
+            except aws.failures() as exc:
                 error = aws_error(exc, f"PutRecordBatch to Firehose stream {self.stream}")
                 code = getattr(exc, "response", {}).get("Error", {}).get("Code")
                 if code not in _BUSY:

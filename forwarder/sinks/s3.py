@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from typing import Any, Dict, Optional, Sequence, Tuple, Type
-from urllib.parse import urlsplit
+from typing import Any, Dict, Optional, Sequence
 
+from .. import aws
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import from_us
@@ -35,41 +35,13 @@ _THROTTLED = frozenset(
 )
 
 
-def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
-    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
-    return parts.netloc, parts.path.strip("/")
-
-
-def aws_client(service: str, timeout_seconds: float = 60.0) -> Any:
-    """A boto3 client with standard retries; region, credentials and endpoint come from the environment."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 5},
-        connect_timeout=10,
-        read_timeout=timeout_seconds,
-    )
-    return boto3.client(service, config=config)
-
-
-def aws_failures() -> Tuple[Type[Exception], ...]:
-    """The exceptions a boto3 call raises for a service or transport failure (import kept lazy)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    return (BotoCoreError, ClientError)
-
-
 def aws_error(exc: Exception, doing: str) -> SinkError:
     """A SinkError from a boto3 failure: retryable for throttling, 5xx and transport errors only."""
     response = getattr(exc, "response", None)
     if not response:  # no answer at all: a connection or timeout error
         return SinkError(f"{doing} failed: {exc}", retryable=True)
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-    code = str(response.get("Error", {}).get("Code", ""))
+    code = aws.error_code(exc)
     return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
 
 
@@ -104,13 +76,13 @@ class S3Sink:
     name = "s3"
 
     def __init__(self, settings: SinkSettings, client: Any = None) -> None:
-        self.bucket, self.prefix = parse_s3_uri(settings.uri, "FORWARDER_SINK")
+        self.bucket, self.prefix = aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self._gzip = settings.gzip
         self._kms_key_id = settings.sse_kms_key_id
         self._suffix = ".ndjson.gz" if settings.gzip else ".ndjson"
-        self._client = client or aws_client("s3", settings.timeout_seconds)
+        self._client = client or aws.client("s3", settings.timeout_seconds)
 
     def __repr__(self) -> str:
         return f"S3Sink(bucket={self.bucket!r}, prefix={self.prefix!r})"
@@ -122,7 +94,7 @@ class S3Sink:
         lines = [event.body + b"\n" for event in batch]
         try:
             put_ndjson(self._client, self.bucket, key, lines, self._gzip, self._kms_key_id)
-        except aws_failures() as exc:
+        except aws.failures() as exc:
             raise aws_error(exc, f"writing s3://{self.bucket}/{key}") from exc
         return SendResult.all_delivered(len(batch))
 

@@ -23,13 +23,12 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..aws import client, error_code
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
-from ..sinks.s3 import aws_client
 from ..timeutil import parse_iso
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .s3 import error_code
 from .slots import commit_stream, load_stream
 from .store import Loaded
 
@@ -180,4 +179,4 @@ def open_dynamodb(location: str, clock: Callable[[], float] = time.time) -> Dyna
     table = parts.netloc
     if parts.scheme.lower() != "dynamodb" or not table or parts.path.strip("/") or parts.query:
         raise ValueError(f"state location {location!r}: expected dynamodb://table")
-    return DynamoDBStore(aws_client("dynamodb"), table, clock)
+    return DynamoDBStore(client("dynamodb"), table, clock)

@@ -17,13 +17,13 @@ from __future__ import annotations
 import secrets
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..aws import client, error_code, parse_s3_uri
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
-from ..sinks.s3 import aws_client
 from .lease import SlotLease, acquire
 from .model import StreamState
 from .slots import commit_stream, load_stream
@@ -45,11 +45,6 @@ def key_to_name(key: str) -> str:
     if not key:
         raise ValueError("a stream key must not be empty")
     return quote(key, safe="@") + _SUFFIX
-
-
-def error_code(exc: Exception) -> str:
-    """The AWS error code of a ClientError ("" for anything else)."""
-    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
 
 
 class _ObjectSlot:
@@ -163,16 +158,7 @@ class S3Store:
         return self.slot(_STREAMS + key_to_name(key))
 
 
-def parse_location(location: str) -> Tuple[str, str]:
-    parts = urlsplit(location)
-    if parts.scheme.lower() != "s3" or not parts.netloc:
-        raise ValueError(f"state location {location!r}: expected s3://bucket/prefix")
-    if parts.query or parts.fragment:
-        raise ValueError(f"state location {location!r}: no ?query or #fragment allowed")
-    return parts.netloc, parts.path.strip("/")
-
-
 def open_s3(location: str, clock: Callable[[], float] = time.time) -> S3Store:
     """``s3://bucket`` or ``s3://bucket/prefix``; boto3 finds region and credentials as usual."""
-    bucket, prefix = parse_location(location)
-    return S3Store(aws_client("s3"), bucket, prefix, clock)
+    bucket, prefix = parse_s3_uri(location, "FORWARDER_STATE")
+    return S3Store(client("s3"), bucket, prefix, clock)

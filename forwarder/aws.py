@@ -1,0 +1,45 @@
+"""boto3 plumbing shared by the AWS sinks, state stores, quarantine and credentials.
+
+Everything imports boto3 lazily, so the CLI and the Splunk add-on never load it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple, Type
+from urllib.parse import urlsplit
+
+
+def client(service: str, timeout_seconds: float = 60.0) -> Any:
+    """A client with standard retries; region, credentials and endpoint come from the environment.
+
+    Each client gets its own session: boto3's default session is not safe to create clients from
+    in several threads at once, and streams run in threads.
+    """
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=timeout_seconds
+    )
+    return boto3.session.Session().client(service, config=config)
+
+
+def failures() -> Tuple[Type[Exception], ...]:
+    """The exceptions a boto3 call raises for a service or transport failure."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (BotoCoreError, ClientError)
+
+
+def error_code(exc: Exception) -> str:
+    """The AWS error code of a service error ("" for anything else, such as a transport error)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
+    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
+    return parts.netloc, parts.path.strip("/")
