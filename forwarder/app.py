@@ -14,6 +14,7 @@ from .config import Settings, to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import register_secrets
 from .normalize import NormalizeOptions, get_formatter
+from .observer import IGNORE, RunObserver
 from .pipeline import Limits, RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
 from .report import RunReport
@@ -107,6 +108,7 @@ def run_once(
     store: Optional[StateStore] = None,
     sink: Optional[Sink] = None,
     quarantine: Optional[Quarantine] = None,
+    observer: RunObserver = IGNORE,
 ) -> RunReport:
     """One run over every stream. Errors end up in the report; the caller decides the exit status."""
     register_secrets(settings.secrets())
@@ -123,8 +125,9 @@ def run_once(
     client = None
     own_sink = sink is None
     try:
-        client = build_client(settings)
+        client = api = build_client(settings)
         streams = order(plan(settings, client))  # e.g. the streams that waited longest first
+        observer.started(streams, lambda: api.requests_sent)
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
             source=ApiSource(client, settings),
@@ -145,6 +148,7 @@ def run_once(
             lease=lease,
             lease_ttl_s=settings.lease_ttl_s,
             should_stop=should_stop,
+            observer=observer,
         )
         run_streams(ctx, streams, settings.concurrency, report)
     except (ForwarderError, ValueError) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
@@ -10,13 +11,15 @@ import threading
 from typing import Dict, List, Mapping, Optional
 
 from . import __version__, jsonutil
-from .config import VARIABLES, Settings, load_settings
+from .config import LOG_FORMATS, VARIABLES, Settings, load_settings
+from .console.session import Console, wants_text
+from .console.style import Style, wants_colour
 from .errors import ConfigError, ForwarderError
-from .logs import configure
 from .timeutil import parse_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try again later
+QUIET_HELP = "print errors only: no progress, summary or warnings; the exit code says the rest"
 
 
 def _flag(variable: str) -> str:
@@ -46,62 +49,109 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(_env(args, os.environ))
 
 
+def _log_format(env: Mapping[str, str]) -> str:
+    """FORWARDER_LOG_FORMAT for the commands that do not load every setting (demo, state)."""
+    value = (env.get("FORWARDER_LOG_FORMAT") or "auto").strip().lower()
+    if value not in LOG_FORMATS:
+        raise ConfigError([f"FORWARDER_LOG_FORMAT: choose from {', '.join(LOG_FORMATS)} (got {value!r})"])
+    return value
+
+
+def _tables(log_format: str, args: argparse.Namespace) -> Optional[Style]:
+    """The style for tables on stdout, or None for the machine form (--json, or not a terminal)."""
+    if args.json or not wants_text(log_format, sys.stdout):
+        return None
+    return Style(wants_colour(sys.stdout, os.environ))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .app import run_once
 
     settings = _settings(args)
     interval = parse_duration(args.interval) if args.interval else 0
-    configure(settings.log_level)
+    console = Console(settings.log_format, settings.log_level, os.environ, sys.stderr, quiet=args.quiet)
     # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts no new stream,
     # commits what it shipped, and the process exits with that run's status.
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    while True:
-        report = run_once(settings, should_stop=stopping.is_set)
-        if args.report:
-            sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
-        code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
-        if not interval or stopping.wait(interval):
-            return code
+    try:
+        while True:
+            report = run_once(settings, should_stop=stopping.is_set, observer=console.progress())
+            console.summary(report)
+            if args.report:
+                sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
+            code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
+            if not interval or stopping.wait(interval):
+                return code
+    finally:
+        console.close()
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
 
     settings = _settings(args)
-    configure(settings.log_level)
-    return EXIT_OK if check(settings, sys.stdout) else EXIT_FAILED
+    console = Console(settings.log_format, settings.log_level, os.environ, sys.stderr)
+    style = _tables(settings.log_format, args)
+    if style is None:
+        return EXIT_OK if check(settings, sys.stdout) else EXIT_FAILED
+    from .console.views import check_view
+
+    lines = io.StringIO()
+    console.screen.status("checking settings, state, sink, token and the first audits page ...")
+    passed = check(settings, lines)
+    console.screen.clear()
+    sys.stdout.write(check_view(lines.getvalue(), style))
+    return EXIT_OK if passed else EXIT_FAILED
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import demo
+    from .demo import describe, run_demo
 
-    configure(os.environ.get("FORWARDER_LOG_LEVEL", "WARNING"))
-    return demo(out_dir=args.out, state_dir=args.state, fresh=args.fresh, stream=sys.stdout)
+    level = os.environ.get("FORWARDER_LOG_LEVEL", "WARNING")
+    console = Console(_log_format(os.environ), level, os.environ, sys.stderr, quiet=args.quiet)
+    try:
+        run = run_demo(args.out, args.state, args.fresh, observer=console.progress())
+        console.summary(run.report)
+    finally:
+        console.close()
+    if not args.quiet:
+        describe(run, sys.stdout, totals=not console.text)
+    return EXIT_OK if run.report.ok else EXIT_FAILED
 
 
 def cmd_state(args: argparse.Namespace) -> int:
     from .state import open_store
-    from .timeutil import format_us
+    from .timeutil import format_us, now_us
 
     # Only the state location matters here: no API URL or credentials needed to inspect or reset.
     env = _env(args, os.environ)
-    configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
+    log_format = _log_format(env)
+    Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)
     store = open_store(env.get("FORWARDER_STATE") or "./state")
     keys = sorted(store.keys())
     if args.state_command == "show":
         rows = []
+        now = now_us()
         for key in keys:
             state = store.load(key).state
+            wm = state.watermark_us
             rows.append(
                 {
                     "stream": key,
-                    "watermark": None if state.watermark_us is None else format_us(state.watermark_us),
+                    "watermark": None if wm is None else format_us(wm),
                     "ids_in_window": len(state.seen),
                     "delivered_total": state.delivered_total,
+                    "lag_seconds": None if wm is None else round((now - wm) / 1e6, 3),
                 }
             )
-        sys.stdout.write(jsonutil.dumps({"location": store.location, "streams": rows}).decode() + "\n")
+        style = _tables(log_format, args)
+        if style is None:
+            sys.stdout.write(jsonutil.dumps({"location": store.location, "streams": rows}).decode() + "\n")
+        else:
+            from .console.views import state_table
+
+            sys.stdout.write(state_table(store.location, rows, style))
         return EXIT_OK
     targets = keys if args.all else [args.stream]
     if not args.all and not args.stream:
@@ -125,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="pull every stream once and ship new events")
     _add_setting_flags(run)
     run.add_argument("--report", action="store_true", help="print the run report as JSON on stderr")
+    run.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     run.add_argument(
         "--interval",
         metavar="DURATION",
@@ -136,18 +187,23 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="validate settings, get a token, make one audits call; ships nothing"
     )
     _add_setting_flags(check)
+    check.add_argument(
+        "--json", action="store_true", help="one 'ok|FAIL step: result' line per step instead of a table"
+    )
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser("demo", help="run against the built-in simulator into out/events.ndjson")
     demo.add_argument("--out", default="out", help="output directory (default out)")
     demo.add_argument("--state", default="state", help="state directory (default state)")
     demo.add_argument("--fresh", action="store_true", help="forget earlier demo state and output first")
+    demo.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     demo.set_defaults(func=cmd_demo)
 
     state = sub.add_parser("state", help="show or reset stored stream state")
     state_sub = state.add_subparsers(dest="state_command", required=True)
-    show = state_sub.add_parser("show", help="print every stream's watermark")
+    show = state_sub.add_parser("show", help="print every stream's watermark and lag, stalest first")
     _add_setting_flags(show)
+    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
     reset = state_sub.add_parser(
         "reset", help="forget a stream's state (it restarts at the initial look-back)"
     )

@@ -103,7 +103,13 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("FORWARDER_MAX_ATTEMPTS", "tries per HTTP request (429/5xx/connection errors)", "5"),
     Variable("FORWARDER_LEASE_TTL", "seconds a run's lease lasts unless renewed", "900"),
     Variable("FORWARDER_LOG_LEVEL", "DEBUG, INFO, WARNING, ERROR", "INFO"),
+    Variable(
+        "FORWARDER_LOG_FORMAT",
+        "CLI output: auto (progress and tables when stderr is a terminal, else JSON lines), json, text",
+        "auto",
+    ),
 )
+LOG_FORMATS = ("auto", "json", "text")
 _DEFAULTS: Dict[str, Optional[str]] = {v.name: v.default for v in VARIABLES}
 
 
@@ -136,6 +142,7 @@ class Settings:
     max_attempts: int
     lease_ttl_s: int
     log_level: str
+    log_format: str = "auto"
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
@@ -321,6 +328,10 @@ def load_settings(env: Mapping[str, str]) -> Settings:
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         p.append(f"FORWARDER_LOG_LEVEL: choose from DEBUG, INFO, WARNING, ERROR (got {log_level!r})")
 
+    log_format = r.get("FORWARDER_LOG_FORMAT").lower()
+    if log_format not in LOG_FORMATS:
+        p.append(f"FORWARDER_LOG_FORMAT: choose from {', '.join(LOG_FORMATS)} (got {log_format!r})")
+
     settings = Settings(
         api_url=api_url,
         client_id=client_id,
@@ -349,6 +360,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         max_attempts=r.integer("FORWARDER_MAX_ATTEMPTS", 1, 20),
         lease_ttl_s=r.integer("FORWARDER_LEASE_TTL", 30),
         log_level=log_level,
+        log_format=log_format,
     )
     if p:
         raise ConfigError(p)

@@ -7,12 +7,15 @@ so a second demo sees the same records and reports 0 new.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from . import jsonutil
 from .app import run_once
 from .config import load_settings
+from .observer import IGNORE, RunObserver
+from .report import RunReport
 from .simdata import generate_org
 from .simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from .timeutil import now_us
@@ -37,7 +40,17 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in fh)
 
 
-def demo(out_dir: str, state_dir: str, fresh: bool, stream: TextIO) -> int:
+@dataclass
+class DemoRun:
+    users: int
+    domains: int
+    records: int
+    events: Path
+    state: Path
+    report: RunReport
+
+
+def run_demo(out_dir: str, state_dir: str, fresh: bool, observer: RunObserver = IGNORE) -> DemoRun:
     out, state = Path(out_dir).resolve(), Path(state_dir).resolve()
     if fresh:
         shutil.rmtree(out, ignore_errors=True)
@@ -56,21 +69,31 @@ def demo(out_dir: str, state_dir: str, fresh: bool, stream: TextIO) -> int:
             "FORWARDER_INITIAL_LOOKBACK": "13mo",
             "FORWARDER_LOG_LEVEL": "WARNING",
         }
-        report = run_once(load_settings(env))
-    totals = report.totals()
+        report = run_once(load_settings(env), observer=observer)
+    return DemoRun(len(org.users), len(org.domains), len(org.all_records()), events, state, report)
+
+
+def describe(run: DemoRun, stream: TextIO, totals: bool = True) -> None:
+    """What the demo did, in words; ``totals`` False when a summary table already showed the counts."""
+    report = run.report
+    counts = report.totals()
     stream.write(
-        f"demo: simulator with {len(org.users)} users, {len(org.domains)} domains, "
-        f"{len(org.all_records())} audit records\n"
-        f"      {totals['streams']} streams: fetched {totals['fetched']}, new {totals['new']}, "
-        f"shipped {totals['shipped']}, skipped {totals['skipped']}, "
-        f"failed streams {totals['failed_streams']}\n"
-        f"      {events} now holds {_count_lines(events)} ECS events; state in {state}\n"
+        f"demo: simulator with {run.users} users, {run.domains} domains, {run.records} audit records\n"
     )
-    if report.error:
-        stream.write(f"      error: {report.error}\n")
-    for s in report.streams:
-        if s.error:
-            stream.write(f"      {s.stream}: {s.error}\n")
-    if totals["new"] == 0 and report.ok:
+    if totals:
+        stream.write(
+            f"      {counts['streams']} streams: fetched {counts['fetched']}, new {counts['new']}, "
+            f"shipped {counts['shipped']}, skipped {counts['skipped']}, "
+            f"failed streams {counts['failed_streams']}\n"
+        )
+    stream.write(
+        f"      {run.events} now holds {_count_lines(run.events)} ECS events; state in {run.state}\n"
+    )
+    if totals:
+        if report.error:
+            stream.write(f"      error: {report.error}\n")
+        for s in report.streams:
+            if s.error:
+                stream.write(f"      {s.stream}: {s.error}\n")
+    if counts["new"] == 0 and report.ok:
         stream.write("      nothing new: run `make demo` again after `rm -rf out state` to start over\n")
-    return 0 if report.ok else 1

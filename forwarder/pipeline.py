@@ -3,6 +3,7 @@ details live here: those come in through the small interfaces of api, normalize,
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -11,11 +12,12 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome
 from .errors import ForwarderError, StateError
 from .normalize import Formatter, NormalizeOptions
+from .observer import IGNORE, RunObserver
 from .quarantine import Quarantine
 from .records import AuditRecord, InvalidRecord, parse_record
 from .report import RunReport, StreamReport
@@ -58,6 +60,7 @@ class RunContext:
     lease: Optional[Lease] = None
     lease_ttl_s: int = 900
     should_stop: Callable[[], bool] = lambda: False
+    observer: RunObserver = IGNORE
     send_lock: threading.Lock = field(default_factory=threading.Lock)
     lease_lock: threading.Lock = field(default_factory=threading.Lock)
     lease_renewed: float = field(default_factory=time.monotonic)
@@ -124,6 +127,13 @@ def select_new(
     return Selection(records, complete, ascending)
 
 
+def _observed(pages: Iterable[List[Any]], notify: Callable[[], None]) -> Iterator[List[Any]]:
+    """``pages``, calling ``notify`` once each page has been read through."""
+    for page in pages:
+        yield page
+        notify()
+
+
 def _sort_key(record: AuditRecord) -> Tuple[int, str]:
     return record.sort_key
 
@@ -141,10 +151,16 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         state, version = loaded.state, loaded.version
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
+        first_us = _start_hint(state, floor_us, window_us)
+        ctx.observer.progressed(report, first_us, first_us)
         while True:
             report.passes += 1
             outcome = PageOutcome()
-            pages = ctx.source.pages(stream, _start_hint(state, floor_us, window_us), outcome)
+            at_us = first_us if state.watermark_us is None else state.watermark_us
+            pages = _observed(
+                ctx.source.pages(stream, _start_hint(state, floor_us, window_us), outcome),
+                functools.partial(ctx.observer.progressed, report, first_us, at_us),
+            )
             selection = select_new(
                 pages,
                 stream,
@@ -164,6 +180,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
             state, version = _ship(ctx, stream, selection.records, state, version, report)
+            ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
             if selection.complete or not selection.records or ctx.should_stop():
                 break
             if (state.watermark_us, len(state.seen), state.delivered_total) == before:
@@ -232,6 +249,7 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
                 stream = pending.pop(0)
             ctx.renew_lease()  # a long scan ships nothing, so renew between streams too
             result = run_stream(ctx, stream)
+            ctx.observer.finished(result)
             with lock:
                 report.streams.append(result)
 

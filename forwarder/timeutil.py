@@ -70,3 +70,18 @@ def parse_duration(text: str) -> int:
     if unit.startswith("sec"):
         return n
     return n * _UNIT_SECONDS[unit[0]]
+
+
+def format_duration(seconds: float) -> str:
+    """For people: the two largest units, e.g. '3d 4h', '5m 12s', '42s', '0.3s'."""
+    if seconds < 10:
+        return f"{max(seconds, 0.0):.1f}s"
+    total = int(seconds)
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size or parts:
+            parts.append(f"{total // size}{unit}")
+            total %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)

@@ -88,6 +88,7 @@ class ApiClient:
         )
         self._unsupported: set[tuple[str, str]] = set()  # optional parameters the service rejected this run
         self._lock = threading.Lock()
+        self.requests_sent = 0  # every HTTP request to the API, retries included (for progress displays)
 
     def __repr__(self) -> str:
         return f"ApiClient({self.base_url!r}, client_id={self._credentials.client_id!r})"
@@ -106,6 +107,8 @@ class ApiClient:
         url = self.base_url + path
         for attempt in range(1, self._retry.attempts + 1):
             self._throttle.wait()
+            with self._lock:
+                self.requests_sent += 1
             try:
                 response = self._session.request(method, url, timeout=self._timeout, **kwargs)
             except (requests.ConnectionError, requests.Timeout) as exc:

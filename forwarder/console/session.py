@@ -1,0 +1,74 @@
+"""How the CLI talks to the person (or the pipe) on stderr: JSON lines, or readable lines with a
+live progress line and a summary table."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Mapping, Optional, TextIO
+
+from ..logs import configure
+from ..report import RunReport
+from .logview import ConsoleHandler
+from .progress import Progress
+from .screen import Screen
+from .style import Style, is_terminal, wants_colour
+from .views import run_summary
+
+
+def wants_text(log_format: str, stream: TextIO) -> bool:
+    """FORWARDER_LOG_FORMAT: ``text`` always, ``json`` never, ``auto`` when ``stream`` is a terminal."""
+    return log_format == "text" or (log_format == "auto" and is_terminal(stream))
+
+
+class Console:
+    """Sets up logging for one command and, in text mode, shows each run's progress and summary.
+
+    In JSON mode the output is exactly the JSON log lines, as cron, containers and log shippers expect.
+    ``quiet`` keeps errors only: the exit code says the rest.
+    """
+
+    def __init__(
+        self, log_format: str, log_level: str, env: Mapping[str, str], stream: TextIO, quiet: bool = False
+    ) -> None:
+        self.text = wants_text(log_format, stream)
+        self.quiet = quiet
+        self.stream = stream
+        self.style = Style(self.text and wants_colour(stream, env))
+        self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
+        self._progress: Optional[Progress] = None
+        level = logging.getLevelName(log_level.upper())
+        if not isinstance(level, int):  # load_settings refuses these; `state` and `demo` read env only
+            level = logging.INFO
+        if quiet:
+            level = logging.ERROR
+        elif self.text and level != logging.DEBUG:
+            level = max(level, logging.WARNING)  # the progress line and summary replace INFO lines
+        if self.text:
+            configure(logging.getLevelName(level), handler=ConsoleHandler(self.screen, self.style))
+        else:
+            configure(logging.getLevelName(level), stream)
+
+    def progress(self) -> Progress:
+        """A fresh observer for one run; it draws only on a terminal, in text mode, when not quiet."""
+        self._progress = Progress(self.screen)
+        if self.screen.live:
+            self._progress.start()
+        return self._progress
+
+    def summary(self, report: RunReport) -> None:
+        """End the run's progress line and, in text mode, print the summary table."""
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.stop()
+        if not self.text or self.quiet:
+            return
+        elapsed = time.monotonic() - progress.began if progress is not None else 0.0
+        api_calls = progress.api_calls() if progress is not None else None
+        self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=api_calls))
+
+    def close(self) -> None:
+        """Take the progress line away if a run ended without a summary (an exception, Ctrl-C)."""
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.stop()

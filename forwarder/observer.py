@@ -1,0 +1,29 @@
+"""The hook a run reports its progress through (the CLI's progress line listens; nothing else must).
+
+The defaults do nothing, so the Lambda and Splunk runtimes pay one no-op call per page and pass.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .report import StreamReport
+from .streams import Stream
+
+
+class RunObserver:
+    """Told how a run goes. Called from the stream threads while they work: an implementation must be
+    quick, thread-safe, never raise, and never write to a slow device from these methods."""
+
+    def started(self, plan: Sequence[Stream], api_calls: Callable[[], int]) -> None:
+        """The run planned ``plan``; ``api_calls()`` is the number of API requests made so far."""
+
+    def progressed(self, report: StreamReport, first_us: int, at_us: int) -> None:
+        """``report``'s counters moved (a page read, a pass shipped). The stream covers time from
+        ``first_us`` to now and has delivered everything up to ``at_us``."""
+
+    def finished(self, report: StreamReport) -> None:
+        """A stream ended; ``report.error`` says whether it failed."""
+
+
+IGNORE = RunObserver()
