@@ -52,9 +52,10 @@ def table(
     def line(cells: Sequence[str], paint: Sequence[Tuple[str, ...]]) -> str:
         out = []
         for i, text in enumerate(cells):
-            padded = text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i])
+            last = i == len(cells) - 1
+            padded = text.rjust(widths[i]) if numeric[i] else text if last else text.ljust(widths[i])
             out.append(style.paint(padded, *paint[i]) if paint[i] else padded)
-        return (" " * indent + "  ".join(out)).rstrip()
+        return " " * indent + "  ".join(out)
 
     lines.append(line(list(headers), [("bold",)] * len(headers)))
     for row, text in zip(rows, texts):

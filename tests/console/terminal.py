@@ -1,0 +1,86 @@
+"""Run the CLI the way a person does: in a pseudo-terminal, reading back every byte it drew."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from typing import Dict, List, NamedTuple, Optional
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Screenful(NamedTuple):
+    code: int
+    raw: str  # everything written, escape codes and carriage returns included
+
+    @property
+    def plain(self) -> str:
+        return ANSI.sub("", self.raw)
+
+    def lines(self) -> List[str]:
+        """What stays on the screen: each line as its last carriage-return frame left it."""
+        return [part.split("\r")[-1].rstrip() for part in self.plain.replace("\r\n", "\n").split("\n")]
+
+    def frames(self) -> List[str]:
+        """Every carriage-return frame drawn, blanking frames left out."""
+        parts = self.plain.replace("\r\n", "\n").replace("\n", "\r").split("\r")
+        return [p.strip() for p in parts if p.strip()]
+
+
+def environment(extra: Dict[str, str], term: str = "xterm-256color") -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_") and k != "NO_COLOR"}
+    env.update({"TERM": term, **extra})
+    return env
+
+
+def in_terminal(
+    *args: str, env: Dict[str, str], cwd: Optional[str] = None, timeout: float = 120
+) -> Screenful:
+    """``audit-forwarder ARGS`` with stdin, stdout and stderr on a 120-column pseudo-terminal."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forwarder", *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
+    )
+    os.close(slave)
+    chunks: List[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every copy of the terminal's other end is closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            proc.kill()
+            raise AssertionError(f"audit-forwarder {' '.join(args)} still running after {timeout}s")
+        return Screenful(proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace"))
+    finally:
+        os.close(master)
+
+
+def piped(*args: str, env: Dict[str, str], cwd: Optional[str] = None) -> subprocess.CompletedProcess:
+    """The same command with stdout and stderr captured (not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "forwarder", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
