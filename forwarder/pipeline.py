@@ -156,10 +156,9 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         while True:
             report.passes += 1
             outcome = PageOutcome()
-            at_us = first_us if state.watermark_us is None else state.watermark_us
             pages = _observed(
                 ctx.source.pages(stream, _start_hint(state, floor_us, window_us), outcome),
-                functools.partial(ctx.observer.progressed, report, first_us, at_us),
+                functools.partial(ctx.observer.progressed, report, first_us, state.watermark_us or first_us),
             )
             selection = select_new(
                 pages,

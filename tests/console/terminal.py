@@ -71,16 +71,3 @@ def in_terminal(
         return Screenful(proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace"))
     finally:
         os.close(master)
-
-
-def piped(*args: str, env: Dict[str, str], cwd: Optional[str] = None) -> subprocess.CompletedProcess:
-    """The same command with stdout and stderr captured (not a terminal)."""
-    return subprocess.run(
-        [sys.executable, "-m", "forwarder", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )

@@ -9,19 +9,12 @@ from dataclasses import fields
 import pytest
 
 from forwarder.report import StreamReport
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
-from tests.console.terminal import environment, in_terminal, piped
+from tests.console.terminal import environment, in_terminal
 from tests.e2e.helpers import env_for
+from tests.test_cli import cli as piped
 
 FRAME = re.compile(r"^streams (\d+)/(\d+)  fetched ([\d,]+)  shipped ([\d,]+)  .*API calls ([\d,]+)")
 TOTALS_HEAD = ["streams", "fetched", "new", "shipped", "quarantined", "failed"]
-
-
-@pytest.fixture
-def sim():
-    with Simulator(generate_org(2)) as s:
-        yield s
 
 
 def run_env(sim, tmp_path, **extra):

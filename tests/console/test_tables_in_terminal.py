@@ -6,16 +6,9 @@ import json
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
-from tests.console.terminal import environment, in_terminal, piped
+from tests.console.terminal import environment, in_terminal
 from tests.e2e.helpers import env_for
-
-
-@pytest.fixture
-def sim():
-    with Simulator(generate_org(2)) as s:
-        yield s
+from tests.test_cli import cli as piped
 
 
 @pytest.fixture

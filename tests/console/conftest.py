@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+import pytest
+
+from forwarder.simdata import generate_org
+from forwarder.simulator import Simulator
+
+
+@pytest.fixture
+def sim():
+    with Simulator(generate_org(2)) as s:
+        yield s
