@@ -11,7 +11,7 @@ import threading
 from typing import Dict, List, Mapping, Optional
 
 from . import __version__, jsonutil
-from .config import LOG_FORMATS, VARIABLES, Settings, load_settings
+from .config import VARIABLES, Settings, load_settings, parse_log_format
 from .console.session import Console, wants_text
 from .console.style import Style, wants_colour
 from .errors import ConfigError, ForwarderError
@@ -51,10 +51,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _log_format(env: Mapping[str, str]) -> str:
     """FORWARDER_LOG_FORMAT for the commands that do not load every setting (demo, state)."""
-    value = (env.get("FORWARDER_LOG_FORMAT") or "auto").strip().lower()
-    if value not in LOG_FORMATS:
-        raise ConfigError([f"FORWARDER_LOG_FORMAT: choose from {', '.join(LOG_FORMATS)} (got {value!r})"])
-    return value
+    try:
+        return parse_log_format(env.get("FORWARDER_LOG_FORMAT"))
+    except ValueError as exc:
+        raise ConfigError([str(exc)]) from None
 
 
 def _tables(log_format: str, args: argparse.Namespace) -> Optional[Style]:
@@ -127,7 +127,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     # Only the state location matters here: no API URL or credentials needed to inspect or reset.
     env = _env(args, os.environ)
     log_format = _log_format(env)
-    Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)
+    Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)  # sets up logging
     store = open_store(env.get("FORWARDER_STATE") or "./state")
     keys = sorted(store.keys())
     if args.state_command == "show":

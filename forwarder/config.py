@@ -110,6 +110,17 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
 )
 LOG_FORMATS = ("auto", "json", "text")
+
+
+def parse_log_format(raw: Optional[str]) -> str:
+    """FORWARDER_LOG_FORMAT's value; ValueError names the choices. Also read alone by the commands that
+    need no other setting (demo, state)."""
+    value = (raw or "auto").strip().lower()
+    if value not in LOG_FORMATS:
+        raise ValueError(f"FORWARDER_LOG_FORMAT: choose from {', '.join(LOG_FORMATS)} (got {value!r})")
+    return value
+
+
 _DEFAULTS: Dict[str, Optional[str]] = {v.name: v.default for v in VARIABLES}
 
 
@@ -328,9 +339,11 @@ def load_settings(env: Mapping[str, str]) -> Settings:
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         p.append(f"FORWARDER_LOG_LEVEL: choose from DEBUG, INFO, WARNING, ERROR (got {log_level!r})")
 
-    log_format = r.get("FORWARDER_LOG_FORMAT").lower()
-    if log_format not in LOG_FORMATS:
-        p.append(f"FORWARDER_LOG_FORMAT: choose from {', '.join(LOG_FORMATS)} (got {log_format!r})")
+    log_format = "auto"
+    try:
+        log_format = parse_log_format(r.get("FORWARDER_LOG_FORMAT"))
+    except ValueError as exc:
+        p.append(str(exc))
 
     settings = Settings(
         api_url=api_url,

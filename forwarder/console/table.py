@@ -3,6 +3,7 @@ so escape codes never skew the columns."""
 
 from __future__ import annotations
 
+import re
 from typing import List, NamedTuple, Sequence, Tuple, Union
 
 from .style import Style
@@ -16,6 +17,15 @@ class Painted(NamedTuple):
 
 
 Cell = Union[str, int, float, None, Painted]
+
+
+_NUMBER = re.compile(r"^-?[\d,]+(\.\d+)?$")
+
+
+def _is_number(cell: Cell) -> bool:
+    if isinstance(cell, Painted):
+        return bool(_NUMBER.match(cell.text))
+    return cell is None or isinstance(cell, (int, float))
 
 
 def _text(cell: Cell) -> str:
@@ -42,10 +52,7 @@ def table(
     """The rows under ``headers``, columns two spaces apart; a column holding numbers is right-aligned.
     Nothing is cut: a long last column wraps in the terminal rather than lose a reason."""
     texts = [[_text(c) for c in row] for row in rows]
-    numeric = [
-        bool(rows) and all(isinstance(row[i], (int, float)) or row[i] is None for row in rows)
-        for i in range(len(headers))
-    ]
+    numeric = [bool(rows) and all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
     widths = [max([len(h)] + [len(t[i]) for t in texts]) for i, h in enumerate(headers)]
     lines: List[str] = []
 

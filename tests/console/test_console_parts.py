@@ -62,6 +62,11 @@ def test_table_aligns_numbers_right_and_colour_does_not_move_columns():
     assert ANSI.sub("", coloured) == plain
 
 
+def test_a_coloured_number_stays_right_aligned():
+    rows = [[Painted("1", ("red",))], [250]]
+    assert table(["failed"], rows, Style(False)).splitlines() == ["failed", "     1", "   250"]
+
+
 def test_missing_values_show_as_a_dash_and_keep_a_numeric_column_right_aligned():
     assert table(["n"], [[None], [1000]], Style(False)).splitlines() == ["    n", "    -", "1,000"]
 

@@ -75,3 +75,9 @@ def test_a_failed_check_shows_fail_in_its_row(sim, tmp_path):
     failed = [line for line in screen.lines() if line.startswith("FAIL")]
     assert len(failed) == 1 and "token request refused" in failed[0]
     assert "wrong-secret" not in screen.raw
+
+
+def test_a_bad_log_format_is_refused_where_no_other_setting_is_read(tmp_path):
+    env = environment({"FORWARDER_STATE": str(tmp_path / "state"), "FORWARDER_LOG_FORMAT": "colour"})
+    result = piped("state", "show", env=env)
+    assert result.returncode == 2 and "FORWARDER_LOG_FORMAT: choose from auto, json, text" in result.stderr
