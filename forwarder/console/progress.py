@@ -55,6 +55,9 @@ class Progress(RunObserver):
             self._done += 1
             self._failed += 0 if report.ok else 1
 
+    def elapsed(self) -> float:
+        return self.clock() - self.began
+
     def api_calls(self) -> Optional[int]:
         """API requests made so far, or None before the run planned its streams."""
         with self._lock:
@@ -82,7 +85,7 @@ class Progress(RunObserver):
 
     def frame(self) -> str:
         """The progress line as it stands."""
-        elapsed = self.clock() - self.began
+        elapsed = self.elapsed()
         with self._lock:
             planned, done, failed = self._planned, self._done, self._failed
             reports = list(self._reports.values())

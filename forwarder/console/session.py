@@ -4,7 +4,6 @@ live progress line and a summary table."""
 from __future__ import annotations
 
 import logging
-import time
 from typing import Mapping, Optional, TextIO
 
 from ..logs import configure
@@ -33,7 +32,6 @@ class Console:
     ) -> None:
         self.text = wants_text(log_format, stream)
         self.quiet = quiet
-        self.stream = stream
         self.style = Style(self.text and wants_colour(stream, env))
         self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
         self._progress: Optional[Progress] = None
@@ -58,14 +56,12 @@ class Console:
 
     def summary(self, report: RunReport) -> None:
         """End the run's progress line and, in text mode, print the summary table."""
-        progress, self._progress = self._progress, None
-        if progress is not None:
-            progress.stop()
-        if not self.text or self.quiet:
+        progress = self._progress
+        self.close()
+        if not self.text or self.quiet or progress is None:
             return
-        elapsed = time.monotonic() - progress.began if progress is not None else 0.0
-        api_calls = progress.api_calls() if progress is not None else None
-        self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=api_calls))
+        elapsed, calls = progress.elapsed(), progress.api_calls()
+        self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=calls))
 
     def close(self) -> None:
         """Take the progress line away if a run ended without a summary (an exception, Ctrl-C)."""
