@@ -81,6 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if args.report:
                 sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
             code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
+            if interval:
+                console.waiting(interval)
             if not interval or stopping.wait(interval):
                 return code
     finally:

@@ -4,10 +4,12 @@ live progress line and a summary table."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Mapping, Optional, TextIO
 
 from ..logs import configure
 from ..report import RunReport
+from ..timeutil import format_duration
 from .logview import ConsoleHandler
 from .progress import Progress
 from .screen import Screen
@@ -63,8 +65,14 @@ class Console:
         elapsed, calls = progress.elapsed(), progress.api_calls()
         self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=calls))
 
+    def waiting(self, seconds: float) -> None:
+        """Between runs of `run --interval`: say when the next one starts."""
+        at = time.strftime("%H:%M:%S", time.localtime(time.time() + seconds))
+        self.screen.status(f"next run at {at} (every {format_duration(seconds)}; Ctrl-C or SIGTERM stops)")
+
     def close(self) -> None:
-        """Take the progress line away if a run ended without a summary (an exception, Ctrl-C)."""
+        """Take the progress or waiting line away (also when a run ended by an exception or Ctrl-C)."""
         progress, self._progress = self._progress, None
         if progress is not None:
             progress.stop()
+        self.screen.clear()

@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -42,9 +43,14 @@ def environment(extra: Dict[str, str], term: str = "xterm-256color") -> Dict[str
 
 
 def in_terminal(
-    *args: str, env: Dict[str, str], cwd: Optional[str] = None, timeout: float = 120
+    *args: str,
+    env: Dict[str, str],
+    cwd: Optional[str] = None,
+    timeout: float = 120,
+    terminate_on: Optional[str] = None,
 ) -> Screenful:
-    """``audit-forwarder ARGS`` with stdin, stdout and stderr on a 120-column pseudo-terminal."""
+    """``audit-forwarder ARGS`` with stdin, stdout and stderr on a 120-column pseudo-terminal; SIGTERM
+    once the output shows ``terminate_on``."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     proc = subprocess.Popen(
@@ -65,6 +71,9 @@ def in_terminal(
             if not chunk:
                 break
             chunks.append(chunk)
+            if terminate_on and terminate_on.encode() in b"".join(chunks):
+                proc.send_signal(signal.SIGTERM)
+                terminate_on = None
         else:
             proc.kill()
             raise AssertionError(f"audit-forwarder {' '.join(args)} still running after {timeout}s")

@@ -99,6 +99,15 @@ def test_a_dumb_terminal_gets_no_colour(sim, tmp_path):
     assert screen.code == 0 and "\x1b" not in screen.raw and summary_totals(screen.lines())
 
 
+def test_between_interval_runs_the_line_says_when_the_next_starts(sim, tmp_path):
+    screen = in_terminal("run", "--interval", "1h", env=run_env(sim, tmp_path), terminate_on="next run at ")
+    assert screen.code == 0
+    waiting = [f for f in screen.frames() if f.startswith("next run at ")]
+    assert waiting and waiting[0].endswith("(every 1h 0m; Ctrl-C or SIGTERM stops)")
+    assert summary_totals(screen.lines())["shipped"] > 0
+    assert screen.lines()[-1] == ""  # the waiting line is wiped on the way out
+
+
 def test_quiet_prints_nothing_on_success_and_only_errors_on_failure(sim, tmp_path):
     sim.latency_seconds = 0.01
     quiet = in_terminal("run", "--quiet", env=run_env(sim, tmp_path))
