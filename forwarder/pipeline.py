@@ -3,6 +3,7 @@ details live here: those come in through the small interfaces of api, normalize,
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -16,11 +17,11 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 from .api.paging import PageOutcome
 from .errors import ForwarderError, StateError
 from .normalize import Formatter, NormalizeOptions
-from .quarantine import Quarantine
+from .quarantine import Quarantine, unplaceable
 from .records import AuditRecord, InvalidRecord, parse_record
 from .report import RunReport, StreamReport
 from .sinks.base import Sink, batches
-from .state.model import StreamState
+from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
 from .streams import Ownership, Stream
 from .timeutil import format_us, now_us
@@ -88,6 +89,7 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
+    unplaceable: Optional[Callable[[Any, str], None]] = None,
 ) -> Selection:
     """Scan every page and keep the oldest ``max_records_per_pass`` new records.
 
@@ -106,7 +108,10 @@ def select_new(
                 record = parse_record(raw, stream.object_type)
             except InvalidRecord as exc:
                 report.invalid += 1
-                raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+                if unplaceable is None:
+                    raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+                unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
+                continue
             ascending = ascending and record.ts_us >= last_ts
             last_ts = record.ts_us
             if record.event_id in chosen:
@@ -153,7 +158,9 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 limits=ctx.limits,
                 keeps=ctx.ownership.keeps,
                 report=report,
+                unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
             )
+            _flag_future(stream, selection.records, report)
             report.truncated = report.truncated or outcome.truncated
             if outcome.truncated and not selection.ascending:
                 raise StreamFailed(
@@ -178,6 +185,25 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         report.watermark = format_us(state.watermark_us)
         report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
     return report
+
+
+def _quarantine_record(ctx: RunContext, stream: Stream, report: StreamReport, raw: Any, reason: str) -> None:
+    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way."""
+    ctx.quarantine.keep(stream.key, [unplaceable(raw, reason)])
+    report.quarantined += 1
+    log.warning("record quarantined: it cannot be placed", extra={"stream": stream.key, "reason": reason})
+
+
+def _flag_future(stream: Stream, records: Sequence[AuditRecord], report: StreamReport) -> None:
+    """Records dated past the clock are shipped once, never move the watermark there, and are told."""
+    ceiling = now_us() + FUTURE_SKEW_US
+    future = [r for r in records if r.ts_us > ceiling]
+    if future:
+        report.future += len(future)
+        log.warning(
+            "records dated in the future: shipped once, the watermark stays at the clock",
+            extra={"stream": stream.key, "count": len(future), "newest": format_us(future[-1].ts_us)},
+        )
 
 
 def _ship(

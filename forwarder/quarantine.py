@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Protocol, Sequence
 
 from . import jsonutil
-from .events import Rejection
+from .events import Event, Rejection
 from .timeutil import format_us, now_us
 
 
@@ -24,15 +24,24 @@ class Quarantine(Protocol):
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None: ...
 
 
+def unplaceable(raw: Any, reason: str) -> Rejection:
+    """A raw audit record that cannot be placed in time, kept as the JSON it came in (escaped to
+    ASCII, so bytes that are not UTF-8 and lone surrogates survive) under the digest of that text."""
+    text = jsonutil.ascii_text(raw)
+    body = text.encode("ascii")
+    return Rejection(Event(hashlib.sha256(body).hexdigest(), 0, body), reason, kind="record")
+
+
 def quarantine_lines(stream_key: str, rejections: Sequence[Rejection], at_us: int) -> List[bytes]:
     return [
         jsonutil.dumps(
             {
                 "quarantined_at": format_us(at_us),
                 "stream": stream_key,
+                "kind": r.kind,
                 "event_id": r.event.id,
                 "reason": r.reason,
-                "event": r.event.body.decode("utf-8", "replace"),
+                r.kind: r.event.body.decode("utf-8", "replace"),
             }
         )
         + b"\n"
