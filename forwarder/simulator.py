@@ -33,6 +33,7 @@ AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec; public material says the real service has it
 MALFORM_KINDS = ("html", "truncated", "wrong-shape", "not-list-items")
+BREAK_KINDS = ("trickle", "cut")  # a body sent a byte at a time; a connection closed mid-body
 _SECRET_PARAMS = frozenset({"client_secret", "access_token"})
 _AUDIT_PARAMS = frozenset({"object_type", "name", "filter"})
 _HTML = b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>Back soon.</body></html>"
@@ -63,6 +64,8 @@ class _Fault:
     status: int = 0
     retry_after: Optional[float] = None
     kind: str = ""
+    old: bytes = b""
+    new: bytes = b""
 
 
 def _json(status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> _Reply:
@@ -164,6 +167,8 @@ class Simulator:
         self.token_created_ms = token_created_ms
         self.token_path = token_path
         self.latency_seconds = 0.0
+        self.trickle_seconds = 1.0  # pause between the bytes of a "trickle" body
+        self.echo = False  # error replies quote the request (form body, Authorization), as some do
         self.requests: List[LoggedRequest] = []
         self.base_url = ""
         self._clock = clock
@@ -172,6 +177,8 @@ class Simulator:
         self.issued_tokens: List[str] = []  # every token ever issued, for tests that hunt for leaks
         self._failures: List[_Fault] = []
         self._malforms: List[_Fault] = []
+        self._breaks: List[_Fault] = []
+        self._rewrites: List[_Fault] = []
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -226,6 +233,25 @@ class Simulator:
             if n > 0:
                 self._malforms.append(_Fault(n, path_prefix, kind=kind))
 
+    def break_next(self, n: int, kind: str = "trickle", path_prefix: str = AUDITS_PATH) -> None:
+        """Break the next ``n`` replies under ``path_prefix`` on the wire (see BREAK_KINDS)."""
+        if kind not in BREAK_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(BREAK_KINDS)}")
+        with self._lock:
+            if n > 0:
+                self._breaks.append(_Fault(n, path_prefix, kind=kind))
+
+    def rewrite_next(self, n: int, old: bytes, new: bytes, path_prefix: str = AUDITS_PATH) -> None:
+        """Replace ``old`` by ``new`` in the next ``n`` reply bodies under ``path_prefix`` holding it:
+        bytes no JSON encoder writes (invalid UTF-8, a lone surrogate escape, a huge integer)."""
+        with self._lock:
+            if n > 0:
+                self._rewrites.append(_Fault(n, path_prefix, old=old, new=new))
+
+    def add_record(self, record: Dict[str, Any]) -> None:
+        """Serve ``record`` as it is in its ``user``'s trail (a hostile or odd record for tests)."""
+        self.org.add_raw_record(record)
+
     def revoke_tokens(self) -> None:
         """Every token issued so far answers 401 from now on; new ones work."""
         with self._lock:
@@ -247,9 +273,12 @@ class Simulator:
         with self._lock:
             self.requests.append(LoggedRequest(method, path, logged))
             failure = self._take(self._failures, path)
+        echo = ""
+        if self.echo:
+            echo = f" (request: {body.decode('utf-8', 'replace')} {header('Authorization') or ''})"
         if failure is not None:
             extra = {} if failure.retry_after is None else {"Retry-After": f"{failure.retry_after:g}"}
-            return _error(failure.status, "injected failure", extra)
+            return _error(failure.status, "injected failure" + echo, extra)
         routes = {self.token_path: "POST", AUDITS_PATH: "GET", USERS_PATH: "GET"}
         if self.domains_endpoint:
             routes[DOMAINS_PATH] = "GET"
@@ -258,7 +287,10 @@ class Simulator:
         if method != routes[path]:
             return _error(405, f"{path} accepts {routes[path]} only", {"Allow": routes[path]})
         if path == self.token_path:
-            return self._token(header("Content-Type") or "", body)
+            reply = self._token(header("Content-Type") or "", body)
+            if echo and reply.status >= 400:
+                reply = _error(reply.status, "token request refused" + echo)
+            return reply
         if not self._authorized(header("Authorization")):
             return _error(401, "missing, invalid or expired access token", {"WWW-Authenticate": "Bearer"})
         try:
@@ -431,14 +463,43 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length > 0 else b""
         simulator = self.server.simulator
         reply = simulator._dispatch(method, self.path, self.headers.get, body)
+        path = urlsplit(self.path).path
+        with simulator._lock:
+            wire = simulator._take(simulator._breaks, path)
+            rewrite = next(
+                (f for f in simulator._rewrites if path.startswith(f.path_prefix) and f.old in reply.body), None
+            )
+            if rewrite is not None:
+                rewrite.remaining -= 1
+                if rewrite.remaining <= 0:
+                    simulator._rewrites.remove(rewrite)
+        payload = reply.body if rewrite is None else reply.body.replace(rewrite.old, rewrite.new)
         if simulator.latency_seconds > 0:
             time.sleep(simulator.latency_seconds)
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(reply.body)))
+        self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(reply.body)
+        if wire is None:
+            self.wfile.write(payload)
+        elif wire.kind == "cut":
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            self._trickle(payload, simulator.trickle_seconds)
+
+    def _trickle(self, payload: bytes, pause: float) -> None:
+        """One byte per ``pause``: each read returns in time, the response never ends in time."""
+        with contextlib.suppress(OSError):  # the client hung up: that is the point
+            for at in range(len(payload)):
+                self.wfile.write(payload[at : at + 1])
+                self.wfile.flush()
+                if self.server.simulator._server is None:  # stopped: give up
+                    return
+                time.sleep(pause)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: the default writes every request line to stderr."""
