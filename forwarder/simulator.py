@@ -467,7 +467,8 @@ class _Handler(BaseHTTPRequestHandler):
         with simulator._lock:
             wire = simulator._take(simulator._breaks, path)
             rewrite = next(
-                (f for f in simulator._rewrites if path.startswith(f.path_prefix) and f.old in reply.body), None
+                (f for f in simulator._rewrites if path.startswith(f.path_prefix) and f.old in reply.body),
+                None,
             )
             if rewrite is not None:
                 rewrite.remaining -= 1

@@ -45,7 +45,7 @@ def test_a_connection_closed_mid_body_is_retried_on_every_endpoint(path, waits):
 def test_a_mid_body_close_that_never_heals_is_an_api_error_not_a_traceback():
     with Simulator(ORG) as sim:
         sim.break_next(10, "cut", path_prefix=USERS_PATH)
-        with pytest.raises(ApiError, match="ChunkedEncodingError|ConnectionError|IncompleteRead"):
+        with pytest.raises(ApiError, match=r"ChunkedEncodingError|ConnectionError|IncompleteRead"):
             client_for(sim, retry=retry.RetryPolicy(attempts=3)).users(200, 10)
 
 
