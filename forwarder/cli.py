@@ -4,19 +4,32 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from typing import Dict, List, Mapping, Optional
 
-from . import __version__, jsonutil
+from . import __version__, jsonutil, stop
 from .config import VARIABLES, Settings, load_settings
 from .errors import ConfigError, ForwarderError
-from .logs import configure
+from .logs import configure, redact
+from .report import RunReport
 from .timeutil import parse_duration
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_QUARANTINED = 3  # the run completed, but put events or records in quarantine
+EXIT_FUTURE = 4  # the run completed, but shipped records dated in the future (a peer's clock)
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try again later
+
+
+def run_status(report: RunReport) -> int:
+    """The exit status of one run: the most serious of what happened."""
+    totals = report.totals()
+    if report.skipped:
+        return EXIT_TEMPFAIL
+    if not report.ok:
+        return EXIT_FAILED
+    if totals["quarantined"]:
+        return EXIT_QUARANTINED
+    return EXIT_FUTURE if totals["future"] else EXIT_OK
 
 
 def _flag(variable: str) -> str:
@@ -52,16 +65,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     interval = parse_duration(args.interval) if args.interval else 0
     configure(settings.log_level)
-    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts no new stream,
+    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts nothing new,
     # commits what it shipped, and the process exits with that run's status.
-    stopping = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    should_stop = stop.install()
     while True:
-        report = run_once(settings, should_stop=stopping.is_set)
+        report = run_once(settings, should_stop=should_stop)
         if args.report:
-            sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
-        code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
-        if not interval or stopping.wait(interval):
+            sys.stderr.write(redact(jsonutil.dumps(report.to_dict()).decode()) + "\n")
+        code = run_status(report)
+        if not interval or stop.wait(interval):
             return code
 
 
@@ -171,10 +183,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return int(args.func(args))
     except ConfigError as exc:
-        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        sys.stderr.write(redact(f"audit-forwarder: {exc}\n"))
         return EXIT_CONFIG
     except ForwarderError as exc:
-        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        sys.stderr.write(redact(f"audit-forwarder: {exc}\n"))
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

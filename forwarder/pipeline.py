@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 
 from .api.paging import PageOutcome
 from .errors import ForwarderError, StateError
+from .logs import redact
 from .normalize import Formatter, NormalizeOptions
 from .quarantine import Quarantine, unplaceable
 from .records import AuditRecord, InvalidRecord, parse_record
@@ -23,6 +24,7 @@ from .report import RunReport, StreamReport
 from .sinks.base import Sink, batches
 from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
+from .stop import Stopped
 from .streams import Ownership, Stream
 from .timeutil import format_us, now_us
 
@@ -175,11 +177,14 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 break
             if (state.watermark_us, len(state.seen), state.delivered_total) == before:
                 raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
+    except Stopped:
+        report.stopped = True  # not a failure: what was committed stays, the rest waits for the next run
+        log.warning("stream abandoned on a stop request", extra={"stream": stream.key})
     except ForwarderError as exc:
-        report.error = str(exc)
+        report.error = redact(str(exc))
         log.error("stream failed", extra={"stream": stream.key, "error": report.error})
     except Exception as exc:  # a bug must not stop the other streams, but it must be loud
-        report.error = f"unexpected {type(exc).__name__}: {exc}"
+        report.error = redact(f"unexpected {type(exc).__name__}: {exc}")
         log.exception("stream failed unexpectedly", extra={"stream": stream.key})
     if state is not None and state.watermark_us is not None:
         report.watermark = format_us(state.watermark_us)

@@ -18,6 +18,7 @@ class StreamReport:
     future: int = 0  # records dated past the clock: shipped once, the watermark held at the clock
     passes: int = 0
     truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
+    stopped: bool = False  # abandoned on a stop request (SIGTERM) after its last committed batch
     watermark: Optional[str] = None
     lag_seconds: Optional[float] = None  # now minus the newest delivered record's time
     error: Optional[str] = None

@@ -378,7 +378,12 @@ class Simulator:
             records = [r for r in records if r["filterable_action"].startswith(prefix)]
         if self.honour_start_date:  # canonical timestamps compare correctly as text
             start, end = _time_param(query, "start_date"), _time_param(query, "end_date")
-            records = [r for r in records if (start or "") <= r["created_at"] <= (end or "~")]
+            records = [
+                r
+                for r in records
+                if not isinstance(r.get("created_at"), str)  # a hostile record: served whatever the bounds
+                or (start or "") <= r["created_at"] <= (end or "~")
+            ]
         order = _one(query, "sort") if self.honour_sort else None
         if order is None:
             return records[::-1]  # newest first, as the portal lists activity

@@ -122,7 +122,7 @@ class ApiClient:
 
         def give_up(failure: retry.Failure) -> requests.Response:
             if failure.last is not None:
-                return failure.last.result  # type: ignore[no-any-return]
+                return failure.last.result
             raise ApiError(f"{method} {path}: {failure.problem} (after {failure.attempts} attempts)")
 
         def wait(delay: float, failure: retry.Failure) -> None:

@@ -213,5 +213,10 @@ class ElasticsearchSink:
         self._poster.close()
 
 
+def validate(settings: SinkSettings) -> None:
+    bulk_url(settings.uri, settings.es_namespace)
+    es_authorization(settings.auth, settings.token)
+
+
 def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:
     return ElasticsearchSink(settings)

@@ -106,5 +106,9 @@ class FirehoseSink:
         pass
 
 
+def validate(settings: SinkSettings) -> None:
+    stream_name(settings.uri)
+
+
 def open_firehose(settings: SinkSettings) -> FirehoseSink:
     return FirehoseSink(settings)

@@ -227,5 +227,10 @@ class HecSink:
         self._poster.close()
 
 
+def validate(settings: SinkSettings) -> None:
+    endpoints(settings.uri)
+    _checked_token(settings.token)
+
+
 def open_hec(settings: SinkSettings) -> HecSink:
     return HecSink(settings)

@@ -81,5 +81,9 @@ class HttpNdjsonSink:
         self._poster.close()
 
 
+def validate(settings: SinkSettings) -> None:
+    HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
+
+
 def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:
     return HttpNdjsonSink(settings)

@@ -105,5 +105,9 @@ class S3Sink:
         pass
 
 
+def validate(settings: SinkSettings) -> None:
+    aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
+
+
 def open_s3(settings: SinkSettings) -> S3Sink:
     return S3Sink(settings)

@@ -188,5 +188,9 @@ class SyslogSink:
             sock.close()
 
 
+def validate(settings: SinkSettings) -> None:
+    address(settings.uri)
+
+
 def open_syslog(settings: SinkSettings) -> SyslogSink:
     return SyslogSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
