@@ -10,7 +10,7 @@ from typing import Dict, List, Mapping, Optional
 from . import __version__, jsonutil, stop
 from .config import VARIABLES, Settings, load_settings
 from .errors import ConfigError, ForwarderError
-from .logs import configure, redact
+from .logs import configure, redact, register_secrets
 from .report import RunReport
 from .timeutil import parse_duration
 
@@ -129,6 +129,32 @@ def cmd_state(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from .quarantine import open_quarantine
+    from .replay import list_entries, replay
+    from .sinks import open_sink
+
+    env = _env(args, os.environ)
+    configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
+    streams, ids = args.stream or [], args.id or []
+    if args.quarantine_command == "list":  # only the location matters, as for `state show`
+        quarantine = open_quarantine(env.get("FORWARDER_QUARANTINE") or "./quarantine")
+        list_entries(quarantine, sys.stdout, args.full, streams, ids)
+        return EXIT_OK
+    settings = load_settings(env)
+    register_secrets(settings.secrets())
+    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id)
+    sink = open_sink(settings.sink)
+    try:
+        outcome = replay(quarantine, sink, settings, streams, ids)
+    finally:
+        sink.close()
+    sys.stdout.write(redact(jsonutil.dumps(outcome.to_dict()).decode()) + "\n")
+    if outcome.error:
+        return EXIT_FAILED
+    return EXIT_QUARANTINED if outcome.still_quarantined else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="audit-forwarder", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -167,6 +193,19 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("--all", action="store_true", help="reset every stream")
     _add_setting_flags(reset)
     state.set_defaults(func=cmd_state)
+
+    quarantine = sub.add_parser("quarantine", help="list or re-send what was quarantined")
+    quarantine_sub = quarantine.add_subparsers(dest="quarantine_command", required=True)
+    listing = quarantine_sub.add_parser("list", help="one JSON line per quarantined event or record")
+    listing.add_argument("--full", action="store_true", help="include the event or record itself")
+    again = quarantine_sub.add_parser(
+        "replay", help="send quarantined entries again (same ids); remove each one the sink accepts"
+    )
+    for command in (listing, again):
+        command.add_argument("--stream", action="append", help="only this stream (repeatable)")
+        command.add_argument("--id", action="append", help="only this event id (repeatable)")
+        _add_setting_flags(command)
+    quarantine.set_defaults(func=cmd_quarantine)
 
     # Listed for --help only: main() hands `simulate ...` to the simulator's own argument parser.
     sub.add_parser("simulate", help="serve the platform API simulator (simulate --help for its options)")

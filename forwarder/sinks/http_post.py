@@ -112,6 +112,12 @@ class HttpPoster:
             if response.status_code in retry.RETRYABLE_STATUS or response.status_code >= 500:
                 retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(self._describe(response), retry_after)
+            if (
+                200 <= response.status_code < 300
+                and "html" in response.headers.get("Content-Type", "").lower()
+            ):
+                # A proxy's or load balancer's page (a login, maintenance): no receiver answers in HTML.
+                raise retry.TryAgain(self._unproven_text(response, "a web page, not the receiver's reply"))
             return response
 
         def give_up(failure: retry.Failure) -> requests.Response:
@@ -129,18 +135,16 @@ class HttpPoster:
             return None
         if not 200 <= response.status_code < 300:
             raise self.refused(response)
-        if "html" in response.headers.get("Content-Type", "").lower():
-            # A proxy's or load balancer's page (a login, maintenance): no receiver answers in HTML.
-            raise self.unproven(response, "a web page, not the receiver's reply")
         return response
 
     def unproven(self, response: requests.Response, what: str) -> SinkError:
         """A 2xx that does not prove the batch was stored: nothing counts as delivered (retryable)."""
+        return self.error(f"{self.who} {self._unproven_text(response, what)}", retryable=True)
+
+    @staticmethod
+    def _unproven_text(response: requests.Response, what: str) -> str:
         kind = response.headers.get("Content-Type") or "no content type"
-        return self.error(
-            f"{self.who} answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered",
-            retryable=True,
-        )
+        return f"answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered"
 
     def refused(self, response: requests.Response, what: str = "the batch") -> SinkError:
         return self.error(f"{self.who} refused {what}: {self._describe(response)}")

@@ -219,3 +219,18 @@ def test_sigterm_ends_a_run_stuck_on_a_trickle(sim, tmp_path, interval):
         proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err  # a stop is not a failure
     assert "stream abandoned on a stop request" in err
+
+
+def test_quarantine_list_and_replay_from_the_command_line(sim, tmp_path):
+    bad = {**record(sim, format_us(now_us() - 60_000_000)), "created_at": 12345}
+    sim.add_record(bad)
+    result, _ = run(sim, tmp_path)
+    assert result.returncode == 3
+    env = env_for(sim.base_url, (tmp_path / "events.ndjson").as_uri(), str(tmp_path / "state"))
+    listed = cli("quarantine", "list", env=env)
+    assert listed.returncode == 0
+    (entry,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert entry["kind"] == "record" and "created_at" in entry["reason"] and "record" not in entry
+    replayed = cli("quarantine", "replay", env=env)
+    assert replayed.returncode == 3 and "still cannot be placed" in replayed.stdout  # the cause remains
+    assert len(quarantined(tmp_path)) == 1
