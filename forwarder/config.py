@@ -66,6 +66,10 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable(
         "FORWARDER_SINK_HEADERS", "extra HTTP headers for the sink, 'Name: value; Other: value'", secret=True
     ),
+    Variable(
+        "FORWARDER_SINK_ACCEPT_BODY",
+        "HTTP collector: a regular expression its 2xx reply must match for a batch to count as delivered",
+    ),
     Variable("FORWARDER_SINK_CA_BUNDLE", "PEM CA bundle for the sink's TLS"),
     Variable("FORWARDER_SINK_VERIFY_TLS", "verify the sink's TLS certificate", "true"),
     Variable("FORWARDER_SINK_GZIP", "gzip request bodies", "true"),
@@ -311,6 +315,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         batch_events=r.optional_integer("FORWARDER_BATCH_EVENTS", 1),
         batch_bytes=r.optional_integer("FORWARDER_BATCH_BYTES", 1024),
         ca_bundle=r.optional("FORWARDER_SINK_CA_BUNDLE"),
+        accept_body=r.optional("FORWARDER_SINK_ACCEPT_BODY"),
         verify_tls=r.boolean("FORWARDER_SINK_VERIFY_TLS"),
         timeout_seconds=timeout_s,
         gzip=r.boolean("FORWARDER_SINK_GZIP"),

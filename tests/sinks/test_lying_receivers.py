@@ -112,3 +112,12 @@ def test_a_plain_text_refusal_is_quoted_in_the_error():
 
     with FluentBit() as receiver, pytest.raises(SinkError, match="HTTP 400: error: invalid HTTP endpoint"):
         es_sink(receiver).send([event(1)])
+
+
+def test_an_http_collector_reply_must_match_the_configured_body_check():
+    with HttpCollector() as receiver:
+        assert http_sink(receiver, accept_body=r'"accepted": *1\b').send([event(1)]).delivered == 1
+        with pytest.raises(SinkError, match="does not match"):
+            http_sink(receiver, accept_body=r'"stored"').send([event(2)])
+    with pytest.raises(ValueError, match="FORWARDER_SINK_ACCEPT_BODY"):
+        http_sink(receiver, accept_body="(")
