@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional, TypeVar
 
 from . import __version__, jsonutil, stop
 from .config import VARIABLES, Settings, load_settings
@@ -14,6 +14,7 @@ from .logs import configure, redact, register_secrets
 from .report import RunReport
 from .timeutil import parse_duration
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 EXIT_QUARANTINED = 3  # the run completed, but put events or records in quarantine
 EXIT_FUTURE = 4  # the run completed, but shipped records dated in the future (a peer's clock)
@@ -99,7 +100,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     # Only the state location matters here: no API URL or credentials needed to inspect or reset.
     env = _env(args, os.environ)
     configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
-    store = open_store(env.get("FORWARDER_STATE") or "./state")
+    store = _opened(open_store, env.get("FORWARDER_STATE") or "./state", "FORWARDER_STATE")
     keys = sorted(store.keys())
     if args.state_command == "show":
         rows = []
@@ -129,6 +130,15 @@ def cmd_state(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _opened(opener: Callable[[str], T], location: str, variable: str) -> T:
+    """``opener(location)``, a bad location being a configuration problem (exit 2), not a traceback."""
+    try:
+        return opener(location)
+    except ValueError as exc:
+        message = str(exc)
+        raise ConfigError([message if message.startswith(variable) else f"{variable}: {message}"]) from None
+
+
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from .quarantine import open_quarantine
     from .replay import list_entries, replay
@@ -138,7 +148,8 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
     streams, ids = args.stream or [], args.id or []
     if args.quarantine_command == "list":  # only the location matters, as for `state show`
-        quarantine = open_quarantine(env.get("FORWARDER_QUARANTINE") or "./quarantine")
+        location = env.get("FORWARDER_QUARANTINE") or "./quarantine"
+        quarantine = _opened(open_quarantine, location, "FORWARDER_QUARANTINE")
         list_entries(quarantine, sys.stdout, args.full, streams, ids)
         return EXIT_OK
     settings = load_settings(env)

@@ -234,3 +234,9 @@ def test_quarantine_list_and_replay_from_the_command_line(sim, tmp_path):
     replayed = cli("quarantine", "replay", env=env)
     assert replayed.returncode == 3 and "still cannot be placed" in replayed.stdout  # the cause remains
     assert len(quarantined(tmp_path)) == 1
+
+
+@pytest.mark.parametrize("command", [("state", "show"), ("quarantine", "list")])
+def test_a_bad_location_for_the_inspection_commands_is_a_configuration_error(command):
+    result = cli(*command, env={"FORWARDER_STATE": "bogus://x", "FORWARDER_QUARANTINE": "s3://"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
