@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import re
-import socket
-import threading
-import time
-from typing import Any, Optional, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
-from . import __version__, stop
+from . import __version__
 
 USER_AGENT = f"emailauth-audit-forwarder/{__version__}"
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read
@@ -76,68 +71,3 @@ def new_session() -> requests.Session:
     session.headers["User-Agent"] = USER_AGENT
     session.trust_env = True  # honour HTTPS_PROXY / REQUESTS_CA_BUNDLE as operators expect
     return session
-
-
-class DeadlineExceeded(requests.exceptions.Timeout):
-    """The whole response took longer than its total deadline (a server trickling its body)."""
-
-
-def request(
-    session: requests.Session,
-    method: str,
-    url: str,
-    *,
-    timeout: Tuple[float, float],
-    deadline_s: float,
-    **kwargs: Any,
-) -> requests.Response:
-    """``session.request`` whose body is read whole within ``deadline_s`` of the call.
-
-    ``timeout`` bounds the connect and each socket read (so the headers); a watchdog bounds the
-    body: at the deadline, or on a stop request, it shuts the socket down, which ends the blocked
-    read, and the call raises DeadlineExceeded (or stop.Stopped). Nothing waits on the server beyond
-    that, however slowly it trickles.
-    """
-    stop.check(f"{method} {redact_url(url)}")
-    started = time.monotonic()
-    response = session.request(method, url, timeout=timeout, stream=True, **kwargs)
-    cut = threading.Event()
-    done = threading.Event()
-
-    def watchdog() -> None:
-        remaining = deadline_s - (time.monotonic() - started)
-        while not done.is_set() and remaining > 0 and not stop.requested():
-            done.wait(min(remaining, 0.25))
-            remaining = deadline_s - (time.monotonic() - started)
-        if not done.is_set():
-            cut.set()
-            _shutdown(response)
-
-    guard = threading.Thread(target=watchdog, name="http-deadline", daemon=True)
-    guard.start()
-    try:
-        response.content  # noqa: B018 - reads the body under the watchdog
-    except (requests.RequestException, OSError):
-        if not cut.is_set():
-            raise
-    finally:
-        done.set()
-        guard.join()
-    if cut.is_set():
-        response.close()
-        stop.check(f"the rest of {method} {redact_url(url)}")
-        raise DeadlineExceeded(
-            f"{method} {redact_url(url)}: no complete response within {deadline_s:g} s (HTTP timeout)"
-        )
-    return response
-
-
-def _shutdown(response: requests.Response) -> None:
-    """Shut the response's socket down, whatever urllib3 version holds it."""
-    sock: Optional[socket.socket] = getattr(getattr(response.raw, "_connection", None), "sock", None)
-    if sock is None:
-        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)

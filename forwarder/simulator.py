@@ -33,7 +33,8 @@ AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec; public material says the real service has it
 MALFORM_KINDS = ("html", "truncated", "wrong-shape", "not-list-items")
-BREAK_KINDS = ("trickle", "cut")  # a body sent a byte at a time; a connection closed mid-body
+# a body, or the status line and headers, sent a byte at a time; a connection closed mid-body
+BREAK_KINDS = ("trickle", "trickle-headers", "cut")
 _SECRET_PARAMS = frozenset({"client_secret", "access_token"})
 _AUDIT_PARAMS = frozenset({"object_type", "name", "filter"})
 _HTML = b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>Back soon.</body></html>"
@@ -168,6 +169,7 @@ class Simulator:
         self.token_path = token_path
         self.latency_seconds = 0.0
         self.trickle_seconds = 1.0  # pause between the bytes of a "trickle" body
+        self.trickled: List[Tuple[int, int]] = []  # (bytes sent, bytes in the reply) per trickled reply
         self.echo = False  # error replies quote the request (form body, Authorization), as some do
         self.requests: List[LoggedRequest] = []
         self.base_url = ""
@@ -482,6 +484,10 @@ class _Handler(BaseHTTPRequestHandler):
         payload = reply.body if rewrite is None else reply.body.replace(rewrite.old, rewrite.new)
         if simulator.latency_seconds > 0:
             time.sleep(simulator.latency_seconds)
+        if wire is not None and wire.kind == "trickle-headers":
+            head = f"HTTP/1.1 {reply.status} X\r\nContent-Length: {len(payload)}\r\n\r\n".encode("ascii")
+            self._trickle(head + payload, simulator.trickle_seconds)
+            return
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
@@ -499,13 +505,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _trickle(self, payload: bytes, pause: float) -> None:
         """One byte per ``pause``: each read returns in time, the response never ends in time."""
-        with contextlib.suppress(OSError):  # the client hung up: that is the point
+        sent = 0
+        try:
             for at in range(len(payload)):
                 self.wfile.write(payload[at : at + 1])
                 self.wfile.flush()
+                sent += 1
                 if self.server.simulator._server is None:  # stopped: give up
                     return
                 time.sleep(pause)
+        except OSError:  # the client hung up: that is the point
+            pass
+        finally:
+            with self.server.simulator._lock:
+                self.server.simulator.trickled.append((sent, len(payload)))
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: the default writes every request line to stderr."""

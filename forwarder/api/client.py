@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import requests
 
-from .. import http, jsonutil, retry
+from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
@@ -110,7 +110,7 @@ class ApiClient:
         def attempt() -> requests.Response:
             self._throttle.wait()
             try:
-                response = http.request(
+                response = deadline.request(
                     self._session, method, url, timeout=self._timeout, deadline_s=self._timeout[1], **kwargs
                 )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
 
-from .. import http, retry
+from .. import deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
 from .base import batches
@@ -96,7 +96,7 @@ class HttpPoster:
 
         def attempt() -> requests.Response:
             try:
-                response = http.request(
+                response = deadline.request(
                     self._session,
                     "POST",
                     url,

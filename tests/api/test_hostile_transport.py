@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -78,3 +79,15 @@ def test_a_stop_request_cuts_a_request_in_flight():
         stop.request()
         worker.join(60)
         assert not worker.is_alive() and "stopped" in outcome
+
+
+def test_trickled_headers_are_cut_at_the_total_deadline_too():
+    with Simulator(ORG) as sim:
+        sim.trickle_seconds = 0.2
+        sim.break_next(5, "trickle-headers")  # ~50 header bytes: 10 s at this pace
+        client = client_for(sim, timeout=1, retry=retry.RetryPolicy(attempts=2))
+        with pytest.raises(ApiError, match="no complete response within 1 s"):
+            audits(client)
+        while len(sim.trickled) < 2:  # the server notices the hang-up at its next byte
+            time.sleep(0.05)
+        assert all(sent < 40 for sent, _ in sim.trickled)  # cut inside the headers, not after them
