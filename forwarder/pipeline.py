@@ -91,7 +91,7 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
-    unplaceable: Optional[Callable[[Any, str], None]] = None,
+    on_unplaceable: Optional[Callable[[Any, str], None]] = None,
 ) -> Selection:
     """Scan every page and keep the oldest ``max_records_per_pass`` new records.
 
@@ -110,9 +110,9 @@ def select_new(
                 record = parse_record(raw, stream.object_type)
             except InvalidRecord as exc:
                 report.invalid += 1
-                if unplaceable is None:
+                if on_unplaceable is None:
                     raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
-                unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
+                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
                 continue
             ascending = ascending and record.ts_us >= last_ts
             last_ts = record.ts_us
@@ -160,7 +160,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 limits=ctx.limits,
                 keeps=ctx.ownership.keeps,
                 report=report,
-                unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
+                on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
             )
             _flag_future(stream, selection.records, report)
             report.truncated = report.truncated or outcome.truncated

@@ -6,7 +6,8 @@ answers 413 when the body is over ``max_content_length`` (on the wire or decompr
 body that is not UTF-8 NDJSON, and 200 otherwise. Fault knobs, in the order they were set up:
 ``fail_next`` (a status, optionally with ``Retry-After``), ``drop_connection_next``, and the lies and
 stalls of what stands in front of real receivers: ``html_ok_next`` (a proxy's 200 web page, nothing
-stored), ``trickle_next`` (the reply a byte at a time), ``cut_next`` (the reply closed mid-body).
+stored), ``trickle_next`` (the reply a byte at a time), ``cut_next`` (the reply closed mid-body),
+``garble_next`` (a reply claiming gzip that is not).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Seen:
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # "fail", "drop", "accept_then_fail", "html_ok", "trickle", "cut"
+    kind: str  # "fail", "drop", "accept_then_fail", "html_ok", "trickle", "cut", "garble"
     status: int = 503
     retry_after: Optional[str] = None
 
@@ -141,6 +142,10 @@ class LoopbackReceiver:
         """Store, then close the connection halfway through the reply's body."""
         self._add(n, Fault("cut"))
 
+    def garble_next(self, n: int) -> None:
+        """Store, then answer with ``Content-Encoding: gzip`` over a body that is not gzip."""
+        self._add(n, Fault("garble"))
+
     def _add(self, n: int, fault: Fault) -> None:
         with self.lock:
             self._faults.extend([fault] * n)
@@ -163,6 +168,8 @@ class LoopbackReceiver:
         if fault is not None and fault.kind in ("trickle", "cut"):
             status, body, extra = reply
             return status, body, {**extra, "X-Test-Wire": fault.kind}
+        if fault is not None and fault.kind == "garble":
+            return reply[0], b"this is not gzip", {**reply[2], "Content-Encoding": "gzip"}
         if fault is not None:  # accept_then_fail
             return self.fault_reply(fault)
         return reply

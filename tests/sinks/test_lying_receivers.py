@@ -73,9 +73,10 @@ def test_a_proxy_answering_200_with_a_web_page_delivers_nothing(receiver_type, m
 
 
 @pytest.mark.parametrize("receiver_type, make_sink", KINDS, ids=IDS)
-def test_a_reply_closed_mid_body_is_retried(receiver_type, make_sink, waits):
+@pytest.mark.parametrize("fault", ["cut_next", "garble_next"])
+def test_a_reply_closed_mid_body_or_undecodable_is_retried(receiver_type, make_sink, waits, fault):
     with receiver_type() as receiver:
-        receiver.cut_next(1)
+        getattr(receiver, fault)(1)
         result = make_sink(receiver).send([event(1)])
         assert result.delivered == 1 and len(waits) == 1 and stored(receiver) >= 1
 
