@@ -145,7 +145,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     state: Optional[StreamState] = None
     try:
         loaded = ctx.store.load(stream.key)
-        state, version = loaded.state, loaded.version
+        state, version = loaded.state.held_to(now_us() + FUTURE_SKEW_US), loaded.version  # heal old poison
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
         while True:

@@ -62,6 +62,13 @@ class StreamState:
             delivered_total=self.delivered_total + count,
         )
 
+    def held_to(self, ceiling_us: int) -> StreamState:
+        """This state with the watermark at most ``ceiling_us``: heals a state an older version let a
+        future-dated record push ahead (the ids delivered stay, so nothing is sent twice)."""
+        if self.watermark_us is None or self.watermark_us <= ceiling_us:
+            return self
+        return StreamState(ceiling_us, dict(self.seen), self.delivered_total)
+
     def to_doc(self, stream_key: str) -> dict[str, Any]:
         return {
             "schema": SCHEMA_VERSION,

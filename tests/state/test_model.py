@@ -152,3 +152,12 @@ def test_watermark_never_passes_the_clock_and_every_record_is_delivered_once(off
         assert state.watermark_us is None or state.watermark_us <= ceiling
         clock += step * SECOND
     assert sorted(delivered) == sorted({r.event_id for r in ordinary + ahead})
+
+
+def test_a_watermark_pushed_into_the_future_by_an_older_version_is_healed():
+    future = make_record("from-2030", T0_US + 4 * 365 * 24 * HOUR_US)
+    poisoned = StreamState(watermark_us=future.ts_us, seen={future.event_id: future.ts_us})
+    healed = poisoned.held_to(T0_US)
+    assert healed.watermark_us == T0_US and not healed.is_new(future, 0, WINDOW)
+    assert healed.is_new(make_record("next", T0_US + SECOND), 0, WINDOW)
+    assert StreamState(watermark_us=T0_US).held_to(T0_US + SECOND).watermark_us == T0_US
