@@ -8,11 +8,12 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable, Iterable, List, Optional
 
+from . import stop
 from .api.client import ApiClient, Credentials
 from .api.paging import PageOutcome
 from .config import Settings, to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
-from .logs import register_secrets
+from .logs import redact, register_secrets
 from .normalize import NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import Limits, RunContext, new_owner, run_streams
@@ -147,12 +148,14 @@ def run_once(
             ),
             lease=lease,
             lease_ttl_s=settings.lease_ttl_s,
-            should_stop=should_stop,
+            should_stop=lambda: stop.requested() or should_stop(),  # SIGTERM, or the caller's deadline
             observer=observer,
         )
         run_streams(ctx, streams, settings.concurrency, report)
+    except stop.Stopped:  # during planning: nothing was shipped, nothing is committed, not a failure
+        log.warning("run abandoned on a stop request")
     except (ForwarderError, ValueError) as exc:
-        report.error = str(exc)
+        report.error = redact(str(exc))
         log.error("run failed", extra={"error": report.error})
     finally:
         if own_sink and sink is not None:

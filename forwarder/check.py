@@ -8,6 +8,7 @@ from .api.paging import PageOutcome
 from .app import build_client, plan
 from .config import Settings
 from .errors import ForwarderError
+from .logs import redact, register_secrets
 from .records import InvalidRecord, parse_record
 from .sinks import open_sink
 from .state import open_store
@@ -17,8 +18,10 @@ from .timeutil import format_us
 def check(settings: Settings, out: TextIO) -> bool:
     """Print one line per step; return whether every step passed."""
 
+    register_secrets(settings.secrets())
+
     def say(ok: bool, what: str) -> bool:
-        out.write(f"{'ok  ' if ok else 'FAIL'} {what}\n")
+        out.write(redact(f"{'ok  ' if ok else 'FAIL'} {what}\n"))
         return ok
 
     say(True, f"configuration: {settings.api_url}, format {settings.format}, sink {settings.sink.uri}")

@@ -5,21 +5,36 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import signal
 import sys
-import threading
-from typing import Dict, List, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional, TypeVar
 
-from . import __version__, jsonutil
+from . import __version__, jsonutil, stop
 from .config import VARIABLES, Settings, load_settings, parse_log_format
 from .console.session import Console, wants_text
 from .console.style import Style, wants_colour
 from .errors import ConfigError, ForwarderError
+from .logs import configure, redact, register_secrets
+from .report import RunReport
 from .timeutil import parse_duration
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_QUARANTINED = 3  # the run completed, but put events or records in quarantine
+EXIT_FUTURE = 4  # the run completed, but shipped records dated in the future (a peer's clock)
 EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try again later
 QUIET_HELP = "print errors only: no progress, summary or warnings; the exit code says the rest"
+
+
+def run_status(report: RunReport) -> int:
+    """The exit status of one run: the most serious of what happened."""
+    totals = report.totals()
+    if report.skipped:
+        return EXIT_TEMPFAIL
+    if not report.ok:
+        return EXIT_FAILED
+    if totals["quarantined"]:
+        return EXIT_QUARANTINED
+    return EXIT_FUTURE if totals["future"] else EXIT_OK
 
 
 def _flag(variable: str) -> str:
@@ -70,20 +85,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     interval = parse_duration(args.interval) if args.interval else 0
     console = Console(settings.log_format, settings.log_level, os.environ, sys.stderr, quiet=args.quiet)
-    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts no new stream,
+    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts nothing new,
     # commits what it shipped, and the process exits with that run's status.
-    stopping = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    should_stop = stop.install()
     try:
         while True:
-            report = run_once(settings, should_stop=stopping.is_set, observer=console.progress())
+            report = run_once(settings, should_stop=should_stop, observer=console.progress())
             console.summary(report)
             if args.report:
-                sys.stderr.write(jsonutil.dumps(report.to_dict()).decode() + "\n")
-            code = EXIT_TEMPFAIL if report.skipped else EXIT_OK if report.ok else EXIT_FAILED
+                sys.stderr.write(redact(jsonutil.dumps(report.to_dict()).decode()) + "\n")
+            code = run_status(report)
             if interval:
                 console.waiting(interval)
-            if not interval or stopping.wait(interval):
+            if not interval or stop.wait(interval):
                 return code
     finally:
         console.close()
@@ -130,7 +144,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     env = _env(args, os.environ)
     log_format = _log_format(env)
     Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)  # sets up logging
-    store = open_store(env.get("FORWARDER_STATE") or "./state")
+    store = _opened(open_store, env.get("FORWARDER_STATE") or "./state", "FORWARDER_STATE")
     keys = sorted(store.keys())
     if args.state_command == "show":
         rows = []
@@ -167,6 +181,42 @@ def cmd_state(args: argparse.Namespace) -> int:
         store.delete(key)
         sys.stdout.write(f"reset {key}: its next run starts at now minus FORWARDER_INITIAL_LOOKBACK\n")
     return EXIT_OK
+
+
+def _opened(opener: Callable[[str], T], location: str, variable: str) -> T:
+    """``opener(location)``, a bad location being a configuration problem (exit 2), not a traceback."""
+    try:
+        return opener(location)
+    except ValueError as exc:
+        message = str(exc)
+        raise ConfigError([message if message.startswith(variable) else f"{variable}: {message}"]) from None
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from .quarantine import open_quarantine
+    from .replay import list_entries, replay
+    from .sinks import open_sink
+
+    env = _env(args, os.environ)
+    configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
+    streams, ids = args.stream or [], args.id or []
+    if args.quarantine_command == "list":  # only the location matters, as for `state show`
+        location = env.get("FORWARDER_QUARANTINE") or "./quarantine"
+        quarantine = _opened(open_quarantine, location, "FORWARDER_QUARANTINE")
+        list_entries(quarantine, sys.stdout, args.full, streams, ids)
+        return EXIT_OK
+    settings = load_settings(env)
+    register_secrets(settings.secrets())
+    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id)
+    sink = open_sink(settings.sink)
+    try:
+        outcome = replay(quarantine, sink, settings, streams, ids)
+    finally:
+        sink.close()
+    sys.stdout.write(redact(jsonutil.dumps(outcome.to_dict()).decode()) + "\n")
+    if outcome.error:
+        return EXIT_FAILED
+    return EXIT_QUARANTINED if outcome.still_quarantined else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,6 +264,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(reset)
     state.set_defaults(func=cmd_state)
 
+    quarantine = sub.add_parser("quarantine", help="list or re-send what was quarantined")
+    quarantine_sub = quarantine.add_subparsers(dest="quarantine_command", required=True)
+    listing = quarantine_sub.add_parser("list", help="one JSON line per quarantined event or record")
+    listing.add_argument("--full", action="store_true", help="include the event or record itself")
+    again = quarantine_sub.add_parser(
+        "replay", help="send quarantined entries again (same ids); remove each one the sink accepts"
+    )
+    for command in (listing, again):
+        command.add_argument("--stream", action="append", help="only this stream (repeatable)")
+        command.add_argument("--id", action="append", help="only this event id (repeatable)")
+        _add_setting_flags(command)
+    quarantine.set_defaults(func=cmd_quarantine)
+
     # Listed for --help only: main() hands `simulate ...` to the simulator's own argument parser.
     sub.add_parser("simulate", help="serve the platform API simulator (simulate --help for its options)")
     return parser
@@ -229,10 +292,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return int(args.func(args))
     except ConfigError as exc:
-        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        sys.stderr.write(redact(f"audit-forwarder: {exc}\n"))
         return EXIT_CONFIG
     except ForwarderError as exc:
-        sys.stderr.write(f"audit-forwarder: {exc}\n")
+        sys.stderr.write(redact(f"audit-forwarder: {exc}\n"))
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

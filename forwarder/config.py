@@ -10,17 +10,20 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 import idna
 
 from .errors import ConfigError
-from .http import check_url, redact_url
+from .http import check_url, redact_url, secret_problem
 from .normalize import formats
+from .sinks import check_sink
 from .sinks import schemes as sink_schemes
 from .sinks.http_ndjson import parse_headers
 from .sinks.settings import SinkSettings
+from .state import location_problem
 from .timeutil import parse_duration
 
 OBJECT_TYPES = ("user", "domain")
 FORMATS = tuple(formats())
 _FILTER = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]*)*$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+$")
+MAX_LOOKBACK_S = 20 * 366 * 86400  # twenty years: far past any audit history, far inside datetime
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     Variable(
         "FORWARDER_SINK_HEADERS", "extra HTTP headers for the sink, 'Name: value; Other: value'", secret=True
+    ),
+    Variable(
+        "FORWARDER_SINK_ACCEPT_BODY",
+        "HTTP collector: a regular expression its 2xx reply must match for a batch to count as delivered",
     ),
     Variable("FORWARDER_SINK_CA_BUNDLE", "PEM CA bundle for the sink's TLS"),
     Variable("FORWARDER_SINK_VERIFY_TLS", "verify the sink's TLS certificate", "true"),
@@ -221,8 +228,12 @@ class _Reader:
     def optional_integer(self, name: str, minimum: int) -> Optional[int]:
         return self.integer(name, minimum) if self.get(name) else None
 
-    def duration(self, name: str) -> int:
-        return int(self.convert(name, parse_duration, 0))  # type: ignore[call-overload]
+    def duration(self, name: str, maximum_s: int) -> int:
+        value = int(self.convert(name, parse_duration, 0))  # type: ignore[call-overload]
+        if value > maximum_s:
+            self.problems.append(f"{name}: at most {maximum_s // 86400} days (got {self.get(name)!r})")
+            return 0
+        return value
 
 
 def load_settings(env: Mapping[str, str]) -> Settings:
@@ -296,8 +307,10 @@ def load_settings(env: Mapping[str, str]) -> Settings:
     if scheme not in sink_schemes():
         shown = redact_url(sink_uri)
         p.append(f"FORWARDER_SINK: {shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
-    elif "@" in sink_uri.split("://", 1)[-1].split("/", 1)[0]:
-        p.append("FORWARDER_SINK: put credentials in FORWARDER_SINK_TOKEN, not in the URI")
+    else:
+        problem = secret_problem(sink_uri, "FORWARDER_SINK")
+        if problem:
+            p.append(problem)
 
     auth = r.get("FORWARDER_SINK_AUTH").lower()
     if auth not in ("", "apikey", "basic", "bearer", "token"):
@@ -320,6 +333,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         batch_events=r.optional_integer("FORWARDER_BATCH_EVENTS", 1),
         batch_bytes=r.optional_integer("FORWARDER_BATCH_BYTES", 1024),
         ca_bundle=r.optional("FORWARDER_SINK_CA_BUNDLE"),
+        accept_body=r.optional("FORWARDER_SINK_ACCEPT_BODY"),
         verify_tls=r.boolean("FORWARDER_SINK_VERIFY_TLS"),
         timeout_seconds=timeout_s,
         gzip=r.boolean("FORWARDER_SINK_GZIP"),
@@ -334,6 +348,19 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         syslog_max_message_bytes=r.integer("FORWARDER_SYSLOG_MAX_MESSAGE", 480, 16 * 1024 * 1024),
         sse_kms_key_id=r.optional("FORWARDER_S3_KMS_KEY_ID"),
     )
+
+    if scheme in sink_schemes() and not any(q.startswith("FORWARDER_SINK:") for q in p):
+        try:
+            check_sink(sink)  # the sink's own rules (a host, a token, a file not a directory...)
+        except ValueError as exc:
+            p.append(str(exc) if str(exc).startswith("FORWARDER_") else f"FORWARDER_SINK: {exc}")
+    for name in ("FORWARDER_STATE", "FORWARDER_QUARANTINE"):
+        problem = secret_problem(r.get(name), name)
+        if problem:
+            p.append(problem)
+    state_problem = location_problem(r.get("FORWARDER_STATE"))
+    if state_problem:
+        p.append(f"FORWARDER_STATE: {state_problem}")
 
     log_level = r.get("FORWARDER_LOG_LEVEL").upper()
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
@@ -363,8 +390,8 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         include_original=r.boolean("FORWARDER_INCLUDE_ORIGINAL"),
         vendor=r.get("FORWARDER_VENDOR"),
         product=r.get("FORWARDER_PRODUCT"),
-        initial_lookback_s=r.duration("FORWARDER_INITIAL_LOOKBACK"),
-        lookback_window_s=r.duration("FORWARDER_LOOKBACK_WINDOW"),
+        initial_lookback_s=r.duration("FORWARDER_INITIAL_LOOKBACK", MAX_LOOKBACK_S),
+        lookback_window_s=r.duration("FORWARDER_LOOKBACK_WINDOW", MAX_LOOKBACK_S),
         page_limit=r.integer("FORWARDER_PAGE_LIMIT", 1, 10000),
         max_pages=r.integer("FORWARDER_MAX_PAGES", 1),
         max_records_per_pass=r.integer("FORWARDER_MAX_RECORDS_PER_PASS", 1),

@@ -21,6 +21,7 @@ class Rejection:
 
     event: Event
     reason: str
+    kind: str = "event"  # "record": a raw audit record that could not be placed (no usable time)
 
 
 @dataclass

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-from urllib.parse import urlsplit
+import re
+from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
@@ -22,13 +23,35 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# Query parameter names that carry a secret (?token=, ?api_key=, ?sig=, ?password=, ...).
+_SECRET_PARAM = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
+
+
+def secret_problem(url: str, what: str) -> str | None:
+    """A problem when ``url`` carries a secret anywhere a URL is shown: user-info, a query parameter
+    named like a secret, a fragment. Secrets belong in their own variables, which are masked."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return f"{what}: must not carry credentials (user:password@) in the URL"
+    named = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(name)]
+    if named:
+        return (
+            f"{what}: the query parameter {named[0]!r} looks like a secret; put secrets in "
+            "FORWARDER_SINK_TOKEN or FORWARDER_SINK_HEADERS, never in a URL"
+        )
+    if parts.fragment:
+        return f"{what}: a URL fragment (#...) is not allowed"
+    return None
+
+
 def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
     """Return a problem with ``url`` (naming ``what``), or None. Plain HTTP only for loopback."""
     parts = urlsplit(url)
     if not parts.scheme or not parts.hostname:
         return f"{what}: must be an absolute URL like {secure_scheme}://host (got {redact_url(url)!r})"
-    if parts.username or parts.password:
-        return f"{what}: must not carry credentials in the URL"
+    problem = secret_problem(url, what)
+    if problem:
+        return problem
     if parts.scheme == secure_scheme:
         return None
     if parts.scheme == "http" and is_loopback(parts.hostname):

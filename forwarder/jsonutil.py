@@ -2,12 +2,21 @@
 
 The Splunk add-on ships pure Python only, so every caller goes through these helpers and both
 paths must give the same bytes for the same value (tests compare them).
+
+Numbers round-trip exactly: orjson reads an integer over 64 bits as a float and refuses to write
+one, so a document holding a long run of digits is read, and such a value written, by the standard
+library instead (per document: the rest keep orjson's speed). A body that is not UTF-8, or holds a
+lone surrogate escape, is still read: bad bytes become lone surrogates (``surrogateescape``), which
+no encoder writes back as UTF-8, so the record holding them is refused (and quarantined) rather
+than silently changed. A value nested too deeply for the recursive encoders is written by a
+loop.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, List
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
@@ -15,31 +24,85 @@ except ImportError:  # pragma: no cover - exercised by the pure-Python test run
     _orjson = None  # type: ignore[assignment]
 
 HAVE_ORJSON = _orjson is not None
+# 19 digits or more may be over 64 bits (2**63 has 19): let the standard library read it exactly.
+_LONG_NUMBER = re.compile(rb"\d{19}")
 
 
 def loads(data: bytes | str) -> Any:
-    if _orjson is not None:
-        return _orjson.loads(data)
-    return json.loads(data)
+    """Parse JSON; ValueError names the cause when it cannot be parsed."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if _orjson is not None and not _LONG_NUMBER.search(raw):
+        try:
+            return _orjson.loads(raw)
+        except ValueError:
+            pass  # not UTF-8, a lone surrogate, too deep: the standard library says which, or copes
+    text = raw.decode("utf-8", "surrogateescape")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON, keys in insertion order."""
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(value)
-        except TypeError:  # integers over 64 bits; the standard library handles them
-            pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return _encode(value, sort_keys=False)
 
 
 def canonical(value: Any) -> bytes:
     """Sorted keys, compact, UTF-8: the form the event id is computed over."""
+    return _encode(value, sort_keys=True)
+
+
+def _encode(value: Any, sort_keys: bool) -> bytes:
     if _orjson is not None:
         try:
-            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
-        except TypeError:
+            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS if sort_keys else None)
+        except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see below
             pass
-    return json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
-    ).encode("utf-8")
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False
+        )
+    except RecursionError:
+        text = _dumps_loop(value, sort_keys)
+    return text.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
+
+
+def ascii_text(value: Any) -> str:
+    """Sorted, compact JSON escaped to ASCII: any value, lone surrogates and deep nesting included."""
+    try:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+    except RecursionError:
+        return _dumps_loop(value, True, ascii=True)
+
+
+class _Text(str):
+    """Already-encoded JSON text on the loop's stack."""
+
+
+def _dumps_loop(value: Any, sort_keys: bool, ascii: bool = False) -> str:
+    """The standard encoder's output without recursion, for values nested past its limit."""
+    out: List[str] = []
+    stack: List[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Text):
+            out.append(item)
+        elif isinstance(item, dict):
+            pairs = sorted(item.items()) if sort_keys else list(item.items())
+            stack.append(_Text("}"))
+            for n in range(len(pairs) - 1, -1, -1):
+                key, child = pairs[n]
+                stack.append(child)
+                stack.append(_Text(("," if n else "") + json.dumps(str(key), ensure_ascii=ascii) + ":"))
+            out.append("{")
+        elif isinstance(item, (list, tuple)):
+            stack.append(_Text("]"))
+            for n in range(len(item) - 1, -1, -1):
+                stack.append(item[n])
+                if n:
+                    stack.append(_Text(","))
+            out.append("[")
+        else:
+            out.append(json.dumps(item, ensure_ascii=ascii, allow_nan=False))
+    return "".join(out)

@@ -7,6 +7,7 @@ import logging
 import sys
 import threading
 from typing import Dict, Iterable, List, Optional, TextIO
+from urllib.parse import quote, quote_plus
 
 try:  # python-json-logger 3.x and 4.x
     from pythonjsonlogger.json import JsonFormatter
@@ -18,20 +19,40 @@ _secrets: List[str] = []
 _lock = threading.Lock()
 
 
+def secret_forms(secret: str) -> List[str]:
+    """Every way a secret shows up in text: as it is, JSON-escaped, and URL-encoded as a form field
+    or a query (quote_plus) or a path (quote) encodes it."""
+    forms = [
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote_plus(secret),
+        quote(secret, safe=""),
+        quote(secret),
+    ]
+    return list(dict.fromkeys(forms))
+
+
 def register_secrets(values: Iterable[Optional[str]]) -> None:
-    """Add values to mask in every log line from now on (short values are ignored: too common)."""
+    """Add values to mask in every output from now on (short values are ignored: too common).
+    The client secret, sink tokens and every access token in use are registered."""
     with _lock:
         for value in values:
-            if value and len(value) >= 4 and value not in _secrets:
-                _secrets.append(value)
+            if value and len(value) >= 4:
+                for form in secret_forms(value):
+                    if form not in _secrets:
+                        _secrets.append(form)
+        _secrets.sort(key=len, reverse=True)  # a longer form first, so no part of it is left over
 
 
 def redact(text: str) -> str:
+    """``text`` with every registered secret, in every form, replaced by ***: for log lines,
+    reports, check output and error messages alike."""
     with _lock:
         secrets = list(_secrets)
     for secret in secrets:
-        for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
-            text = text.replace(form, MASK)
+        if secret in text:
+            text = text.replace(secret, MASK)
     return text
 
 

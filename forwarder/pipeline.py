@@ -16,14 +16,16 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Prot
 
 from .api.paging import PageOutcome
 from .errors import ForwarderError, StateError
+from .logs import redact
 from .normalize import Formatter, NormalizeOptions
 from .observer import IGNORE, RunObserver
-from .quarantine import Quarantine
+from .quarantine import Quarantine, unplaceable
 from .records import AuditRecord, InvalidRecord, parse_record
 from .report import RunReport, StreamReport
 from .sinks.base import Sink, batches
-from .state.model import StreamState
+from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
+from .stop import Stopped
 from .streams import Ownership, Stream
 from .timeutil import format_us, now_us
 
@@ -91,6 +93,7 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
+    on_unplaceable: Optional[Callable[[Any, str], None]] = None,
 ) -> Selection:
     """Scan every page and keep the oldest ``max_records_per_pass`` new records.
 
@@ -109,7 +112,10 @@ def select_new(
                 record = parse_record(raw, stream.object_type)
             except InvalidRecord as exc:
                 report.invalid += 1
-                raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+                if on_unplaceable is None:
+                    raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
+                continue
             ascending = ascending and record.ts_us >= last_ts
             last_ts = record.ts_us
             if record.event_id in chosen:
@@ -148,7 +154,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     state: Optional[StreamState] = None
     try:
         loaded = ctx.store.load(stream.key)
-        state, version = loaded.state, loaded.version
+        state, version = loaded.state.held_to(now_us() + FUTURE_SKEW_US), loaded.version  # heal old poison
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
         first_us = _start_hint(state, floor_us, window_us)
@@ -168,7 +174,9 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 limits=ctx.limits,
                 keeps=ctx.ownership.keeps,
                 report=report,
+                on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
             )
+            _flag_future(stream, selection.records, report)
             report.truncated = report.truncated or outcome.truncated
             if outcome.truncated and not selection.ascending:
                 raise StreamFailed(
@@ -184,16 +192,38 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 break
             if (state.watermark_us, len(state.seen), state.delivered_total) == before:
                 raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
+    except Stopped:
+        report.stopped = True  # not a failure: what was committed stays, the rest waits for the next run
+        log.warning("stream abandoned on a stop request", extra={"stream": stream.key})
     except ForwarderError as exc:
-        report.error = str(exc)
+        report.error = redact(str(exc))
         log.error("stream failed", extra={"stream": stream.key, "error": report.error})
     except Exception as exc:  # a bug must not stop the other streams, but it must be loud
-        report.error = f"unexpected {type(exc).__name__}: {exc}"
+        report.error = redact(f"unexpected {type(exc).__name__}: {exc}")
         log.exception("stream failed unexpectedly", extra={"stream": stream.key})
     if state is not None and state.watermark_us is not None:
         report.watermark = format_us(state.watermark_us)
         report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
     return report
+
+
+def _quarantine_record(ctx: RunContext, stream: Stream, report: StreamReport, raw: Any, reason: str) -> None:
+    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way."""
+    ctx.quarantine.keep(stream.key, [unplaceable(raw, reason)])
+    report.quarantined += 1
+    log.warning("record quarantined: it cannot be placed", extra={"stream": stream.key, "reason": reason})
+
+
+def _flag_future(stream: Stream, records: Sequence[AuditRecord], report: StreamReport) -> None:
+    """Records dated past the clock are shipped once, never move the watermark there, and are told."""
+    ceiling = now_us() + FUTURE_SKEW_US
+    future = [r for r in records if r.ts_us > ceiling]
+    if future:
+        report.future += len(future)
+        log.warning(
+            "records dated in the future: shipped once, the watermark stays at the clock",
+            extra={"stream": stream.key, "count": len(future), "newest": format_us(future[-1].ts_us)},
+        )
 
 
 def _ship(

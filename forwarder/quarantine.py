@@ -1,27 +1,62 @@
 """Where events a sink refused for good are kept, with the reason, so nothing is silently dropped.
 
 ``FORWARDER_QUARANTINE`` is a directory (CLI, containers) or ``s3://bucket/prefix`` (Lambda, whose disk
-does not outlive the invocation). Both keep one JSON line per event: when, which stream, the event id,
-the reason and the event as it was formatted.
+does not outlive the invocation). Both keep one JSON line per entry: when, which stream, what kind
+(``event``: a formatted event a sink refused; ``record``: a raw audit record that cannot be placed in
+time), its id, the reason, its time and the event or record itself. ``entries`` and ``remove`` serve
+``audit-forwarder quarantine list / replay`` (forwarder/replay.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Protocol, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Sequence, Set
 
 from . import jsonutil
-from .events import Rejection
+from .events import Event, Rejection
 from .timeutil import format_us, now_us
+
+try:  # POSIX: a run appending and a replay removing, in two processes, take turns
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one process at a time
+    fcntl = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One quarantined item as read back: ``where`` is the file or object holding it."""
+
+    where: str
+    doc: Dict[str, Any]
+
+    @property
+    def event_id(self) -> str:
+        return str(self.doc.get("event_id", ""))
 
 
 class Quarantine(Protocol):
     location: str
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None: ...
+
+    def entries(self) -> Iterator[Entry]: ...
+
+    def remove(self, where: str, event_ids: Set[str]) -> None:
+        """Drop the entries of ``where`` with these ids (replayed: the sink proved acceptance)."""
+        ...
+
+
+def unplaceable(raw: Any, reason: str) -> Rejection:
+    """A raw audit record that cannot be placed in time, kept as the JSON it came in (escaped to
+    ASCII, so bytes that are not UTF-8 and lone surrogates survive) under the digest of that text."""
+    text = jsonutil.ascii_text(raw)
+    body = text.encode("ascii")
+    return Rejection(Event(hashlib.sha256(body).hexdigest(), 0, body), reason, kind="record")
 
 
 def quarantine_lines(stream_key: str, rejections: Sequence[Rejection], at_us: int) -> List[bytes]:
@@ -30,9 +65,12 @@ def quarantine_lines(stream_key: str, rejections: Sequence[Rejection], at_us: in
             {
                 "quarantined_at": format_us(at_us),
                 "stream": stream_key,
+                "kind": r.kind,
                 "event_id": r.event.id,
                 "reason": r.reason,
-                "event": r.event.body.decode("utf-8", "replace"),
+                "time": format_us(r.event.time_us),
+                "is_json": r.event.is_json,
+                r.kind: r.event.body.decode("utf-8", "replace"),
             }
         )
         + b"\n"
@@ -51,12 +89,54 @@ class LocalQuarantine:
         if not rejections:
             return
         lines = quarantine_lines(stream_key, rejections, now_us())
+        with self._locked(), open(self.location, "ab") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def entries(self) -> Iterator[Entry]:
+        try:
+            with open(self.location, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return
+        for line in data.splitlines():
+            if line.strip():
+                yield Entry(self.location, jsonutil.loads(line))
+
+    def remove(self, where: str, event_ids: Set[str]) -> None:
+        from .state.local import write_atomic
+
+        with self._locked():  # re-read under the lock: entries kept meanwhile stay
+            try:
+                with open(self.location, "rb") as fh:
+                    lines = fh.read().splitlines(keepends=True)
+            except FileNotFoundError:
+                return
+            kept = [line for line in lines if _entry_id(line) not in event_ids]
+            write_atomic(self.location, b"".join(kept))
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This process's threads and other processes (a run and a replay) take turns."""
         with self._lock:
             Path(self.location).parent.mkdir(parents=True, exist_ok=True)
-            with open(self.location, "ab") as fh:
-                fh.writelines(lines)
-                fh.flush()
-                os.fsync(fh.fileno())
+            if fcntl is None:
+                yield
+                return
+            with open(self.location + ".lock", "ab") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _entry_id(line: bytes) -> Optional[str]:
+    try:
+        return str(jsonutil.loads(line).get("event_id"))
+    except (ValueError, AttributeError):
+        return None  # an unreadable line is kept as it is
 
 
 class S3Quarantine:
@@ -91,6 +171,26 @@ class S3Quarantine:
             raise aws_error(
                 exc, f"quarantining {len(rejections)} event(s) to s3://{self.bucket}/{key}"
             ) from exc
+
+    def entries(self) -> Iterator[Entry]:
+        paginator = self._client.get_paginator("list_objects_v2")
+        prefix = f"{self.prefix}/" if self.prefix else ""
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                body = self._client.get_object(Bucket=self.bucket, Key=item["Key"])["Body"].read()
+                for line in body.splitlines():
+                    if line.strip():
+                        yield Entry(item["Key"], jsonutil.loads(line))
+
+    def remove(self, where: str, event_ids: Set[str]) -> None:
+        from .sinks.s3 import put_ndjson
+
+        body = self._client.get_object(Bucket=self.bucket, Key=where)["Body"].read()
+        kept = [line for line in body.splitlines(keepends=True) if _entry_id(line) not in event_ids]
+        if kept:
+            put_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
+        else:
+            self._client.delete_object(Bucket=self.bucket, Key=where)
 
 
 def open_quarantine(location: str, kms_key_id: Optional[str] = None) -> Quarantine:

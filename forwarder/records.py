@@ -9,6 +9,9 @@ from typing import Any, Mapping
 from .jsonutil import canonical
 from .timeutil import parse_iso
 
+# Audit records are a few levels deep; far deeper ones would exhaust the normalizers' recursion.
+MAX_DEPTH = 64
+
 
 class InvalidRecord(ValueError):
     """A record that cannot be placed in time (no usable created_at) or is not an object."""
@@ -58,6 +61,27 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
         raise InvalidRecord(f"audit record has no created_at string (got {type(created).__name__})")
     try:
         ts = parse_iso(created)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
-    return AuditRecord(raw=raw, event_id=event_id(raw), ts_us=ts, object_type=object_type)
+    if depth(raw) > MAX_DEPTH:
+        raise InvalidRecord(f"audit record is nested more than {MAX_DEPTH} levels deep")
+    try:
+        rid = event_id(raw)
+    except ValueError as exc:  # a lone surrogate or undecodable bytes: it has no UTF-8 form
+        raise InvalidRecord(f"audit record holds text that is not valid Unicode ({exc})") from None
+    return AuditRecord(raw=raw, event_id=rid, ts_us=ts, object_type=object_type)
+
+
+def depth(value: Any) -> int:
+    """How deeply containers nest in ``value``, counted without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:  # past the limit the answer is known
+                stack.extend((child, level + 1) for child in item if isinstance(child, (dict, list)))
+    return deepest

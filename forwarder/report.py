@@ -14,9 +14,11 @@ class StreamReport:
     shipped: int = 0  # accepted by the sink
     quarantined: int = 0  # refused by the sink for good, kept in quarantine
     skipped: int = 0  # already delivered, before the first-run window, or owned by another stream
-    invalid: int = 0  # records without a usable created_at (the stream fails on them)
+    invalid: int = 0  # records that cannot be placed (no usable created_at...): quarantined raw
+    future: int = 0  # records dated past the clock: shipped once, the watermark held at the clock
     passes: int = 0
     truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
+    stopped: bool = False  # abandoned on a stop request (SIGTERM) after its last committed batch
     watermark: Optional[str] = None
     lag_seconds: Optional[float] = None  # now minus the newest delivered record's time
     error: Optional[str] = None
@@ -40,7 +42,7 @@ class RunReport:
         return self.error is None and all(s.ok for s in self.streams)
 
     def totals(self) -> Dict[str, Any]:
-        keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid")
+        keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid", "future")
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
         totals["streams"] = len(self.streams)
         totals["failed_streams"] = sum(1 for s in self.streams if not s.ok)

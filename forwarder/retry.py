@@ -1,13 +1,29 @@
-"""Retry timing shared by the API client and the HTTP sinks: capped exponential backoff with full
-jitter, honouring a server's Retry-After."""
+"""The one retry loop of the forwarder (API client, HTTP sinks, Elasticsearch items, Firehose, syslog):
+capped exponential backoff with full jitter, honouring a server's Retry-After.
+
+Every transport error is treated the same way wherever it happens: a refused or reset connection,
+a timeout, a body cut mid-way (ChunkedEncodingError), a body that does not decode, a response over
+its total deadline. An attempt raises :class:`TryAgain` for an answer worth another try (429, 5xx,
+items refused for a passing reason); anything else it raises ends the loop at once.
+"""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Callable, Optional
+from http.client import HTTPException
+from typing import Any, Callable, Optional, TypeVar
+
+from . import stop
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# requests' and urllib3's errors are OSErrors or HTTPExceptions, as are socket and TLS errors.
+TRANSPORT_ERRORS = (OSError, HTTPException)
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
@@ -48,5 +64,58 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
 
 
 def sleep(seconds: float) -> None:
-    """Indirection so tests can count waits without patching the time module."""
-    time.sleep(seconds)
+    """Wait between tries; a stop request ends the wait and abandons the work (stop.Stopped).
+    Also the indirection tests use to count waits."""
+    if stop.wait(seconds):
+        stop.check("a retry")
+
+
+class TryAgain(Exception):
+    """Raised by an attempt whose answer is worth another try; ``result`` is what to give up with."""
+
+    def __init__(self, problem: str, retry_after: Optional[float] = None, result: Any = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.retry_after = retry_after
+        self.result = result
+
+
+class Failure:
+    """Why the last try failed: ``problem`` in words, ``attempts`` made, ``last`` TryAgain if any."""
+
+    def __init__(self, problem: str, attempts: int, last: Optional[TryAgain]) -> None:
+        self.problem = problem
+        self.attempts = attempts
+        self.last = last
+
+
+def call(
+    policy: RetryPolicy,
+    attempt: Callable[[], T],
+    give_up: Callable[[Failure], T],
+    what: str,
+    wait: Optional[Callable[[float, Failure], None]] = None,
+) -> T:
+    """``attempt()`` until it returns, at most ``policy.attempts`` times; then ``give_up(failure)``
+    (which raises, or returns the value to use). ``wait`` replaces the plain sleep between tries."""
+    tries = 0
+    while True:
+        tries += 1
+        stop.check(what)
+        last: Optional[TryAgain] = None
+        try:
+            return attempt()
+        except TryAgain as exc:
+            last, problem, retry_after = exc, exc.problem, exc.retry_after
+        except TRANSPORT_ERRORS as exc:
+            problem, retry_after = f"{type(exc).__name__}: {exc}", None
+        failure = Failure(problem, tries, last)
+        if tries >= policy.attempts:
+            return give_up(failure)
+        delay = policy.delay(tries, retry_after)
+        log.warning("%s failed, retrying", what, extra={"error": problem[:300], "wait_s": round(delay, 2)})
+        (wait or _plain_wait)(delay, failure)
+
+
+def _plain_wait(delay: float, failure: Failure) -> None:
+    sleep(delay)

@@ -33,6 +33,8 @@ AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec; public material says the real service has it
 MALFORM_KINDS = ("html", "truncated", "wrong-shape", "not-list-items")
+# a body, or the status line and headers, sent a byte at a time; a connection closed mid-body
+BREAK_KINDS = ("trickle", "trickle-headers", "cut")
 _SECRET_PARAMS = frozenset({"client_secret", "access_token"})
 _AUDIT_PARAMS = frozenset({"object_type", "name", "filter"})
 _HTML = b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>Back soon.</body></html>"
@@ -63,6 +65,8 @@ class _Fault:
     status: int = 0
     retry_after: Optional[float] = None
     kind: str = ""
+    old: bytes = b""
+    new: bytes = b""
 
 
 def _json(status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> _Reply:
@@ -164,6 +168,9 @@ class Simulator:
         self.token_created_ms = token_created_ms
         self.token_path = token_path
         self.latency_seconds = 0.0
+        self.trickle_seconds = 1.0  # pause between the bytes of a "trickle" body
+        self.trickled: List[Tuple[int, int]] = []  # (bytes sent, bytes in the reply) per trickled reply
+        self.echo = False  # error replies quote the request (form body, Authorization), as some do
         self.requests: List[LoggedRequest] = []
         self.base_url = ""
         self._clock = clock
@@ -172,6 +179,8 @@ class Simulator:
         self.issued_tokens: List[str] = []  # every token ever issued, for tests that hunt for leaks
         self._failures: List[_Fault] = []
         self._malforms: List[_Fault] = []
+        self._breaks: List[_Fault] = []
+        self._rewrites: List[_Fault] = []
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -226,6 +235,25 @@ class Simulator:
             if n > 0:
                 self._malforms.append(_Fault(n, path_prefix, kind=kind))
 
+    def break_next(self, n: int, kind: str = "trickle", path_prefix: str = AUDITS_PATH) -> None:
+        """Break the next ``n`` replies under ``path_prefix`` on the wire (see BREAK_KINDS)."""
+        if kind not in BREAK_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(BREAK_KINDS)}")
+        with self._lock:
+            if n > 0:
+                self._breaks.append(_Fault(n, path_prefix, kind=kind))
+
+    def rewrite_next(self, n: int, old: bytes, new: bytes, path_prefix: str = AUDITS_PATH) -> None:
+        """Replace ``old`` by ``new`` in the next ``n`` reply bodies under ``path_prefix`` holding it:
+        bytes no JSON encoder writes (invalid UTF-8, a lone surrogate escape, a huge integer)."""
+        with self._lock:
+            if n > 0:
+                self._rewrites.append(_Fault(n, path_prefix, old=old, new=new))
+
+    def add_record(self, record: Dict[str, Any]) -> None:
+        """Serve ``record`` as it is in its ``user``'s trail (a hostile or odd record for tests)."""
+        self.org.add_raw_record(record)
+
     def revoke_tokens(self) -> None:
         """Every token issued so far answers 401 from now on; new ones work."""
         with self._lock:
@@ -247,9 +275,12 @@ class Simulator:
         with self._lock:
             self.requests.append(LoggedRequest(method, path, logged))
             failure = self._take(self._failures, path)
+        echo = ""
+        if self.echo:
+            echo = f" (request: {body.decode('utf-8', 'replace')} {header('Authorization') or ''})"
         if failure is not None:
             extra = {} if failure.retry_after is None else {"Retry-After": f"{failure.retry_after:g}"}
-            return _error(failure.status, "injected failure", extra)
+            return _error(failure.status, "injected failure" + echo, extra)
         routes = {self.token_path: "POST", AUDITS_PATH: "GET", USERS_PATH: "GET"}
         if self.domains_endpoint:
             routes[DOMAINS_PATH] = "GET"
@@ -258,7 +289,10 @@ class Simulator:
         if method != routes[path]:
             return _error(405, f"{path} accepts {routes[path]} only", {"Allow": routes[path]})
         if path == self.token_path:
-            return self._token(header("Content-Type") or "", body)
+            reply = self._token(header("Content-Type") or "", body)
+            if echo and reply.status >= 400:
+                reply = _error(reply.status, "token request refused" + echo)
+            return reply
         if not self._authorized(header("Authorization")):
             return _error(401, "missing, invalid or expired access token", {"WWW-Authenticate": "Bearer"})
         try:
@@ -346,7 +380,12 @@ class Simulator:
             records = [r for r in records if r["filterable_action"].startswith(prefix)]
         if self.honour_start_date:  # canonical timestamps compare correctly as text
             start, end = _time_param(query, "start_date"), _time_param(query, "end_date")
-            records = [r for r in records if (start or "") <= r["created_at"] <= (end or "~")]
+            records = [
+                r
+                for r in records
+                if not isinstance(r.get("created_at"), str)  # a hostile record: served whatever the bounds
+                or (start or "") <= r["created_at"] <= (end or "~")
+            ]
         order = _one(query, "sort") if self.honour_sort else None
         if order is None:
             return records[::-1]  # newest first, as the portal lists activity
@@ -431,14 +470,55 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length > 0 else b""
         simulator = self.server.simulator
         reply = simulator._dispatch(method, self.path, self.headers.get, body)
+        path = urlsplit(self.path).path
+        with simulator._lock:
+            wire = simulator._take(simulator._breaks, path)
+            rewrite = next(
+                (f for f in simulator._rewrites if path.startswith(f.path_prefix) and f.old in reply.body),
+                None,
+            )
+            if rewrite is not None:
+                rewrite.remaining -= 1
+                if rewrite.remaining <= 0:
+                    simulator._rewrites.remove(rewrite)
+        payload = reply.body if rewrite is None else reply.body.replace(rewrite.old, rewrite.new)
         if simulator.latency_seconds > 0:
             time.sleep(simulator.latency_seconds)
+        if wire is not None and wire.kind == "trickle-headers":
+            head = f"HTTP/1.1 {reply.status} X\r\nContent-Length: {len(payload)}\r\n\r\n".encode("ascii")
+            self._trickle(head + payload, simulator.trickle_seconds)
+            return
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(reply.body)))
+        self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(reply.body)
+        if wire is None:
+            self.wfile.write(payload)
+        elif wire.kind == "cut":
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            self._trickle(payload, simulator.trickle_seconds)
+
+    def _trickle(self, payload: bytes, pause: float) -> None:
+        """One byte per ``pause``: each read returns in time, the response never ends in time."""
+        sent = 0
+        try:
+            for at in range(len(payload)):
+                self.wfile.write(payload[at : at + 1])
+                self.wfile.flush()
+                sent += 1
+                if self.server.simulator._server is None:  # stopped: give up
+                    return
+                time.sleep(pause)
+        except OSError:  # the client hung up: that is the point
+            pass
+        finally:
+            with self.server.simulator._lock:
+                self.server.simulator.trickled.append((sent, len(payload)))
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: the default writes every request line to stderr."""

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from forwarder import credentials, jsonutil
+from forwarder import credentials, jsonutil, stop
 from forwarder.app import run_once
 from forwarder.config import load_settings
 from forwarder.errors import ConfigError
@@ -74,6 +74,8 @@ def metrics(report: RunReport, duration_s: float, function: str, namespace: str)
     lags = [s.lag_seconds for s in report.streams if s.lag_seconds is not None]
     values: Dict[str, Any] = {
         "ShippedEvents": (totals["shipped"], "Count"),
+        "QuarantinedEvents": (totals["quarantined"], "Count"),  # refused for good, or unplaceable
+        "FutureDatedRecords": (totals["future"], "Count"),  # a peer's clock ahead of ours
         "FailedStreams": (totals["failed_streams"] + (1 if report.error else 0), "Count"),
         "StreamsLeft": (len(report.not_started), "Count"),
         "SkippedRuns": (1 if report.skipped else 0, "Count"),
@@ -116,6 +118,7 @@ def summary(report: RunReport) -> str:
 
 def handler(event: Any, context: Any) -> Dict[str, Any]:
     started = time.monotonic()
+    stop.install()  # Lambda's shutdown SIGTERM: abandon the batch in flight uncommitted, start nothing
     env = os.environ
     settings = load_settings(environment(env))  # ConfigError fails the invocation: alarms fire
     margin_s = deadline_margin(env)

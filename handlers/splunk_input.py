@@ -29,7 +29,7 @@ from splunklib import binding, client
 from splunklib.modularinput import Argument, EventWriter, Scheme, Script
 from splunklib.modularinput import Event as SplunkEvent
 
-from forwarder import jsonutil
+from forwarder import jsonutil, stop
 from forwarder.app import run_once
 from forwarder.config import VARIABLES, Settings, load_settings
 from forwarder.errors import ConfigError
@@ -241,6 +241,7 @@ class AuditInput(Script):
 
     def stream_events(self, inputs: Any, ew: EventWriter) -> None:
         meta: Dict[str, str] = inputs.metadata
+        stop.install()  # splunkd's SIGTERM (input disabled, shutdown): nothing new starts
         for stanza_name, stanza in inputs.inputs.items():
             name = stanza_name.split("://", 1)[-1]
             configure_logging(str(stanza.get("log_level") or "INFO").upper(), name)

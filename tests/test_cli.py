@@ -11,20 +11,7 @@ import pytest
 
 from forwarder.simdata import generate_org
 from forwarder.simulator import Simulator
-from tests.e2e.helpers import env_for
-
-
-def cli(*args, env=None, cwd=None):
-    full = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_")}
-    full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "forwarder", *args],
-        env=full,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+from tests.e2e.helpers import cli, env_for
 
 
 def test_bad_configuration_fails_before_any_network_call_naming_each_variable():
@@ -85,12 +72,12 @@ def test_state_show_and_reset(sim, tmp_path):
 
 def test_run_exit_code_says_a_stream_failed(sim, tmp_path):
     env = env_for(sim.base_url, (tmp_path / "e.ndjson").as_uri(), str(tmp_path / "state"))
-    sim.malform_next(1, kind="not-list-items")
+    sim.malform_next(1, kind="wrong-shape")
     result = cli("run", "--report", env=env)
     assert result.returncode == 1
     report = json.loads(result.stderr.strip().splitlines()[-1])
     failed = [s for s in report["streams"] if s["error"]]
-    assert len(failed) == 1 and "record 1" in failed[0]["error"]
+    assert len(failed) == 1 and "holds no" in failed[0]["error"]
 
 
 def test_simulate_serves_the_api_until_interrupted():

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import requests
 
-from .. import jsonutil, retry
+from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
@@ -103,39 +103,38 @@ class ApiClient:
     # -- transport ------------------------------------------------------------------------------
 
     def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        """One request with retries on 429/5xx/connection errors; other statuses are returned."""
+        """One request with retries on 429/5xx and every transport error; other statuses are returned
+        (so is the last 429/5xx once the attempts run out). The whole response is bounded by the
+        HTTP timeout, not only each read."""
         url = self.base_url + path
-        for attempt in range(1, self._retry.attempts + 1):
+
+        def attempt() -> requests.Response:
             self._throttle.wait()
             with self._lock:
                 self.requests_sent += 1
             try:
-                response = self._session.request(method, url, timeout=self._timeout, **kwargs)
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                if attempt == self._retry.attempts:
-                    raise ApiError(
-                        f"{method} {path}: {type(exc).__name__} after {attempt} attempts"
-                    ) from None
-                delay = self._retry.delay(attempt)
-                log.warning(
-                    "api request failed, retrying",
-                    extra={"path": path, "error": type(exc).__name__, "wait_s": round(delay, 2)},
+                response = deadline.request(
+                    self._session, method, url, timeout=self._timeout, deadline_s=self._timeout[1], **kwargs
                 )
-                retry.sleep(delay)
-                continue
-            if response.status_code not in RETRYABLE_STATUS or attempt == self._retry.attempts:
-                return response
-            delay = self._retry.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
-            log.warning(
-                "api answered %s, retrying",
-                response.status_code,
-                extra={"path": path, "wait_s": round(delay, 2)},
-            )
-            if response.status_code == 429:
-                self._throttle.pause(delay)  # every stream waits, this one at the top of the loop
+            except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
+                raise ApiError(f"{method} {path}: TLS failed: {exc}") from None
+            if response.status_code in RETRYABLE_STATUS:
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                raise retry.TryAgain(f"HTTP {response.status_code}", retry_after, response)
+            return response
+
+        def give_up(failure: retry.Failure) -> requests.Response:
+            if failure.last is not None:
+                return failure.last.result
+            raise ApiError(f"{method} {path}: {failure.problem} (after {failure.attempts} attempts)")
+
+        def wait(delay: float, failure: retry.Failure) -> None:
+            if failure.last is not None and failure.last.result.status_code == 429:
+                self._throttle.pause(delay)  # every stream waits, this one before its next try
             else:
                 retry.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait)
 
     def _request_token(self) -> Any:
         form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
@@ -167,11 +166,11 @@ class ApiClient:
     def _decode(self, response: requests.Response, path: str) -> Any:
         try:
             return jsonutil.loads(response.content)
-        except ValueError:
+        except ValueError as exc:
             kind = response.headers.get("Content-Type", "unknown content type")
             raise MalformedResponse(
                 f"GET {path}: HTTP {response.status_code} body is not JSON "
-                f"({kind}, {len(response.content)} bytes)"
+                f"({kind}, {len(response.content)} bytes: {str(exc)[:200]})"
             ) from None
 
     def get_json(self, path: str, params: Dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional
 
 from ..errors import ApiError, MalformedResponse
-from ..jsonutil import canonical
+from ..jsonutil import ascii_text
 
 # Keys that hold the list in the enveloped style; the resource's plural comes first.
 _LIST_KEYS = ("data", "items", "results", "records")
@@ -44,7 +44,7 @@ class PageOutcome:
 def _fingerprint(items: List[Any]) -> str:
     h = hashlib.sha256()
     for item in (items[0], items[-1]):
-        h.update(canonical(item))
+        h.update(ascii_text(item).encode("ascii"))  # any item: hostile ones are quarantined later
     h.update(str(len(items)).encode())
     return h.hexdigest()
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from ..errors import AuthError, MalformedResponse
+from ..logs import register_secrets
 
 DEFAULT_LIFETIME = 14400
 _MS_THRESHOLD = 100_000_000_000  # a created_at above this is milliseconds (year 5138 in seconds)
@@ -92,6 +93,7 @@ class TokenProvider:
         token = parse_token(self._fetch(), received)
         if not token.value:
             raise AuthError("token endpoint returned an empty token")
+        register_secrets([token.value])  # an error body or a log line may quote it
         if self._key:
             with _reusable_lock:
                 _reusable[self._key] = token

@@ -1,4 +1,4 @@
-"""Log records as lines a person reads: 'warning: api answered 429, retrying (path=/v1/cp/audits)'."""
+"""Log records as lines a person reads: 'warning: api GET /v1/cp/audits failed, retrying (wait_s=1.5)'."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 from urllib.parse import urlsplit
 
 from .base import Sink
@@ -38,8 +38,7 @@ def schemes() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def open_sink(settings: SinkSettings) -> Sink:
-    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
+def _module(settings: SinkSettings) -> Tuple[Any, str]:
     scheme = scheme_of(settings.uri)
     try:
         target = _REGISTRY[scheme]
@@ -48,5 +47,18 @@ def open_sink(settings: SinkSettings) -> Sink:
             f"FORWARDER_SINK scheme {scheme!r} is not supported (choose from {', '.join(schemes())})"
         ) from None
     module, attr = target.split(":")
-    factory: SinkFactory = getattr(importlib.import_module(module), attr)
+    return importlib.import_module(module), attr
+
+
+def check_sink(settings: SinkSettings) -> None:
+    """Refuse settings the sink could never work with (ValueError naming the variable), without
+    opening anything: every sink module has a ``validate`` that the configuration check calls."""
+    module, _ = _module(settings)
+    module.validate(settings)
+
+
+def open_sink(settings: SinkSettings) -> Sink:
+    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
+    module, attr = _module(settings)
+    factory: SinkFactory = getattr(module, attr)
     return factory(settings)

@@ -1,10 +1,12 @@
 """Elasticsearch / OpenSearch sink: ``elasticsearch+https://es.example.com:9200`` (``opensearch+https://``
-alike; ``+http://`` for loopback only). A path is a prefix (a proxy's) put before ``/<data stream>/_bulk``.
+alike; ``+http://`` for loopback only). A path is a prefix (a proxy's) put before ``/_bulk``.
 
 Protocol choices, from the ``_bulk`` API documentation:
 
 * Target. The data stream ``logs-emailauth.audit-<namespace>`` (``settings.es_namespace``), which the
-  index template in ``elasticsearch/`` of this repository configures. Every document is a ``create``
+  index template in ``elasticsearch/`` of this repository configures, named by ``_index`` in every
+  action line: requests go to ``/_bulk``, which Elasticsearch, OpenSearch and ``_bulk``-only receivers
+  (Fluent Bit's Elasticsearch input, ingest shims) all route. Every document is a ``create``
   with ``_id`` = the event id: a re-sent batch cannot index an event twice, and the 409
   ``version_conflict_engine_exception`` it gets for a document already there counts as delivered.
 * Documents. A JSON event is sent byte for byte (ECS carries the ``@timestamp`` a data stream needs);
@@ -36,7 +38,7 @@ from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
 from ..http import check_url
 from ..timeutil import format_us
-from .http_post import HttpPoster, authorization, json_object, send_halving, wire_batches
+from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 DATASET = "emailauth.audit"
@@ -59,7 +61,7 @@ def data_stream(namespace: str) -> str:
 
 
 def bulk_url(uri: str, namespace: str) -> str:
-    """The ``_bulk`` URL of the data stream; ValueError naming FORWARDER_SINK."""
+    """The ``_bulk`` URL (the data stream is named in each action line); ValueError naming FORWARDER_SINK."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     prefix = next((p for p in _SCHEMES if scheme.startswith(p)), None)
@@ -75,7 +77,8 @@ def bulk_url(uri: str, namespace: str) -> str:
         )
     if parts.query or parts.fragment:
         raise ValueError("FORWARDER_SINK for Elasticsearch takes no query string")
-    return f"{http_scheme}://{parts.netloc}{parts.path.rstrip('/')}/{data_stream(namespace)}/_bulk"
+    data_stream(namespace)  # refuse a bad namespace with the URI
+    return f"{http_scheme}://{parts.netloc}{parts.path.rstrip('/')}/_bulk"
 
 
 def es_authorization(kind: str, token: Optional[str]) -> str:
@@ -101,9 +104,10 @@ def document(event: Event) -> bytes:
     return jsonutil.dumps(wrapped)
 
 
-def bulk_lines(event: Event) -> bytes:
+def bulk_lines(event: Event, index: str) -> bytes:
     """The ``create`` action and the source, each line ended by ``\\n`` as ``_bulk`` requires."""
-    return jsonutil.dumps({"create": {"_id": event.id}}) + b"\n" + document(event) + b"\n"
+    action = jsonutil.dumps({"create": {"_index": index, "_id": event.id}})
+    return action + b"\n" + document(event) + b"\n"
 
 
 def error_text(error: Any) -> str:
@@ -118,11 +122,10 @@ def error_text(error: Any) -> str:
 
 
 def describe(response: requests.Response) -> str:
-    summary = f"HTTP {response.status_code}"
     reply = json_object(response)
     if reply is not None and reply.get("error") is not None:
-        summary += f": {error_text(reply['error'])}"
-    return summary
+        return f"HTTP {response.status_code}: {error_text(reply['error'])}"
+    return describe_reply(response)  # Fluent Bit and proxies answer in plain text: quote it
 
 
 class ElasticsearchSink:
@@ -130,6 +133,7 @@ class ElasticsearchSink:
 
     def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
         self.url = bulk_url(settings.uri, settings.es_namespace)
+        self.index = data_stream(settings.es_namespace)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         header = es_authorization(settings.auth, settings.token)
@@ -141,7 +145,7 @@ class ElasticsearchSink:
         return f"ElasticsearchSink(url={self.url!r})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        lines = [bulk_lines(event) for event in batch]
+        lines = [bulk_lines(event, self.index) for event in batch]
         rejected: List[Rejection] = []
         for events, chunk in wire_batches(batch, lines, self.max_batch_events, self.max_batch_bytes):
             rejected += self._deliver(events, chunk)
@@ -150,21 +154,24 @@ class ElasticsearchSink:
     def _deliver(self, events: List[Event], lines: List[bytes]) -> List[Rejection]:
         """Send, then send again only the items refused for a passing reason (429, 5xx)."""
         rejected: List[Rejection] = []
-        attempt = 0
-        while events:
-            attempt += 1
+        pending: List[Tuple[Event, bytes]] = list(zip(events, lines))
+
+        def attempt() -> None:
             again: List[Tuple[Event, bytes]] = []
             post = functools.partial(self._bulk, again=again)
-            rejected += send_halving(events, lines, post, WHO)
-            if not again:
-                break
-            if attempt >= self._poster.retry.attempts:
-                raise self._poster.error(
-                    f"{WHO} still refused {len(again)} document(s) with 429/5xx after {attempt} attempts",
-                    retryable=True,
-                )
-            retry.sleep(self._poster.retry.delay(attempt))
-            events, lines = [event for event, _ in again], [line for _, line in again]
+            rejected.extend(send_halving([e for e, _ in pending], [line for _, line in pending], post, WHO))
+            pending[:] = again
+            if again:
+                raise retry.TryAgain(f"{len(again)} document(s) refused with 429/5xx")
+
+        def give_up(failure: retry.Failure) -> None:
+            raise self._poster.error(
+                f"{WHO} still refused {len(pending)} document(s) with 429/5xx "
+                f"after {failure.attempts} attempts",
+                retryable=True,
+            )
+
+        retry.call(self._poster.retry, attempt, give_up, f"{WHO} bulk items")
         return rejected
 
     def _bulk(
@@ -204,6 +211,11 @@ class ElasticsearchSink:
 
     def close(self) -> None:
         self._poster.close()
+
+
+def validate(settings: SinkSettings) -> None:
+    bulk_url(settings.uri, settings.es_namespace)
+    es_authorization(settings.auth, settings.token)
 
 
 def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:

@@ -123,6 +123,12 @@ class FileSink:
         return f"FileSink(path={self.path!r})"
 
 
+def validate(settings: SinkSettings) -> None:
+    path = path_from_uri(settings.uri)
+    if os.path.isdir(path):
+        raise ValueError(f"FORWARDER_SINK {settings.uri!r} is a directory; name a file in it")
+
+
 def open_file(settings: SinkSettings) -> FileSink:
     return FileSink(
         path_from_uri(settings.uri),

@@ -42,11 +42,18 @@ def record(event: Event) -> bytes:
 
 
 def failed_positions(response: Dict[str, Any], count: int) -> List[int]:
-    """Positions of the records PutRecordBatch reports failed (all of them if the answer is unreadable)."""
+    """Positions of the records PutRecordBatch did not prove stored: those with an ErrorCode or no
+    RecordId; all of them when the answer is unreadable or its FailedPutCount disagrees."""
     answers = response.get("RequestResponses")
-    if not isinstance(answers, list) or len(answers) != count:
+    failed_count = response.get("FailedPutCount")
+    if not isinstance(answers, list) or len(answers) != count or not isinstance(failed_count, int):
         return list(range(count))
-    return [n for n, answer in enumerate(answers) if not isinstance(answer, dict) or answer.get("ErrorCode")]
+    failed = [
+        n
+        for n, answer in enumerate(answers)
+        if not isinstance(answer, dict) or answer.get("ErrorCode") or not answer.get("RecordId")
+    ]
+    return failed if len(failed) >= failed_count else list(range(count))
 
 
 class FirehoseSink:
@@ -74,33 +81,33 @@ class FirehoseSink:
 
     def _put(self, events: List[Event]) -> None:
         """PutRecordBatch, then again with only the records reported failed, until none is left."""
-        pending = events
-        attempt = 0
-        while True:
-            attempt += 1
+        pending = list(events)
+        where = f"PutRecordBatch to Firehose stream {self.stream}"
+
+        def attempt() -> None:
             records = [{"Data": record(event)} for event in pending]
             try:
                 response = self._client.put_record_batch(DeliveryStreamName=self.stream, Records=records)
-                problem = ""
-                pending = [pending[n] for n in failed_positions(response, len(records))]
             except aws.failures() as exc:
-                error = aws_error(exc, f"PutRecordBatch to Firehose stream {self.stream}")
-                code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-                if code not in _BUSY:
+                error = aws_error(exc, where)
+                if aws.error_code(exc) not in _BUSY and getattr(exc, "response", None):
                     raise error from exc
-                problem = str(error)
-            if not pending:
-                return
-            if attempt >= self._retry.attempts:
-                problem = problem or f"{len(pending)} record(s) still reported failed"
-                message = (
-                    f"PutRecordBatch to Firehose stream {self.stream} after {attempt} attempts: {problem}"
-                )
-                raise SinkError(message, retryable=True)
-            retry.sleep(self._retry.delay(attempt))
+                raise retry.TryAgain(str(error)) from exc
+            pending[:] = [pending[n] for n in failed_positions(response, len(records))]
+            if pending:
+                raise retry.TryAgain(f"{len(pending)} record(s) reported failed")
+
+        def give_up(failure: retry.Failure) -> None:
+            raise SinkError(f"{where} after {failure.attempts} attempts: {failure.problem}", retryable=True)
+
+        retry.call(self._retry, attempt, give_up, where)
 
     def close(self) -> None:
         pass
+
+
+def validate(settings: SinkSettings) -> None:
+    stream_name(settings.uri)
 
 
 def open_firehose(settings: SinkSettings) -> FirehoseSink:

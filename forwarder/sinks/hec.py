@@ -38,7 +38,7 @@ from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..http import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
-from .http_post import HttpPoster, json_object, send_halving, wire_batches
+from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 EVENT_PATH = "/services/collector/event"
@@ -103,7 +103,7 @@ def describe(response: requests.Response) -> str:
     summary = f"HTTP {response.status_code}"
     reply = json_object(response)
     if reply is None:
-        return summary
+        return describe_reply(response)  # not HEC's JSON (a proxy's page): quote what came back
     code, text = reply.get("code"), str(reply.get("text") or "")[:_TEXT_LIMIT]
     if code is not None:
         summary += f", code {code}" + (f": {text}" if text else "")
@@ -172,6 +172,9 @@ class HecSink:
         response = self._poster.post_batch(self.event_url, b"\n".join(envelopes), JSON)
         if response is None:
             return None
+        reply = json_object(response) or {}
+        if reply.get("code") != 0 or isinstance(reply.get("code"), bool):
+            raise self._poster.unproven(response, 'not HEC\'s success reply {"code": 0}')
         if self._ack:
             ack_ids.append(self._ack_id(response))
         return []
@@ -222,6 +225,11 @@ class HecSink:
 
     def close(self) -> None:
         self._poster.close()
+
+
+def validate(settings: SinkSettings) -> None:
+    endpoints(settings.uri)
+    _checked_token(settings.token)
 
 
 def open_hec(settings: SinkSettings) -> HecSink:

@@ -9,6 +9,8 @@ HTTP source, Logstash's ``http`` input, Vector, Fluent Bit.
   ``settings.auth`` picks ``basic`` (the token is ``user:password``), ``apikey`` (``ApiKey <token>``) or
   ``token`` (the header is the token as it is, as Cribl expects). No token: no ``Authorization``.
   ``settings.headers`` adds fixed headers (``X-Sumo-Category``...); they are never logged.
+* Proof of acceptance: a 2xx that is not a web page (a proxy's); with ``settings.accept_body`` (a
+  regular expression) the reply must also match it, for collectors that answer 200 before storing.
 * Size and failures as for Splunk HEC: requests bounded by ``max_batch_events``/``max_batch_bytes``;
   413 splits a request in halves, and an event refused alone with 413 becomes a rejection; 408, 429,
   5xx and connection errors are retried with backoff (``Retry-After`` honoured), other refusals raise.
@@ -18,6 +20,7 @@ The retrying, redacting POST and the 413 halving come from ``http_post``, as for
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Sequence
 from urllib.parse import urlsplit
 
@@ -53,6 +56,10 @@ class HttpNdjsonSink:
         if problem:
             raise ValueError(f"{problem}; an HTTP NDJSON sink looks like https://collector.example.com/path")
         self.url = settings.uri
+        try:
+            self._accept = re.compile(settings.accept_body) if settings.accept_body else None
+        except re.error as exc:
+            raise ValueError(f"FORWARDER_SINK_ACCEPT_BODY is not a regular expression: {exc}") from None
         self._gzip = settings.gzip
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
@@ -75,10 +82,19 @@ class HttpNdjsonSink:
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
     def _post(self, events: List[Event], lines: List[bytes]) -> Optional[List[Rejection]]:
-        return None if self._poster.post_batch(self.url, b"".join(lines)) is None else []
+        response = self._poster.post_batch(self.url, b"".join(lines))
+        if response is None:
+            return None
+        if self._accept is not None and not self._accept.search(response.text):
+            raise self._poster.unproven(response, f"the reply does not match {self._accept.pattern!r}")
+        return []
 
     def close(self) -> None:
         self._poster.close()
+
+
+def validate(settings: SinkSettings) -> None:
+    HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
 
 
 def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:

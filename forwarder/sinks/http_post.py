@@ -15,17 +15,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
 
-from .. import retry
+from .. import deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
-from ..http import new_session
 from .base import batches
 from .settings import SinkSettings
 
 NDJSON = "application/x-ndjson"
 AUTH_KINDS = ("bearer", "basic", "apikey", "token")
 _TEXT_LIMIT = 200  # characters of a reply quoted in an error
-_TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 Describe = Callable[[requests.Response], str]
 # Posts one request of ``events`` (``lines`` are their wire form); None means HTTP 413.
@@ -81,7 +79,7 @@ class HttpPoster:
         self._verify = settings.ca_bundle or settings.verify_tls
         self._secrets = [secret for secret in secrets if secret]
         self._describe = describe
-        self._session = new_session()
+        self._session = http.new_session()
         self._session.headers.update(headers)
 
     def post(
@@ -95,32 +93,40 @@ class HttpPoster:
         if self._gzip and compress:
             body = gzip.compress(body, compresslevel=6, mtime=0)
             headers["Content-Encoding"] = "gzip"
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after: Optional[float] = None
+
+        def attempt() -> requests.Response:
             try:
-                response = self._session.post(
+                response = deadline.request(
+                    self._session,
+                    "POST",
                     url,
                     data=body,
                     headers=headers,
-                    timeout=self._timeout,
+                    timeout=(min(10.0, self._timeout), self._timeout),
+                    deadline_s=self._timeout,
                     verify=self._verify,
                     allow_redirects=False,
                 )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
                 raise self.error(f"TLS with {self.who} at {url} failed: {exc}") from exc
-            except _TRANSIENT as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code not in retry.RETRYABLE_STATUS and response.status_code < 500:
-                    return response
-                problem = self._describe(response)
+            if response.status_code in retry.RETRYABLE_STATUS or response.status_code >= 500:
                 retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
-            if attempt >= self.retry.attempts:
-                message = f"{self.who} at {url} still failing after {attempt} attempts: {problem}"
-                raise self.error(message, retryable=True)
-            retry.sleep(self.retry.delay(attempt, retry_after))
+                raise retry.TryAgain(self._describe(response), retry_after)
+            if (
+                200 <= response.status_code < 300
+                and "html" in response.headers.get("Content-Type", "").lower()
+            ):
+                # A proxy's or load balancer's page (a login, maintenance): no receiver answers in HTML.
+                raise retry.TryAgain(self._unproven_text(response, "a web page, not the receiver's reply"))
+            return response
+
+        def give_up(failure: retry.Failure) -> requests.Response:
+            message = (
+                f"{self.who} at {url} still failing after {failure.attempts} attempts: {failure.problem}"
+            )
+            raise self.error(message, retryable=True)
+
+        return retry.call(self.retry, attempt, give_up, f"POST to {self.who}")
 
     def post_batch(self, url: str, body: bytes, content_type: str = NDJSON) -> Optional[requests.Response]:
         """The 2xx answer to a batch; None on 413 (for ``send_halving``); SinkError for other refusals."""
@@ -130,6 +136,15 @@ class HttpPoster:
         if not 200 <= response.status_code < 300:
             raise self.refused(response)
         return response
+
+    def unproven(self, response: requests.Response, what: str) -> SinkError:
+        """A 2xx that does not prove the batch was stored: nothing counts as delivered (retryable)."""
+        return self.error(f"{self.who} {self._unproven_text(response, what)}", retryable=True)
+
+    @staticmethod
+    def _unproven_text(response: requests.Response, what: str) -> str:
+        kind = response.headers.get("Content-Type") or "no content type"
+        return f"answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered"
 
     def refused(self, response: requests.Response, what: str = "the batch") -> SinkError:
         return self.error(f"{self.who} refused {what}: {self._describe(response)}")

@@ -59,7 +59,8 @@ def object_key(prefix: str, events: Sequence[Event], suffix: str) -> str:
 def put_ndjson(
     client: Any, bucket: str, key: str, lines: Sequence[bytes], compress: bool, kms_key_id: Optional[str]
 ) -> None:
-    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body."""
+    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body. Only an answer
+    with an ETag counts as stored (a proxy's empty 200 does not)."""
     body = b"".join(lines)
     extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
     if compress:
@@ -69,7 +70,9 @@ def put_ndjson(
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
     else:
         extra["ServerSideEncryption"] = "AES256"
-    client.put_object(Bucket=bucket, Key=key, Body=body, **extra)
+    reply = client.put_object(Bucket=bucket, Key=key, Body=body, **extra)
+    if not (isinstance(reply, dict) and reply.get("ETag")):  # S3's proof that it stored the object
+        raise SinkError(f"S3 answered the PUT of s3://{bucket}/{key} without an ETag", retryable=True)
 
 
 class S3Sink:
@@ -100,6 +103,10 @@ class S3Sink:
 
     def close(self) -> None:
         pass
+
+
+def validate(settings: SinkSettings) -> None:
+    aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
 
 
 def open_s3(settings: SinkSettings) -> S3Sink:

@@ -12,6 +12,9 @@ class SinkSettings:
     token: Optional[str] = field(default=None, repr=False)  # FORWARDER_SINK_TOKEN
     batch_events: Optional[int] = None  # None: the sink's own default
     batch_bytes: Optional[int] = None
+    accept_body: Optional[str] = (
+        None  # HTTP collector: a regex its 2xx reply must match (proof of acceptance)
+    )
     ca_bundle: Optional[str] = None  # a PEM file for private CAs (FORWARDER_SINK_CA_BUNDLE)
     verify_tls: bool = True
     timeout_seconds: float = 60.0

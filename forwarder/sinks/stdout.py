@@ -71,6 +71,10 @@ class StdoutSink:
         return "StdoutSink()"
 
 
+def validate(settings: SinkSettings) -> None:
+    """Nothing to check: standard output is always there."""
+
+
 def open_stdout(settings: SinkSettings) -> StdoutSink:
     return StdoutSink(
         max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,

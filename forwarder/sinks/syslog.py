@@ -148,25 +148,24 @@ class SyslogSink:
         return message(event, self.hostname)
 
     def _write(self, payload: bytes) -> None:
-        attempt = 0
-        while True:
-            attempt += 1
+        where = f"syslog receiver {self.host}:{self.port}"
+
+        def attempt() -> None:
             try:
-                sock = self._connected()
-                sock.sendall(payload)
-                return
+                self._connected().sendall(payload)
             except ssl.SSLCertVerificationError as exc:
                 self.close()
-                raise SinkError(
-                    f"TLS with the syslog receiver {self.host}:{self.port} failed: {exc}"
-                ) from exc
-            except OSError as exc:  # refused, reset, broken pipe, timeout; ssl.SSLError is an OSError
+                raise SinkError(f"TLS with the {where} failed: {exc}") from exc
+            except OSError:  # refused, reset, broken pipe, timeout: retried on a new connection
                 self.close()
-                problem = f"{type(exc).__name__}: {exc}"
-            if attempt >= self._retry.attempts:
-                where = f"syslog receiver {self.host}:{self.port}"
-                raise SinkError(f"{where} still failing after {attempt} attempts: {problem}", retryable=True)
-            retry.sleep(self._retry.delay(attempt))
+                raise
+
+        def give_up(failure: retry.Failure) -> None:
+            raise SinkError(
+                f"{where} still failing after {failure.attempts} attempts: {failure.problem}", retryable=True
+            )
+
+        retry.call(self._retry, attempt, give_up, f"write to the {where}")
 
     def _connected(self) -> socket.socket:
         """The open connection, or a new one when there is none or the receiver closed it."""
@@ -187,6 +186,10 @@ class SyslogSink:
         if self._sock is not None:
             sock, self._sock = self._sock, None
             sock.close()
+
+
+def validate(settings: SinkSettings) -> None:
+    address(settings.uri)
 
 
 def open_syslog(settings: SinkSettings) -> SyslogSink:

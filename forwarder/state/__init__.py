@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 from .model import StreamState
 from .store import Lease, Loaded, StateStore
@@ -25,16 +25,23 @@ _OPENERS: Dict[str, str] = {
 }
 
 
-def open_store(location: str) -> StateStore:
-    """Open the store at ``location``. Raises ValueError for an unusable or unavailable location."""
+def location_problem(location: str) -> Optional[str]:
+    """What is wrong with ``location`` as a state location, checked without opening it; None if fine."""
     match = _SCHEME.match(location)
     scheme = match.group(1).lower() if match else "file"
-    target = _OPENERS.get(scheme)
-    if target is None:
-        raise ValueError(
-            f"state location {location!r}: unknown scheme {scheme!r} "
-            "(use a directory path, file://, s3://bucket/prefix or dynamodb://table)"
-        )
+    if scheme not in _OPENERS:
+        return f"unknown scheme {scheme!r} (use a directory path, file://, s3://bucket/prefix or dynamodb://table)"
+    return None
+
+
+def open_store(location: str) -> StateStore:
+    """Open the store at ``location``. Raises ValueError for an unusable or unavailable location."""
+    problem = location_problem(location)
+    if problem:
+        raise ValueError(f"state location {location!r}: {problem}")
+    match = _SCHEME.match(location)
+    scheme = match.group(1).lower() if match else "file"
+    target = _OPENERS[scheme]
     module_name, function = target.split(":")
     try:
         module = importlib.import_module(module_name)

@@ -1,8 +1,13 @@
 """Per-stream delivery state: a watermark plus the ids delivered inside a look-back window.
 
-A record is new when it is newer than the watermark, or inside the window behind it and its id
-was not delivered. That covers equal timestamps at a batch boundary and records that reach the
-API late with an older created_at. The state only ever moves over delivered records.
+A record is new when its id was not delivered and it is newer than the watermark, or inside the
+window behind it. That covers equal timestamps at a batch boundary and records that reach the API
+late with an older created_at. The state only ever moves over delivered records.
+
+A peer's clock is not trusted: the watermark never passes the run's clock plus FUTURE_SKEW_US. A
+record dated later (9999, a clock set years ahead) is delivered once, and its id stays among the
+delivered until the watermark comes within the window of it, so it is neither sent again nor
+allowed to hide the records that follow.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ from typing import Any, Dict, Iterable, Optional
 
 from ..errors import StateError
 from ..records import AuditRecord
-from ..timeutil import format_us, parse_iso
+from ..timeutil import format_us, now_us, parse_iso
 
 SCHEMA_VERSION = 1
+FUTURE_SKEW_US = 300 * 1_000_000  # how far past our clock a created_at may move the watermark
 
 
 @dataclass
@@ -27,19 +33,25 @@ class StreamState:
         """``floor_us`` is where a first run starts (now minus the initial look-back)."""
         if self.watermark_us is None:
             return record.ts_us >= floor_us and record.event_id not in self.seen
-        if record.ts_us > self.watermark_us:
-            return True
-        return record.ts_us >= self.watermark_us - window_us and record.event_id not in self.seen
+        if record.event_id in self.seen:
+            return False
+        return record.ts_us >= self.watermark_us - window_us
 
-    def advance(self, delivered: Iterable[AuditRecord], window_us: int) -> StreamState:
-        """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged."""
+    def advance(
+        self, delivered: Iterable[AuditRecord], window_us: int, ceiling_us: Optional[int] = None
+    ) -> StreamState:
+        """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged.
+        ``ceiling_us`` (default: now plus FUTURE_SKEW_US) is as far as the watermark may go."""
+        if ceiling_us is None:
+            ceiling_us = now_us() + FUTURE_SKEW_US
         seen = dict(self.seen)
         watermark = self.watermark_us
         count = 0
         for record in delivered:
             seen[record.event_id] = record.ts_us
-            if watermark is None or record.ts_us > watermark:
-                watermark = record.ts_us
+            placed = min(record.ts_us, ceiling_us)
+            if watermark is None or placed > watermark:
+                watermark = placed
             count += 1
         if watermark is not None:
             low = watermark - window_us
@@ -49,6 +61,13 @@ class StreamState:
             seen=seen,
             delivered_total=self.delivered_total + count,
         )
+
+    def held_to(self, ceiling_us: int) -> StreamState:
+        """This state with the watermark at most ``ceiling_us``: heals a state an older version let a
+        future-dated record push ahead (the ids delivered stay, so nothing is sent twice)."""
+        if self.watermark_us is None or self.watermark_us <= ceiling_us:
+            return self
+        return StreamState(ceiling_us, dict(self.seen), self.delivered_total)
 
     def to_doc(self, stream_key: str) -> dict[str, Any]:
         return {

@@ -320,3 +320,14 @@ def test_5000_user_streams_in_20_seconds_stop_in_time_and_the_next_run_continues
     assert len(reached) == 5
     records = [r for e in reached for r in org.records_for("user", e, now_us())]
     assert_each_once(hec, records)  # everything the two reached, nothing lost, nothing twice
+
+
+def test_quarantined_and_future_dated_records_show_in_the_metrics(lambda_env, org, sim, hec, capsys):
+    """Every record of the first page is garbage (quarantined), and one is dated 9999."""
+    user = org.users[0].email
+    org.add_raw_record({"user": user, "action": "login", "created_at": "9999-01-01T00:00:00Z"})
+    sim.malform_next(1, kind="not-list-items")
+    result = handler(SCHEDULED, FakeContext())
+    [emf] = metric_lines(capsys)
+    assert emf["QuarantinedEvents"] == result["totals"]["quarantined"] > 0
+    assert emf["FutureDatedRecords"] == result["totals"]["future"] == 1

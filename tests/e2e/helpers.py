@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, Iterable, List
+import os
+import subprocess
+import sys
+from typing import Any, Dict, Iterable, List, Optional
 
 from forwarder.config import Settings, load_settings
 from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET
@@ -40,3 +43,17 @@ def canonical_id(record: Dict[str, Any]) -> str:
 
 def expected_ids(records: Iterable[Dict[str, Any]]) -> List[str]:
     return sorted({canonical_id(r) for r in records})
+
+
+def cli(*args: str, env: Optional[Dict[str, str]] = None, cwd: Any = None) -> subprocess.CompletedProcess:
+    """``audit-forwarder <args>`` in a subprocess with only ``env``'s FORWARDER_* variables."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_")}
+    full.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "forwarder", *args],
+        env=full,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

@@ -96,8 +96,10 @@ class BulkReceiver(LoopbackReceiver):
         api_keys: Optional[Dict[str, str]] = None,
         users: Optional[Dict[str, str]] = None,
         max_content_length: int = 10_000_000,
+        bulk_only: bool = False,  # Fluent Bit's Elasticsearch input: /_bulk only, else a plain-text 400
     ) -> None:
         super().__init__()
+        self.bulk_only = bulk_only
         self.api_keys = {"key-id-1": "s3cr3t-api-key-value"} if api_keys is None else api_keys
         self.users = {"elastic": "changeme-pass:word"} if users is None else users
         self.max_content_length = max_content_length
@@ -126,6 +128,8 @@ class BulkReceiver(LoopbackReceiver):
     def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
         path = urlsplit(target).path
         parts = path.strip("/").split("/")
+        if self.bulk_only and path != "/_bulk":
+            return 400, b"error: invalid HTTP endpoint", {"Content-Type": "text/plain"}
         if method not in ("POST", "PUT") or parts[-1] != "_bulk" or len(parts) > 2:
             return es_error(405 if parts[-1] == "_bulk" else 404, "illegal_argument_exception", "bad route")
         problem = self._authenticate(headers.get("authorization"))

@@ -4,14 +4,19 @@ and the small server base the ``_bulk`` and HEC receivers share.
 The collector checks the ``Authorization`` header and any required headers (401), decodes gzip,
 answers 413 when the body is over ``max_content_length`` (on the wire or decompressed), 400 for a
 body that is not UTF-8 NDJSON, and 200 otherwise. Fault knobs, in the order they were set up:
-``fail_next`` (a status, optionally with ``Retry-After``), ``drop_connection_next``.
+``fail_next`` (a status, optionally with ``Retry-After``), ``drop_connection_next``, and the lies and
+stalls of what stands in front of real receivers: ``html_ok_next`` (a proxy's 200 web page, nothing
+stored), ``trickle_next`` (the reply a byte at a time), ``cut_next`` (the reply closed mid-body),
+``garble_next`` (a reply claiming gzip that is not).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
+import time
 import zlib
 from collections import deque
 from dataclasses import dataclass
@@ -19,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 Reply = Tuple[Optional[int], bytes, Dict[str, str]]  # status None: drop the connection
+PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>Welcome</h1>Please sign in.</body></html>"
 R = TypeVar("R", bound="LoopbackReceiver")
 
 
@@ -42,7 +48,7 @@ class Seen:
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # "fail", "drop", "accept_then_fail"
+    kind: str  # "fail", "drop", "accept_then_fail", "html_ok", "trickle", "cut", "garble"
     status: int = 503
     retry_after: Optional[str] = None
 
@@ -86,6 +92,7 @@ class LoopbackReceiver:
         self.lock = threading.Lock()
         self._seen: List[Seen] = []
         self._faults: Deque[Fault] = deque()
+        self.trickle_seconds = 1.0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
@@ -122,6 +129,23 @@ class LoopbackReceiver:
         """Keep what arrives, then answer 503: a response lost after the data was stored."""
         self._add(n, Fault("accept_then_fail"))
 
+    def html_ok_next(self, n: int) -> None:
+        """Answer 200 with a web page and store nothing: a proxy or load balancer in front."""
+        self._add(n, Fault("html_ok"))
+
+    def trickle_next(self, n: int, pause: float = 1.0) -> None:
+        """Store, then send the reply one byte per ``pause`` seconds."""
+        self.trickle_seconds = pause
+        self._add(n, Fault("trickle"))
+
+    def cut_next(self, n: int) -> None:
+        """Store, then close the connection halfway through the reply's body."""
+        self._add(n, Fault("cut"))
+
+    def garble_next(self, n: int) -> None:
+        """Store, then answer with ``Content-Encoding: gzip`` over a body that is not gzip."""
+        self._add(n, Fault("garble"))
+
     def _add(self, n: int, fault: Fault) -> None:
         with self.lock:
             self._faults.extend([fault] * n)
@@ -138,7 +162,14 @@ class LoopbackReceiver:
             return None, b"", {}
         if fault is not None and fault.kind == "fail":
             return self.fault_reply(fault)
+        if fault is not None and fault.kind == "html_ok":
+            return 200, PROXY_PAGE, {"Content-Type": "text/html; charset=utf-8"}
         reply = self.answer(method, target, headers, raw)
+        if fault is not None and fault.kind in ("trickle", "cut"):
+            status, body, extra = reply
+            return status, body, {**extra, "X-Test-Wire": fault.kind}
+        if fault is not None and fault.kind == "garble":
+            return reply[0], b"this is not gzip", {**reply[2], "Content-Encoding": "gzip"}
         if fault is not None:  # accept_then_fail
             return self.fault_reply(fault)
         return reply
@@ -221,12 +252,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        wire = extra.pop("X-Test-Wire", None)
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         for name, value in extra.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if wire == "cut":
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif wire == "trickle":
+            with contextlib.suppress(OSError):  # the client gave up: that is the point
+                for at in range(len(body)):
+                    self.wfile.write(body[at : at + 1])
+                    self.wfile.flush()
+                    time.sleep(receiver.trickle_seconds)
+        else:
+            self.wfile.write(body)
 
     do_POST = do_PUT = _serve
 

@@ -67,7 +67,7 @@ def test_creates_every_event_in_the_data_stream_with_its_id(es, waits, use_gzip)
     assert es.ids(STREAM) == [event.id for event in events]
     assert es.docs[STREAM][events[0].id] == json.loads(events[0].body)
     (request,) = es.seen()
-    assert request.path == f"/{STREAM}/_bulk"
+    assert request.path == "/_bulk"  # the data stream is named in each action line
     assert request.headers.get("content-encoding") == ("gzip" if use_gzip else None)
     assert request.headers["content-type"] == "application/x-ndjson"
     assert es.statuses == [201] * 5
@@ -88,7 +88,7 @@ def test_source_lines_are_the_event_bytes(es):
 
     lines = captured[0].split(b"\n")
     assert lines[1::2][:2] == [event.body for event in events]
-    assert json.loads(lines[0]) == {"create": {"_id": events[0].id}}
+    assert json.loads(lines[0]) == {"create": {"_index": STREAM, "_id": events[0].id}}
     assert captured[0].endswith(b"\n")
 
 
@@ -130,7 +130,8 @@ def test_a_text_event_is_wrapped_with_timestamp_and_id(es):
 
 def test_requests_are_bounded_by_bytes_of_action_and_source(es):
     events = [ecs_event(n) for n in range(6)]
-    one = len(json.dumps({"create": {"_id": events[0].id}}, separators=(",", ":"))) + len(events[0].body) + 2
+    action = {"create": {"_index": STREAM, "_id": events[0].id}}
+    one = len(json.dumps(action, separators=(",", ":"))) + len(events[0].body) + 2
 
     sink_for(es, batch_bytes=2 * one + 2, gzip=False).send(events)  # batches() adds 1 per item
 
@@ -263,7 +264,7 @@ def test_missing_token_is_refused():
 
 def test_registry_opens_elasticsearch_and_opensearch(es):
     assert bulk_url("opensearch+https://os.example.com/proxy/", "default") == (
-        f"https://os.example.com/proxy/{STREAM}/_bulk"
+        "https://os.example.com/proxy/_bulk"
     )
     sink = open_sink(SinkSettings(uri=es.url, token=es.encoded_api_key()))
     assert isinstance(sink, ElasticsearchSink) and sink.send([ecs_event(1)]).delivered == 1

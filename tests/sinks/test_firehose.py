@@ -51,8 +51,9 @@ class FlakyFirehose(LoopbackReceiver):
 
     name = "flaky-firehose"
 
-    def __init__(self, failures: Dict[str, int]) -> None:
+    def __init__(self, failures: Dict[str, int], lie: bool = False) -> None:
         super().__init__()
+        self.lie = lie  # a proxy's 200 {} : no per-record answer, no FailedPutCount
         self.failures = dict(failures)
         self.calls: List[List[bytes]] = []
         self.stored: List[bytes] = []
@@ -61,6 +62,8 @@ class FlakyFirehose(LoopbackReceiver):
         assert headers["x-amz-target"] == "Firehose_20150804.PutRecordBatch"
         records = [base64.b64decode(r["Data"]) for r in json.loads(raw)["Records"]]
         self.calls.append(records)
+        if self.lie:
+            return 200, b"{}", {"Content-Type": "application/x-amz-json-1.1"}
         answers = []
         for data in records:
             marker = next((m for m, left in self.failures.items() if left > 0 and m.encode() in data), None)
@@ -77,8 +80,8 @@ class FlakyFirehose(LoopbackReceiver):
 
 @pytest.fixture
 def flaky(aws, monkeypatch):
-    def start(failures: Dict[str, int]) -> FlakyFirehose:
-        server = FlakyFirehose(failures).__enter__()
+    def start(failures: Dict[str, int], lie: bool = False) -> FlakyFirehose:
+        server = FlakyFirehose(failures, lie).__enter__()
         started.append(server)
         monkeypatch.setenv("AWS_ENDPOINT_URL_FIREHOSE", server.http_url)
         return server
@@ -112,6 +115,14 @@ def test_records_failing_past_the_attempts_raise_retryable(flaky, waits):
 
     assert caught.value.retryable and "1 record(s)" in str(caught.value)
     assert len(waits) == 2
+
+
+def test_an_answer_without_per_record_proof_delivers_nothing(flaky, waits):
+    server = flaky({}, lie=True)
+    sink = FirehoseSink(SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(attempts=2))
+    with pytest.raises(SinkError, match="2 record\\(s\\) reported failed") as caught:
+        sink.send([event(1), event(2)])
+    assert caught.value.retryable and [len(call) for call in server.calls] == [2, 2]
 
 
 def test_limits_and_oversized_records(flaky, waits):

@@ -93,3 +93,18 @@ def test_a_missing_bucket_raises_not_retryable(s3):
 def test_bad_uris_are_refused(uri):
     with pytest.raises(ValueError, match="FORWARDER_SINK"):
         S3Sink(SinkSettings(uri=uri), client=object())
+
+
+def test_a_put_answered_without_an_etag_is_not_delivered(aws, monkeypatch):
+    """Something in front of S3 (a proxy, a misconfigured endpoint) answers 200 with no ETag."""
+    from tests.receivers.http_collector import LoopbackReceiver
+
+    class NoEtag(LoopbackReceiver):
+        def answer(self, method, target, headers, raw):
+            return 200, b"", {}
+
+    with NoEtag() as fake:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", fake.http_url)
+        with pytest.raises(SinkError, match="without an ETag") as caught:
+            S3Sink(SinkSettings(uri="s3://audit-lake/p")).send([event(1)])
+    assert caught.value.retryable

@@ -112,3 +112,52 @@ def test_each_record_is_new_exactly_until_it_is_delivered(times, window_s, batch
         done += len(batch)
     assert not any(state.is_new(r, floor, window) for r in records)
     assert state.delivered_total == len(records)
+
+
+def test_a_future_record_is_delivered_once_and_does_not_move_the_watermark_past_the_clock():
+    clock = T0_US
+    future = make_record("from-9999", 253402300799 * SECOND)  # 9999-12-31T23:59:59Z
+    state = StreamState().advance([future], WINDOW, ceiling_us=clock)
+    assert state.watermark_us == clock
+    assert not state.is_new(future, 0, WINDOW)  # remembered: never sent twice
+    assert state.is_new(make_record("next", clock + SECOND), 0, WINDOW)  # and hides nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    offsets=st.lists(st.integers(min_value=-2 * 3600, max_value=3 * 3600), min_size=1, max_size=40),
+    future=st.lists(st.integers(min_value=3600, max_value=10**9), max_size=5),
+    step=st.integers(min_value=60, max_value=1800),
+)
+def test_watermark_never_passes_the_clock_and_every_record_is_delivered_once(offsets, future, step):
+    """Records appear when their created_at is reached (future-dated ones at once); runs every
+    ``step`` seconds deliver what is new. Each record is delivered exactly once, the watermark stays
+    within the clock plus the skew, and future-dated records never hide later ones."""
+    from forwarder.state.model import FUTURE_SKEW_US
+
+    ordinary = [make_record(f"r{i}", T0_US + off * SECOND) for i, off in enumerate(offsets)]
+    ahead = [make_record(f"f{i}", T0_US + off * SECOND) for i, off in enumerate(future)]
+    state, delivered = StreamState(), []
+    clock = T0_US
+    end = T0_US + 4 * 3600 * SECOND
+    while clock <= end:
+        ceiling = clock + FUTURE_SKEW_US
+        visible = [r for r in ordinary if r.ts_us <= clock] + ahead
+        new = sorted(
+            (r for r in visible if state.is_new(r, T0_US - 3 * 3600 * SECOND, WINDOW)),
+            key=lambda r: r.sort_key,
+        )
+        state = state.advance(new, WINDOW, ceiling_us=ceiling)
+        delivered += [r.event_id for r in new]
+        assert state.watermark_us is None or state.watermark_us <= ceiling
+        clock += step * SECOND
+    assert sorted(delivered) == sorted({r.event_id for r in ordinary + ahead})
+
+
+def test_a_watermark_pushed_into_the_future_by_an_older_version_is_healed():
+    future = make_record("from-2030", T0_US + 4 * 365 * 24 * HOUR_US)
+    poisoned = StreamState(watermark_us=future.ts_us, seen={future.event_id: future.ts_us})
+    healed = poisoned.held_to(T0_US)
+    assert healed.watermark_us == T0_US and not healed.is_new(future, 0, WINDOW)
+    assert healed.is_new(make_record("next", T0_US + SECOND), 0, WINDOW)
+    assert StreamState(watermark_us=T0_US).held_to(T0_US + SECOND).watermark_us == T0_US

@@ -1,0 +1,93 @@
+"""The API client against a simulator that breaks connections mid-body, trickles, or echoes secrets."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from forwarder import retry, stop
+from forwarder.api.client import ApiClient, Credentials
+from forwarder.api.paging import PageOutcome
+from forwarder.errors import ApiError
+from forwarder.simdata import generate_org
+from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
+
+ORG = generate_org(4)
+USER = ORG.users[0].email
+
+
+@pytest.fixture(autouse=True)
+def waits(monkeypatch):
+    recorded = []
+    monkeypatch.setattr(retry, "sleep", recorded.append)
+    yield recorded
+    stop.reset()
+
+
+def client_for(sim, **kw):
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), **kw)
+
+
+def audits(client):
+    return [r for page in client.audits("user", USER, None, None, 200, 10, PageOutcome()) for r in page]
+
+
+@pytest.mark.parametrize("path", ["/v1/ep/token", USERS_PATH, AUDITS_PATH])
+def test_a_connection_closed_mid_body_is_retried_on_every_endpoint(path, waits):
+    with Simulator(ORG) as sim:
+        sim.break_next(1, "cut", path_prefix=path)
+        client = client_for(sim)
+        assert client.users(200, 10) and audits(client) == sim.records_for("user", USER)
+        assert len(waits) == 1  # one retry, then the whole answer
+
+
+def test_a_mid_body_close_that_never_heals_is_an_api_error_not_a_traceback():
+    with Simulator(ORG) as sim:
+        sim.break_next(10, "cut", path_prefix=USERS_PATH)
+        with pytest.raises(ApiError, match=r"ChunkedEncodingError|ConnectionError|IncompleteRead"):
+            client_for(sim, retry=retry.RetryPolicy(attempts=3)).users(200, 10)
+
+
+def test_a_trickling_body_is_cut_at_the_total_deadline():
+    with Simulator(ORG) as sim:
+        sim.trickle_seconds = 0.2  # every read returns well inside the 1 s timeout
+        sim.break_next(5, "trickle")
+        client = client_for(sim, timeout=1, retry=retry.RetryPolicy(attempts=2))
+        with pytest.raises(ApiError, match="no complete response within 1 s"):
+            audits(client)
+
+
+def test_a_stop_request_cuts_a_request_in_flight():
+    with Simulator(ORG) as sim:
+        sim.trickle_seconds = 0.5
+        sim.break_next(1, "trickle")
+        client = client_for(sim, timeout=900)  # only the stop can end it
+        outcome = {}
+
+        def pull():
+            try:
+                audits(client)
+            except stop.Stopped as exc:
+                outcome["stopped"] = exc
+
+        worker = threading.Thread(target=pull, daemon=True)
+        worker.start()
+        while not any(r.path == AUDITS_PATH for r in sim.requests):
+            worker.join(0.05)
+        stop.request()
+        worker.join(60)
+        assert not worker.is_alive() and "stopped" in outcome
+
+
+def test_trickled_headers_are_cut_at_the_total_deadline_too():
+    with Simulator(ORG) as sim:
+        sim.trickle_seconds = 0.2
+        sim.break_next(5, "trickle-headers")  # ~50 header bytes: 10 s at this pace
+        client = client_for(sim, timeout=1, retry=retry.RetryPolicy(attempts=2))
+        with pytest.raises(ApiError, match="no complete response within 1 s"):
+            audits(client)
+        while len(sim.trickled) < 2:  # the server notices the hang-up at its next byte
+            time.sleep(0.05)
+        assert all(sent < 40 for sent, _ in sim.trickled)  # cut inside the headers, not after them

@@ -1,0 +1,69 @@
+"""jsonutil gives the same exact bytes with and without orjson, whatever numbers or text it meets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forwarder import jsonutil
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def engine(request, monkeypatch):
+    if request.param == "stdlib":
+        monkeypatch.setattr(jsonutil, "_orjson", None)
+    elif not jsonutil.HAVE_ORJSON:
+        pytest.skip("orjson is not installed (the pure-Python build)")
+    return request.param
+
+
+BIG = b'{"b":[1,-18446744073709551617,2.5],"a":123456789012345678901234567890,"c":9223372036854775808}'
+
+
+def test_integers_of_any_size_round_trip_exactly(engine):
+    value = jsonutil.loads(BIG)
+    assert value["a"] == 123456789012345678901234567890 and isinstance(value["a"], int)
+    assert jsonutil.dumps(value) == BIG
+    assert jsonutil.canonical(value) == json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def test_text_that_is_not_unicode_is_read_but_never_written(engine):
+    for body in (b'{"x":"bad \xff bytes"}', b'{"x":"\\ud800"}'):
+        value = jsonutil.loads(body)
+        with pytest.raises(ValueError):
+            jsonutil.canonical(value)
+        assert jsonutil.ascii_text(value).isascii()
+
+
+def test_a_body_that_is_not_json_names_the_cause(engine):
+    with pytest.raises(ValueError, match=r"Expecting|expected|unexpected|invalid"):
+        jsonutil.loads(b"<html>")
+
+
+def test_deep_nesting_is_written_without_recursion(engine):
+    value: list = []
+    for _ in range(4999):  # past any recursion limit of the encoders
+        value = [value]
+    assert jsonutil.dumps(value) == ("[" * 5000 + "]" * 5000).encode()
+    assert jsonutil.canonical({"b": 1, "a": [{"d": 2, "c": value[0][0][0]}]}).startswith(b'{"a":[{"c":')
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_both_engines_give_the_same_bytes(value):
+    fast = jsonutil.dumps(value), jsonutil.canonical(value)
+    original, jsonutil._orjson = jsonutil._orjson, None
+    try:
+        assert (jsonutil.dumps(value), jsonutil.canonical(value)) == fast
+        assert jsonutil.loads(fast[0]) == value
+    finally:
+        jsonutil._orjson = original

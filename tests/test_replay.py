@@ -1,0 +1,76 @@
+"""`quarantine replay` against a real loopback ``_bulk`` receiver: entries go again under their ids,
+leave the quarantine only once the sink proved acceptance, and stay when refused again."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from forwarder import retry
+from forwarder.events import Event, Rejection
+from forwarder.quarantine import LocalQuarantine, unplaceable
+from forwarder.records import event_id
+from forwarder.replay import list_entries, replay
+from forwarder.sinks.elasticsearch import ElasticsearchSink
+from forwarder.sinks.settings import SinkSettings
+from tests.e2e.helpers import settings_for
+from tests.receivers.bulk import BulkReceiver
+
+STREAM = "user/alice@example.com"
+INDEX = "logs-emailauth.audit-default"
+
+
+@pytest.fixture(autouse=True)
+def no_waits(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+
+
+def refused(n: int) -> Rejection:
+    eid = f"{n:064x}"
+    body = json.dumps({"@timestamp": "2026-01-02T03:04:05.000Z", "event": {"id": eid}, "n": n}).encode()
+    return Rejection(Event(eid, 1_767_323_045_000_000, body), "mapper_parsing_exception: [n] ...")
+
+
+def setup(tmp_path, receiver):
+    quarantine = LocalQuarantine(str(tmp_path / "q"))
+    settings = settings_for("http://127.0.0.1:9", receiver.url, str(tmp_path / "state"))
+    token = receiver.encoded_api_key()
+    sink = ElasticsearchSink(SinkSettings(uri=receiver.url, token=token), retry.RetryPolicy(attempts=2))
+    return quarantine, settings, sink
+
+
+def test_replay_sends_each_entry_under_its_id_once_and_empties_the_quarantine(tmp_path):
+    with BulkReceiver() as es:
+        quarantine, settings, sink = setup(tmp_path, es)
+        quarantine.keep(STREAM, [refused(1), refused(2)])
+        record = {"user": "alice@example.com", "action": "login", "created_at": "2026-01-02T03:04:05Z"}
+        quarantine.keep(STREAM, [unplaceable(record, "placed by a newer forwarder")])
+        out = io.StringIO()
+        assert list_entries(quarantine, out, False, [], []) == 3
+        assert "mapper_parsing_exception" in out.getvalue() and '"n":' not in out.getvalue()
+
+        outcome = replay(quarantine, sink, settings, [], [])
+        assert (outcome.replayed, outcome.still_quarantined, outcome.error) == (3, [], None)
+        assert sorted(es.ids(INDEX)) == sorted([f"{1:064x}", f"{2:064x}", event_id(record)])
+        assert list(quarantine.entries()) == []
+        again = replay(quarantine, sink, settings, [], [])  # nothing left: nothing sent twice
+        assert again.replayed == 0 and len(es.ids(INDEX)) == 3
+
+
+def test_entries_stay_until_the_sink_proves_acceptance(tmp_path):
+    with BulkReceiver() as es:
+        quarantine, settings, sink = setup(tmp_path, es)
+        quarantine.keep(STREAM, [refused(1)])
+        bad = {"user": "alice@example.com", "created_at": None}
+        quarantine.keep(STREAM, [unplaceable(bad, "no created_at")])
+        es.html_ok_next(2)  # a proxy answering 200 with a page, to both attempts: no proof
+        outcome = replay(quarantine, sink, settings, [], [])
+        assert outcome.replayed == 0 and "web page" in (outcome.error or "")
+        assert [e["reason"] for e in outcome.still_quarantined] == [
+            "still cannot be placed: audit record has no created_at string (got NoneType)"
+        ]
+        assert len(list(quarantine.entries())) == 2 and es.ids(INDEX) == []
+        only = replay(quarantine, sink, settings, [], [f"{1:064x}"])  # the proxy is gone now
+        assert only.replayed == 1 and len(list(quarantine.entries())) == 1
