@@ -80,26 +80,25 @@ def _der(data: bytes, pos: int) -> Optional[Tuple[int, int, int]]:
     return (tag, pos, end) if end <= len(data) else None
 
 
-def _rsa_modulus_bits(der: bytes) -> Optional[int]:
+def _rsa_modulus(der: bytes) -> Optional[Tuple[int, int, int]]:
+    """The modulus INTEGER of a PKCS#1 RSAPublicKey or of an RSA SubjectPublicKeyInfo."""
     outer = _der(der, 0)
-    if not outer or outer[0] != 0x30:
+    first = _der(der, outer[1]) if outer and outer[0] == 0x30 else None
+    if not first or first[0] == 0x02:  # PKCS#1: SEQUENCE { modulus, exponent }
+        return first
+    if first[0] != 0x30 or _RSA_OID not in der[first[1] : first[2]]:
         return None
-    first = _der(der, outer[1])
-    if not first:
+    bits = _der(der, first[2])
+    if not bits or bits[0] != 0x03 or bits[2] - bits[1] < 2:
         return None
-    if first[0] == 0x02:  # PKCS#1 RSAPublicKey: SEQUENCE { modulus, exponent }
-        modulus = first
-    elif first[0] == 0x30 and _RSA_OID in der[first[1] : first[2]]:  # SubjectPublicKeyInfo
-        bits = _der(der, first[2])
-        if not bits or bits[0] != 0x03 or bits[2] - bits[1] < 2:
-            return None
-        inner = _der(der, bits[1] + 1)  # skip the unused-bits byte
-        modulus = _der(der, inner[1]) if inner and inner[0] == 0x30 else None
-        if not modulus or modulus[0] != 0x02:
-            return None
-    else:
-        return None
-    value = der[modulus[1] : modulus[2]].lstrip(b"\x00")
+    inner = _der(der, bits[1] + 1)  # past the unused-bits byte
+    modulus = _der(der, inner[1]) if inner and inner[0] == 0x30 else None
+    return modulus if modulus and modulus[0] == 0x02 else None
+
+
+def _rsa_modulus_bits(der: bytes) -> Optional[int]:
+    modulus = _rsa_modulus(der)
+    value = der[modulus[1] : modulus[2]].lstrip(b"\x00") if modulus else b""
     return len(value) * 8 - (8 - value[0].bit_length()) if value else None
 
 
