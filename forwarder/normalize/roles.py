@@ -32,6 +32,7 @@ class RoleChange:
             "removed": self.removed,
             "admin_added": self.admin_added,
             "admin_removed": self.admin_removed,
+            "admin_granted": bool(self.admin_added),  # a scalar for rules: list matching varies by SIEM
             "self_change": self.self_change,
             "all_removed": self.all_removed,
         }
