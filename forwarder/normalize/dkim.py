@@ -17,7 +17,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .dmarc import parse_tags
 
@@ -31,6 +31,10 @@ class DkimKey:
     key_bits: Optional[int]
     testing: bool
     revoked: bool
+
+    def fields(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"key_type": self.key_type, "testing": self.testing, "revoked": self.revoked}
+        return {**out, "key_bits": self.key_bits} if self.key_bits else out
 
 
 def parse(text: str) -> Optional[DkimKey]:
@@ -119,6 +123,17 @@ class DkimChange:
     @property
     def weakened(self) -> bool:
         return bool(self.weakened_reasons)
+
+    def fields(self) -> Dict[str, Any]:
+        """The ``emailauth.audit.dkim`` object of an ECS event (without ``change``)."""
+        sides = {side: key.fields() for side, key in (("before", self.before), ("after", self.after)) if key}
+        return {
+            **sides,
+            "revoked": self.revoked,
+            "removed": self.removed,
+            "weakened": self.weakened,
+            "weakened_reasons": self.weakened_reasons,
+        }
 
 
 def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:

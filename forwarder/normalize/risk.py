@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, NamedTuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Set, Tuple
 
 WEIGHTS: Dict[str, int] = {
     "self_admin_grant": 95,
@@ -58,43 +58,41 @@ class Risk(NamedTuple):
         return next(name for floor, name in LEVELS if self.score >= floor)
 
 
-def _reasons(action: str, audit: Mapping[str, Any]) -> List[str]:
-    found: List[str] = []
-    roles = audit.get("roles", {})
-    if roles.get("admin_added"):
-        found.append("admin_role_granted")
-        if roles.get("self_change"):
-            found.append("self_admin_grant")
-    elif roles.get("self_change") and roles.get("added"):
-        found.append("self_role_change")
-    if roles.get("all_removed"):
-        found.append("all_roles_removed")
-    dmarc = audit.get("dmarc", {})
-    if dmarc.get("weakened"):
-        found.append("dmarc_weakened")
-    if dmarc.get("visibility_reduced"):
-        found.append("dmarc_reports_removed")
-    spf = audit.get("spf", {})
-    if "all_pass" in spf.get("weakened_reasons", []):
-        found.append("spf_all_pass")
-    if set(spf.get("weakened_reasons", [])) - {"all_pass"}:
-        found.append("spf_weakened")
-    if spf.get("over_lookup_limit"):
-        found.append("spf_over_lookup_limit")
-    dkim = audit.get("dkim", {})
-    if dkim.get("revoked"):
-        found.append("dkim_key_revoked")
-    if dkim.get("removed"):
-        found.append("dkim_record_removed")
-    if set(dkim.get("weakened_reasons", [])) - {"key_revoked", "record_removed", "record_invalid"}:
-        found.append("dkim_weakened")
-    if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete"):
-        found.append("domain_deleted")
-    return found
+def _get(audit: Mapping[str, Any], part: str, name: str) -> Any:
+    return audit.get(part, {}).get(name)
+
+
+def _reason_codes(audit: Mapping[str, Any], part: str) -> Set[str]:
+    return set(_get(audit, part, "weakened_reasons") or ())
+
+
+_DKIM_LOSS = {"key_revoked", "record_removed", "record_invalid"}
+# (reason, test on the event's emailauth.audit fields), in WEIGHTS order.
+_TESTS: Tuple[Tuple[str, Callable[[Mapping[str, Any]], bool]], ...] = (
+    ("self_admin_grant", lambda a: bool(_get(a, "roles", "admin_added") and _get(a, "roles", "self_change"))),
+    ("spf_all_pass", lambda a: "all_pass" in _reason_codes(a, "spf")),
+    ("admin_role_granted", lambda a: bool(_get(a, "roles", "admin_added"))),
+    ("dmarc_weakened", lambda a: bool(_get(a, "dmarc", "weakened"))),
+    ("spf_weakened", lambda a: bool(_reason_codes(a, "spf") - {"all_pass"})),
+    ("dkim_key_revoked", lambda a: bool(_get(a, "dkim", "revoked"))),
+    ("dkim_record_removed", lambda a: bool(_get(a, "dkim", "removed"))),
+    ("self_role_change", lambda a: bool(
+        _get(a, "roles", "self_change") and _get(a, "roles", "added") and not _get(a, "roles", "admin_added")
+    )),
+    ("spf_over_lookup_limit", lambda a: bool(_get(a, "spf", "over_lookup_limit"))),
+    ("all_roles_removed", lambda a: bool(_get(a, "roles", "all_removed"))),
+    ("dmarc_reports_removed", lambda a: bool(_get(a, "dmarc", "visibility_reduced"))),
+    ("dkim_weakened", lambda a: bool(_reason_codes(a, "dkim") - _DKIM_LOSS)),
+)  # fmt: skip
+
+
+def _deleted(action: str) -> bool:
+    return action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
-    reasons = sorted(_reasons(action, audit), key=lambda code: (-WEIGHTS[code], code))
+    found = [code for code, test in _TESTS if test(audit)] + (["domain_deleted"] if _deleted(action) else [])
+    reasons = sorted(found, key=lambda code: (-WEIGHTS[code], code))
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     return Risk(max([base] + [WEIGHTS[code] for code in reasons]), reasons)

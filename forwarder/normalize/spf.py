@@ -21,7 +21,7 @@ business and only listed (``targets_added``), never a reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 LOOKUP_LIMIT = 10
 _STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
@@ -35,6 +35,10 @@ class SpfRecord:
     all: Optional[str]
     targets: Tuple[str, ...]  # "include:<domain>" and "redirect=<domain>", in record order
     lookups: int
+
+    def fields(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"all": self.all} if self.all else {}
+        return {**out, "targets": list(self.targets), "lookups": self.lookups}
 
 
 def _unquote(text: str) -> str:
@@ -97,6 +101,18 @@ class SpfChange:
     @property
     def over_lookup_limit(self) -> bool:
         return self.after is not None and self.after.lookups > LOOKUP_LIMIT
+
+    def fields(self) -> Dict[str, Any]:
+        """The ``emailauth.audit.spf`` object of an ECS event (without ``change``)."""
+        sides = {side: rec.fields() for side, rec in (("before", self.before), ("after", self.after)) if rec}
+        return {
+            **sides,
+            "targets_added": self.targets_added,
+            "targets_removed": self.targets_removed,
+            "over_lookup_limit": self.over_lookup_limit,
+            "weakened": self.weakened,
+            "weakened_reasons": self.weakened_reasons,
+        }
 
 
 def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:

@@ -32,49 +32,23 @@ def _find(change_map: Mapping[str, Any], recognise: Callable[[object], bool]) ->
     return None
 
 
-def _present(values: Dict[str, Any]) -> Dict[str, Any]:
-    return {key: value for key, value in values.items() if value is not None}
+def record_fields(
+    change_map: Mapping[str, Any],
+    recognise: Callable[[object], bool],
+    analyze: Callable[[Optional[str], Optional[str]], Any],
+) -> Optional[Dict[str, Any]]:
+    """``{"change": <field name>, **analysis fields}`` for the first change ``recognise`` accepts."""
+    found = _find(change_map, recognise)
+    if not found:
+        return None
+    name, (before, after) = found
+    fields: Dict[str, Any] = analyze(before, after).fields()
+    return {"change": name, **fields}
 
 
 def spf_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    found = _find(change_map, spf.is_spf)
-    if not found:
-        return None
-    name, (before, after) = found
-    result = spf.analyze(before, after)
-    out: Dict[str, Any] = {"change": name}
-    for side, record in (("before", result.before), ("after", result.after)):
-        if record:
-            out[side] = _present(
-                {"all": record.all, "targets": list(record.targets), "lookups": record.lookups}
-            )
-    out["targets_added"] = result.targets_added
-    out["targets_removed"] = result.targets_removed
-    out["over_lookup_limit"] = result.over_lookup_limit
-    out["weakened"] = result.weakened
-    out["weakened_reasons"] = result.weakened_reasons
-    return out
+    return record_fields(change_map, spf.is_spf, spf.analyze)
 
 
 def dkim_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    found = _find(change_map, dkim.is_dkim)
-    if not found:
-        return None
-    name, (before, after) = found
-    result = dkim.analyze(before, after)
-    out: Dict[str, Any] = {"change": name}
-    for side, key in (("before", result.before), ("after", result.after)):
-        if key:
-            out[side] = _present(
-                {
-                    "key_type": key.key_type,
-                    "key_bits": key.key_bits,
-                    "testing": key.testing,
-                    "revoked": key.revoked,
-                }
-            )
-    out["revoked"] = result.revoked
-    out["removed"] = result.removed
-    out["weakened"] = result.weakened
-    out["weakened_reasons"] = result.weakened_reasons
-    return out
+    return record_fields(change_map, dkim.is_dkim, dkim.analyze)
