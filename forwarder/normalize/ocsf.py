@@ -61,13 +61,7 @@ ACTIVITY_NAMES = {
     (ENTITY_MANAGEMENT, 4): "Delete",
 }
 OTHER = 99
-SEVERITY = {
-    "info": (1, "Informational"),
-    "low": (2, "Low"),
-    "medium": (3, "Medium"),
-    "high": (4, "High"),
-    "critical": (5, "Critical"),
-}
+# risk level -> (risk_level_id, risk_level); severity_id is one more (0 is Unknown there).
 RISK_LEVEL = {
     "info": (0, "Info"),
     "low": (1, "Low"),
@@ -75,6 +69,7 @@ RISK_LEVEL = {
     "high": (3, "High"),
     "critical": (4, "Critical"),
 }
+SEVERITY_NAMES = {"info": "Informational"}
 UNKNOWN_USER = {"name": "unknown"}
 
 
@@ -90,8 +85,8 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk = Risk(**audit["risk"])
-    severity_id, severity_name = SEVERITY[risk.level]
     risk_level_id, risk_level = RISK_LEVEL[risk.level]
+    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": record.event_id,
