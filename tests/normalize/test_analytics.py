@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,17 +10,7 @@ from forwarder.normalize import dkim, roles, spf, txtrecords
 from forwarder.normalize.risk import Risk, assess
 
 from . import json_like
-
-
-def rsa_key(bits: int, form: str = "spki") -> str:
-    public = rsa.generate_private_key(public_exponent=65537, key_size=bits).public_key()
-    fmt = (
-        serialization.PublicFormat.SubjectPublicKeyInfo
-        if form == "spki"
-        else serialization.PublicFormat.PKCS1
-    )
-    return base64.b64encode(public.public_bytes(serialization.Encoding.DER, fmt)).decode()
-
+from .dkim_keys import KEYS
 
 # -- SPF ---------------------------------------------------------------------------------------------
 
@@ -72,17 +58,12 @@ def test_spf_targets_added_and_removed_and_lookup_limit():
 
 @pytest.mark.parametrize(("bits", "form"), [(1024, "spki"), (2048, "spki"), (2048, "pkcs1")])
 def test_dkim_reads_rsa_key_sizes(bits, form):
-    key = dkim.parse(f"v=DKIM1; k=rsa; p={rsa_key(bits, form)}")
+    key = dkim.parse(f"v=DKIM1; k=rsa; p={KEYS[f'{form}-{bits}']}")
     assert key == dkim.DkimKey("rsa", bits, testing=False, revoked=False)
 
 
 def test_dkim_reads_ed25519_and_flags():
-    raw = (
-        ed25519.Ed25519PrivateKey.generate()
-        .public_key()
-        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    )
-    key = dkim.parse(f"v=DKIM1; k=ed25519; t=s:y; p={base64.b64encode(raw).decode()}")
+    key = dkim.parse(f"v=DKIM1; k=ed25519; t=s:y; p={KEYS['ed25519']}")
     assert key == dkim.DkimKey("ed25519", 256, testing=True, revoked=False)
     assert dkim.parse("p=") == dkim.DkimKey("rsa", None, testing=False, revoked=True)
     assert dkim.parse("v=DKIM1; p=not-base64!!") == dkim.DkimKey("rsa", None, False, False)
@@ -96,7 +77,7 @@ def test_dkim_ignores_what_is_not_a_key_record(text):
 
 
 def test_dkim_change_reasons():
-    old, short = f"v=DKIM1; p={rsa_key(2048)}", f"v=DKIM1; p={rsa_key(1024)}"
+    old, short = f"v=DKIM1; p={KEYS['spki-2048']}", f"v=DKIM1; p={KEYS['spki-1024']}"
     assert dkim.analyze(old, "v=DKIM1; k=rsa; p=").weakened_reasons == ["key_revoked"]
     assert dkim.analyze(old, None).removed and not dkim.analyze(old, None).revoked
     assert dkim.analyze(old, "gone").weakened_reasons == ["record_invalid"]
