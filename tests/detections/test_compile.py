@@ -93,3 +93,35 @@ def test_a_rule_that_does_not_compile_fails_the_build(tmp_path, monkeypatch, cap
     assert main(["--splunk", str(out)]) == 1
     assert not out.exists()
     assert "stray.yml" in capsys.readouterr().err
+
+
+def rule_fields(rule: dict) -> dict[str, set]:
+    """Every field a rule file reads, with the values it compares it to (group-by fields: no values)."""
+    fields: dict[str, set] = {}
+    for field in rule.get("correlation", {}).get("group-by", []):
+        fields.setdefault(field, set())
+    for name, item in rule.get("detection", {}).items():
+        if name == "condition":
+            continue
+        for key, value in item.items():
+            values = value if isinstance(value, list) else [value]
+            fields.setdefault(key.split("|")[0], set()).update(type(v).__name__ for v in values)
+    return fields
+
+
+def test_every_field_a_rule_reads_is_mapped_in_the_index_templates_with_its_type():
+    """ES|QL compares booleans only on boolean fields: a rule field the templates map as keyword (or
+    not at all) would compile and never match."""
+    from tests.sinks.test_elasticsearch import TEMPLATES, mapped_paths
+
+    mapped: dict[str, str] = {}
+    for name in ("component_template_ecs.json", "component_template_emailauth.json"):
+        template = json.loads((TEMPLATES / name).read_text(encoding="utf-8"))
+        mapped.update(mapped_paths(template["template"]["mappings"]["properties"]))
+    wrong = {}
+    for path in RULE_FILES:
+        for field, kinds in rule_fields(documents(path)[0]).items():
+            want = "boolean" if kinds == {"bool"} else "keyword"
+            if mapped.get(field) != want:
+                wrong[f"{path.stem}: {field}"] = (mapped.get(field), want)
+    assert wrong == {}
