@@ -533,8 +533,14 @@ def serve(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated organization")
     parser.add_argument("--style", choices=("envelope", "bare"), default="envelope", help="response shape")
+    parser.add_argument(
+        "--scenarios", action="store_true", help="serve the detection scenarios (forwarder/simscenarios.py)"
+    )
     args = parser.parse_args(argv)
-    simulator = Simulator(generate_org(args.seed), style=args.style)
+    from .simscenarios import seeded_org  # only when asked: the scenarios are a test aid
+
+    org = seeded_org(args.seed)[0] if args.scenarios else generate_org(args.seed)
+    simulator = Simulator(org, style=args.style)
     try:
         url = simulator.start(args.host, args.port)
     except OSError as exc:

@@ -1,6 +1,7 @@
 """Build the Splunk add-on package: ``dist/TA-fortra-emailauth-<version>.tar.gz``.
 
-The package holds ``splunk_app/`` as it is (app.conf gets the version), and in ``lib/`` the forwarder,
+The package holds ``splunk_app/`` as it is (app.conf gets the version, ``savedsearches.conf`` the
+detections compiled by ``compile_detections.py``), and in ``lib/`` the forwarder,
 ``handlers.splunk_input`` and the pure-Python dependencies. Those are installed with pip for
 Python 3.9 from pure wheels only (splunk-sdk ships an sdist, so its wheel is built first), which
 keeps compiled code out and versions that still run on Splunk's Python 3.9. The installed set is
@@ -23,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, List
+
+from compile_detections import write_splunk  # beside this file; pySigma comes with the test extras
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_ID = "TA-fortra-emailauth"
@@ -99,6 +102,7 @@ def _ignore(_directory: str, names: List[str]) -> List[str]:
 
 def stage(app_dir: Path, lib_cache: Path) -> None:
     shutil.copytree(ROOT / "splunk_app", app_dir, ignore=_ignore)
+    write_splunk(app_dir / "default" / "savedsearches.conf")  # the Sigma detections, disabled
     conf = app_dir / "default" / "app.conf"
     build = os.environ.get("SOURCE_DATE_EPOCH") or str(int(time.time()))
     conf.write_text(

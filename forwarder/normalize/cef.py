@@ -21,10 +21,13 @@ Extension keys, in this order:
 * ``cs5`` (label ``changedKeys``): every change key, comma separated, so a SIEM sees the changes
   that had no slot. ``cs6`` (label ``eventId``): the event id, 64 hex characters, which does not
   fit ``externalId`` (40).
+* ``cn1`` (label ``riskScore``): ``emailauth.audit.risk.score``; ``reason``: its reason codes, comma
+  separated, when there are any (1023).
 * ``msg``: the ECS one-line summary (1023).
 
-Severity (shared with OCSF): ``high`` (8) for a grant of a role whose name contains "admin" and for
-a weakened DMARC policy, ``low`` (3) for logins, ``medium`` (5) for everything else.
+Severity: the event's risk score (``emailauth.audit.risk.score``, see ``risk.py``) divided by 10,
+rounded down: 3 for a login, 5 for an ordinary change, 8 for an admin role granted or a weakened
+DMARC, SPF or DKIM record, 9 for a self-granted admin role or an SPF record ending in ``+all``.
 """
 
 from __future__ import annotations
@@ -39,9 +42,8 @@ from . import NormalizeOptions
 from .changes import as_pair, as_text, safe_names
 from .ecs import to_ecs
 
-SEVERITY = {"low": 3, "medium": 5, "high": 8}
 # ArcSight field lengths (characters) for the keys we fill.
-LIMITS = {"act": 63, "suser": 1023, "duser": 1023, "dhost": 1023, "cat": 1023, "msg": 1023}
+LIMITS = {"act": 63, "suser": 1023, "duser": 1023, "dhost": 1023, "cat": 1023, "reason": 1023, "msg": 1023}
 CS_LIMIT = 4000
 NAME_LIMIT = 512
 SIGNATURE_LIMIT = 1023
@@ -69,7 +71,7 @@ def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
         escape_header(opts.product_version),
         escape_header(signature, SIGNATURE_LIMIT),
         escape_header(name, NAME_LIMIT),
-        str(SEVERITY[severity(doc)]),
+        str(severity(doc)),
     ]
     return (
         "|".join(header)
@@ -94,6 +96,10 @@ def extension(record: AuditRecord, doc: Mapping[str, Any]) -> List[Tuple[str, st
         (key, cut(value, LIMITS[key]) if key in LIMITS else value) for key, value in fields.items() if value
     ]
     pairs += _custom_strings(record, record.event_id)
+    risk = doc["emailauth"]["audit"]["risk"]
+    pairs += [("cn1Label", "riskScore"), ("cn1", str(risk["score"]))]
+    if risk["reasons"]:
+        pairs.append(("reason", cut(",".join(risk["reasons"]), LIMITS["reason"])))
     pairs.append(("msg", cut(doc["message"], LIMITS["msg"])))
     return pairs
 
@@ -121,15 +127,9 @@ def _custom_strings(record: AuditRecord, event_id: str) -> List[Tuple[str, str]]
     return out
 
 
-def severity(doc: Mapping[str, Any]) -> str:
-    """``low``, ``medium`` or ``high`` for an ECS event (see the module docstring)."""
-    if doc["event"].get("action") == "user.login":
-        return "low"
-    audit = doc["emailauth"]["audit"]
-    added = audit.get("roles", {}).get("added", [])
-    if any("admin" in role.lower() for role in added) or audit.get("dmarc", {}).get("weakened"):
-        return "high"
-    return "medium"
+def severity(doc: Mapping[str, Any]) -> int:
+    """CEF severity (0-10) of an ECS event: its risk score // 10."""
+    return int(doc["emailauth"]["audit"]["risk"]["score"]) // 10
 
 
 def escape_header(text: str, limit: Optional[int] = None) -> str:

@@ -26,6 +26,11 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 * A ``dmarc_txt_record`` pair adds ``emailauth.audit.dmarc``: the tags of each side (``before.<tag>``,
   ``after.<tag>``), ``weakened`` with ``weakened_reasons`` and ``visibility_reduced`` with
   ``visibility_reasons`` (lost rua/ruf reports, kept apart; see ``dmarc.py``).
+* ``emailauth.audit.roles`` adds to ``added``/``removed`` the admin-level roles among them, whether
+  the actor changed its own roles and whether the user was left with none (``roles.py``). Any change
+  holding an SPF or DKIM record, whatever its key, adds ``emailauth.audit.spf`` / ``.dkim``
+  (``txtrecords.py``), and every event carries ``emailauth.audit.risk.score`` (0-100, a long) and
+  ``.reasons`` (``risk.py``), which CEF and OCSF severities use.
 * ``ecs.version: 9.4.0`` (ECS marks it required). ``message`` is one line (control characters become
   spaces), at most 1024 characters.
 """
@@ -42,8 +47,9 @@ from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from ..timeutil import format_us
-from . import NormalizeOptions
-from .changes import as_keyword, as_pair, as_text, flatten, role_diff, role_list, safe_names
+from . import NormalizeOptions, risk, txtrecords
+from . import roles as role_analysis
+from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
 from .dmarc import analyze
 
 ECS_VERSION = "9.4.0"
@@ -74,6 +80,7 @@ def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     change_map: Mapping[str, Any] = raw["changes"] if isinstance(raw.get("changes"), dict) else {}
     roles = _roles(change_map)
     audit = _audit(raw, object_type, change_map, roles)
+    audit["risk"] = risk.assess(action, audit)._asdict()
     actor = _identity(raw.get("user"))
     target = _target_user(raw.get("object"), action, object_type)
     domain = _domain(raw.get("object")) if object_type == "domain" else None
@@ -159,11 +166,17 @@ def _audit(
     elif raw.get("changes") not in (None, {}):
         audit["changes_value"] = as_keyword(raw["changes"])
     if roles:
-        added, removed = role_diff(*roles)
-        audit["roles"] = {"added": added, "removed": removed}
+        actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
+        audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
     dmarc = _dmarc(change_map)
     if dmarc:
         audit["dmarc"] = dmarc
+    for name, fields in (
+        ("spf", txtrecords.spf_fields(change_map)),
+        ("dkim", txtrecords.dkim_fields(change_map)),
+    ):
+        if fields:
+            audit[name] = fields
     extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
     if extra:
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}

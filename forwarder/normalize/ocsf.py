@@ -19,8 +19,10 @@ Classes (category 3, Identity & Access Management) by filterable_action:
 
 Common: ``time`` epoch ms, ``metadata`` (product name / vendor_name / version, ``version: 1.8.0``,
 ``uid`` = event id, ``event_code`` = filterable_action, ``original_time`` = created_at as given,
-``processed_time`` = ingest time, ``log_name: emailauth.audit``), ``severity_id`` from the CEF
-severity rules (2 Low, 3 Medium, 4 High), ``status_id: 1`` Success, ``message`` the ECS summary,
+``processed_time`` = ingest time, ``log_name: emailauth.audit``, ``profiles: [security_control]``),
+``severity_id`` from the risk level (``risk.py``: 1 Informational, 2 Low, 3 Medium, 4 High, 5
+Critical), ``risk_score``, ``risk_level``/``risk_level_id`` and ``risk_details`` (the reason codes,
+comma separated, when there are any), ``status_id: 1`` Success, ``message`` the ECS summary,
 ``actor.user`` the actor, ``unmapped`` everything ECS puts under ``emailauth.audit`` (changes,
 roles, DMARC analysis, unknown fields), ``raw_data`` the canonical record (when include_original).
 A user the record does not name is ``{"name": "unknown"}`` where OCSF requires one.
@@ -35,9 +37,9 @@ from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .cef import severity
 from .changes import as_text
 from .ecs import to_ecs
+from .risk import Risk
 
 OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
@@ -59,7 +61,15 @@ ACTIVITY_NAMES = {
     (ENTITY_MANAGEMENT, 4): "Delete",
 }
 OTHER = 99
-SEVERITY = {"low": (2, "Low"), "medium": (3, "Medium"), "high": (4, "High")}
+# risk level -> (risk_level_id, risk_level); severity_id is one more (0 is Unknown there).
+RISK_LEVEL = {
+    "info": (0, "Info"),
+    "low": (1, "Low"),
+    "medium": (2, "Medium"),
+    "high": (3, "High"),
+    "critical": (4, "Critical"),
+}
+SEVERITY_NAMES = {"info": "Informational"}
 UNKNOWN_USER = {"name": "unknown"}
 
 
@@ -74,12 +84,15 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     class_uid, activity_id = classify(action, audit)
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-    severity_id, severity_name = SEVERITY[severity(ecs)]
+    risk = Risk(**audit["risk"])
+    risk_level_id, risk_level = RISK_LEVEL[risk.level]
+    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": record.event_id,
         "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
         "log_name": "emailauth.audit",
+        "profiles": ["security_control"],
         "original_time": audit["created_at"],
         "processed_time": opts.ingest_time_us // 1000,
     }
@@ -99,9 +112,14 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         "severity": severity_name,
         "status_id": 1,
         "status": "Success",
+        "risk_score": risk.score,
+        "risk_level_id": risk_level_id,
+        "risk_level": risk_level,
         "message": ecs["message"],
         "metadata": metadata,
     }
+    if risk.reasons:
+        doc["risk_details"] = ", ".join(risk.reasons)
     actor = ecs.get("user", {})
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}

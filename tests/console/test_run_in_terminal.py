@@ -72,7 +72,8 @@ def test_a_failed_stream_and_warnings_are_readable_lines_with_the_reason(sim, tm
     assert screen.code == 1
     lines = screen.lines()
     assert any(
-        re.match(r"^warning: api GET /v1/cp/audits failed, retrying \(error=HTTP 500.*, wait_s=", x) for x in lines
+        re.match(r"^warning: api GET /v1/cp/audits failed, retrying \(error=HTTP 500.*wait_s=", x)
+        for x in lines
     )
     report = report_line(lines)
     failed = [s for s in report["streams"] if s["error"]]

@@ -102,13 +102,17 @@ def test_custom_strings_are_cut_to_arcsight_lengths():
     [
         ("user_login", 0, "3"),
         ("user_update", 0, "5"),
-        ("domain_destroy", 0, "5"),
+        ("domain_destroy", 0, "7"),
         ("user_update_roles_grant", 0, "8"),  # OrganizationAdminRole granted
         ("user_update_roles_grant", 1, "5"),  # AuditingRole granted
+        ("hostile_values", 0, "9"),  # an SPF record opened with +all
         ("hostile_values", 2, "5"),  # an admin role revoked
-        ("hostile_values", 3, "8"),  # "SuperAdmin" granted
+        ("hostile_values", 3, "5"),  # "SuperAdmin" granted: not one of the platform's admin roles
         ("domain_update_dmarc_weakened", 0, "8"),
+        ("domain_update_dmarc_weakened", 8, "6"),  # only the reports lost
         ("domain_update_dmarc_tightened", 0, "5"),
+        ("domain_update_spf", 0, "8"),  # -all -> ~all
+        ("domain_update_dkim", 0, "8"),  # key revoked
     ],
 )
 def test_severity(case, index, severity):

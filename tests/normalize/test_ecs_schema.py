@@ -22,6 +22,8 @@ from forwarder.timeutil import parse_iso
 from . import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "ecs_flat-9.4.0.yml"
+CUSTOM_TEMPLATE = Path(__file__).resolve().parents[2] / "elasticsearch" / "component_template_emailauth.json"
+NUMERIC_TYPES = {"integer", "long", "short", "byte"}
 STRING_TYPES = {"keyword", "constant_keyword", "wildcard", "match_only_text", "text", "ip", "date"}
 # ECS lists entity types with "etc."; a domain is not among them, and MAPPING.md asks for it.
 OPEN_ALLOWED_VALUES = {"entity.target.type"}
@@ -32,6 +34,21 @@ def ecs_fields() -> dict[str, dict]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with SCHEMA.open(encoding="utf-8") as handle:
         return yaml.load(handle, Loader=loader)
+
+
+@functools.cache
+def numeric_custom_fields() -> frozenset[str]:
+    """The emailauth.* paths the index template maps as integers: the only custom numbers allowed."""
+
+    def walk(properties: dict, prefix: str) -> Iterator[str]:
+        for name, spec in properties.items():
+            if "properties" in spec:
+                yield from walk(spec["properties"], f"{prefix}{name}.")
+            elif spec.get("type") in NUMERIC_TYPES:
+                yield f"{prefix}{name}"
+
+    template = json.loads(CUSTOM_TEMPLATE.read_text(encoding="utf-8"))
+    return frozenset(walk(template["template"]["mappings"]["properties"], ""))
 
 
 def leaves(doc: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -70,8 +87,10 @@ def check_event(event: dict) -> list[str]:
         values = value if isinstance(value, list) else [value]
         if path.startswith("emailauth."):
             kinds = {type(v) for v in values if v is not None}
-            if not kinds <= {str} and not (kinds == {bool} and not isinstance(value, list)):
-                problems.append(f"{path}: custom fields are keywords or a bool, got {value!r}")
+            single = not isinstance(value, list)
+            number = kinds == {int} and single and path in numeric_custom_fields()
+            if not kinds <= {str} and not (kinds == {bool} and single) and not number:
+                problems.append(f"{path}: custom fields are keywords, a bool or a mapped int, got {value!r}")
             continue
         spec = fields.get(path)
         if spec is None:

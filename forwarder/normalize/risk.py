@@ -1,0 +1,98 @@
+"""One risk summary per event: a 0-100 score and the reasons behind it, shared by every format.
+
+The score is the highest weight among the event's reasons, or the base of its kind when it has none
+(a login 30, anything else 50). Weights, by reason code:
+
+====================================  ======  ===========================================
+reason                                weight  when
+====================================  ======  ===========================================
+``self_admin_grant``                  95      an actor granted an admin-level role to itself
+``spf_all_pass``                      95      an SPF record now ends in ``+all``
+``admin_role_granted``                80      an admin-level role was granted
+``dmarc_weakened``                    80      see ``dmarc.py``
+``spf_weakened``                      80      see ``spf.py`` (other than ``+all``)
+``dkim_key_revoked``                  80      a DKIM key now has an empty ``p=``
+``dkim_record_removed``               80      a DKIM key record is gone or invalid
+``self_role_change``                  70      an actor granted itself a (non-admin) role
+``spf_over_lookup_limit``             70      an SPF record needs more than 10 DNS lookups
+``domain_deleted``                    70      ``domain.destroy`` (or ``.delete``)
+``all_roles_removed``                 60      a user was left without any role
+``dmarc_reports_removed``             60      DMARC aggregate or failure reports lost
+``dkim_weakened``                     60      DKIM test mode enabled or a shorter key
+====================================  ======  ===========================================
+
+Levels (CEF severity is ``score // 10``): 0-19 info, 20-39 low, 40-69 medium, 70-89 high, 90-100
+critical. The rule "a role whose name contains admin is high" of earlier versions is gone: only
+the platform's admin-level roles (``roles.py``) count.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Set, Tuple
+
+WEIGHTS: Dict[str, int] = {
+    "self_admin_grant": 95,
+    "spf_all_pass": 95,
+    "admin_role_granted": 80,
+    "dmarc_weakened": 80,
+    "spf_weakened": 80,
+    "dkim_key_revoked": 80,
+    "dkim_record_removed": 80,
+    "self_role_change": 70,
+    "spf_over_lookup_limit": 70,
+    "domain_deleted": 70,
+    "all_roles_removed": 60,
+    "dmarc_reports_removed": 60,
+    "dkim_weakened": 60,
+}
+LOGIN_BASE, DEFAULT_BASE = 30, 50
+LEVELS = ((90, "critical"), (70, "high"), (40, "medium"), (20, "low"), (0, "info"))
+
+
+class Risk(NamedTuple):
+    score: int
+    reasons: List[str]
+
+    @property
+    def level(self) -> str:
+        return next(name for floor, name in LEVELS if self.score >= floor)
+
+
+def _get(audit: Mapping[str, Any], part: str, name: str) -> Any:
+    return audit.get(part, {}).get(name)
+
+
+def _reason_codes(audit: Mapping[str, Any], part: str) -> Set[str]:
+    return set(_get(audit, part, "weakened_reasons") or ())
+
+
+_DKIM_LOSS = {"key_revoked", "record_removed", "record_invalid"}
+# (reason, test on the event's emailauth.audit fields), in WEIGHTS order.
+_TESTS: Tuple[Tuple[str, Callable[[Mapping[str, Any]], bool]], ...] = (
+    ("self_admin_grant", lambda a: bool(_get(a, "roles", "admin_added") and _get(a, "roles", "self_change"))),
+    ("spf_all_pass", lambda a: "all_pass" in _reason_codes(a, "spf")),
+    ("admin_role_granted", lambda a: bool(_get(a, "roles", "admin_added"))),
+    ("dmarc_weakened", lambda a: bool(_get(a, "dmarc", "weakened"))),
+    ("spf_weakened", lambda a: bool(_reason_codes(a, "spf") - {"all_pass"})),
+    ("dkim_key_revoked", lambda a: bool(_get(a, "dkim", "revoked"))),
+    ("dkim_record_removed", lambda a: bool(_get(a, "dkim", "removed"))),
+    ("self_role_change", lambda a: bool(
+        _get(a, "roles", "self_change") and _get(a, "roles", "added") and not _get(a, "roles", "admin_added")
+    )),
+    ("spf_over_lookup_limit", lambda a: bool(_get(a, "spf", "over_lookup_limit"))),
+    ("all_roles_removed", lambda a: bool(_get(a, "roles", "all_removed"))),
+    ("dmarc_reports_removed", lambda a: bool(_get(a, "dmarc", "visibility_reduced"))),
+    ("dkim_weakened", lambda a: bool(_reason_codes(a, "dkim") - _DKIM_LOSS)),
+)  # fmt: skip
+
+
+def _deleted(action: str) -> bool:
+    return action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
+
+
+def assess(action: str, audit: Mapping[str, Any]) -> Risk:
+    """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
+    found = [code for code, test in _TESTS if test(audit)] + (["domain_deleted"] if _deleted(action) else [])
+    reasons = sorted(found, key=lambda code: (-WEIGHTS[code], code))
+    base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
+    return Risk(max([base] + [WEIGHTS[code] for code in reasons]), reasons)

@@ -1,0 +1,53 @@
+"""Role changes that matter to an auditor: admin-level roles granted or taken, self-service, lock-out.
+
+The platform's admin-level roles are ``OrganizationAdminRole``, ``UserAdminRole``,
+``PolicyAdminRole`` and ``ThreatAdminRole`` (exact names: a role that merely contains "admin" is
+not one). A *self change* is a role change whose actor is its target (compared case-insensitively,
+as the service compares addresses); *all removed* means the user held roles and now holds none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Union
+
+from .changes import role_diff
+
+ADMIN_ROLES = frozenset({"OrganizationAdminRole", "UserAdminRole", "PolicyAdminRole", "ThreatAdminRole"})
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    added: List[str]
+    removed: List[str]
+    admin_added: List[str]
+    admin_removed: List[str]
+    self_change: bool
+    all_removed: bool
+
+    def fields(self) -> Dict[str, Union[List[str], bool]]:
+        """The ``emailauth.audit.roles`` object of an ECS event."""
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "admin_added": self.admin_added,
+            "admin_removed": self.admin_removed,
+            "admin_granted": bool(self.admin_added),  # a scalar for rules: list matching varies by SIEM
+            "self_change": self.self_change,
+            "all_removed": self.all_removed,
+        }
+
+
+def analyze(
+    before: Sequence[str], after: Sequence[str], actor: Optional[str], target: Optional[str]
+) -> RoleChange:
+    added, removed = role_diff(before, after)
+    same = bool(actor) and bool(target) and str(actor).casefold() == str(target).casefold()
+    return RoleChange(
+        added=added,
+        removed=removed,
+        admin_added=[role for role in added if role in ADMIN_ROLES],
+        admin_removed=[role for role in removed if role in ADMIN_ROLES],
+        self_change=same,
+        all_removed=bool(before) and not after,
+    )

@@ -1,0 +1,137 @@
+"""SPF TXT records (RFC 7208): what a record authorizes, and "did this change weaken it?".
+
+A record is recognised by its content: its first term is ``v=spf1`` (any case, surrounding quotes
+as DNS tools print them removed). For each side: the ``all`` qualifier (``-all`` > ``~all`` >
+``?all`` > ``+all``; a record without ``all`` and without ``redirect`` ends as ``?all``, one with a
+``redirect`` ends as its target does, which we cannot know), the ``include:`` and ``redirect=``
+targets, and the count of terms that cost a DNS lookup (``include``, ``a``, ``mx``, ``ptr``,
+``exists``, ``redirect``; more than 10 is a permanent error, so receivers stop checking SPF).
+
+A change is *weakened* for any of these reasons (codes as emitted):
+
+* ``record_removed`` / ``record_invalid``: a valid record is gone, or no longer an SPF record;
+* ``all_weakened``: the final qualifier is weaker than before (``-all`` -> ``~all``);
+* ``all_pass``: the record now ends in ``+all``: every host on the Internet may send as the domain;
+* ``lookup_limit_exceeded``: the record now needs more than 10 DNS lookups (it did not before).
+
+A change from no record (absent or not SPF) can weaken nothing. Adding an include is ordinary
+business and only listed (``targets_added``), never a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+LOOKUP_LIMIT = 10
+_STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
+_LOOKUP_MECHANISMS = frozenset({"include", "a", "mx", "ptr", "exists"})
+
+
+@dataclass(frozen=True)
+class SpfRecord:
+    """One parsed record. ``all`` is None when a redirect decides the end result."""
+
+    all: Optional[str]
+    targets: Tuple[str, ...]  # "include:<domain>" and "redirect=<domain>", in record order
+    lookups: int
+
+    def fields(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"all": self.all} if self.all else {}
+        return {**out, "targets": list(self.targets), "lookups": self.lookups}
+
+
+def _unquote(text: str) -> str:
+    body = text.strip()
+    if len(body) >= 2 and body[0] == body[-1] == '"':
+        body = body[1:-1]
+    # A TXT record split into strings prints as "a" "b": the receiver joins them without a space.
+    return body.replace('" "', "")
+
+
+def is_spf(value: object) -> bool:
+    """True for a string whose first term is ``v=spf1``."""
+    if not isinstance(value, str):
+        return False
+    terms = _unquote(value).split()
+    return bool(terms) and terms[0].lower() == "v=spf1"
+
+
+def parse(text: str) -> Optional[SpfRecord]:
+    """The record's qualifier, targets and lookup count; None when it is not an SPF record."""
+    if not is_spf(text):
+        return None
+    final: Optional[str] = None
+    targets: List[str] = []
+    lookups = 0
+    redirect = False
+    for term in _unquote(text).split()[1:]:
+        lowered = term.lower()
+        if lowered.startswith("redirect="):
+            redirect = True
+            lookups += 1
+            targets.append("redirect=" + lowered.partition("=")[2])
+            continue
+        qualifier = lowered[0] if lowered[:1] in ("+", "-", "~", "?") else "+"
+        mechanism = lowered.lstrip("+-~?")
+        name = mechanism.split(":", 1)[0].split("/", 1)[0]
+        if name in _LOOKUP_MECHANISMS:
+            lookups += 1
+        if name == "include":
+            targets.append("include:" + mechanism.partition(":")[2])
+        elif name == "all" and final is None:
+            final = qualifier + "all"  # terms after "all" are never evaluated
+    if final is None and not redirect:
+        final = "?all"
+    return SpfRecord(final, tuple(targets), lookups)
+
+
+@dataclass(frozen=True)
+class SpfChange:
+    before: Optional[SpfRecord] = None
+    after: Optional[SpfRecord] = None
+    targets_added: List[str] = field(default_factory=list)
+    targets_removed: List[str] = field(default_factory=list)
+    weakened_reasons: List[str] = field(default_factory=list)
+
+    @property
+    def weakened(self) -> bool:
+        return bool(self.weakened_reasons)
+
+    @property
+    def over_lookup_limit(self) -> bool:
+        return self.after is not None and self.after.lookups > LOOKUP_LIMIT
+
+    def fields(self) -> Dict[str, Any]:
+        """The ``emailauth.audit.spf`` object of an ECS event (without ``change``)."""
+        sides = {side: rec.fields() for side, rec in (("before", self.before), ("after", self.after)) if rec}
+        return {
+            **sides,
+            "targets_added": self.targets_added,
+            "targets_removed": self.targets_removed,
+            "over_lookup_limit": self.over_lookup_limit,
+            "weakened": self.weakened,
+            "weakened_reasons": self.weakened_reasons,
+        }
+
+
+def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
+    """Compare two TXT values; None, blank or non-SPF text means no SPF record on that side."""
+    old = parse(before) if before else None
+    new = parse(after) if after else None
+    old_targets = set(old.targets) if old else set()
+    new_targets = set(new.targets) if new else set()
+    added, removed = sorted(new_targets - old_targets), sorted(old_targets - new_targets)
+    if old is None:
+        return SpfChange(old, new, added, removed)
+    reasons: List[str] = []
+    if new is None:
+        reasons.append("record_invalid" if after and after.strip() else "record_removed")
+    else:
+        if old.all and new.all and _STRENGTH[new.all] < _STRENGTH[old.all]:
+            reasons.append("all_weakened")
+        if new.all == "+all" and old.all != "+all":
+            reasons.append("all_pass")
+        if new.lookups > LOOKUP_LIMIT >= old.lookups:
+            reasons.append("lookup_limit_exceeded")
+    return SpfChange(old, new, added, removed, reasons)

@@ -1,0 +1,202 @@
+"""Detection scenarios for the simulator: the attacks the shipped Sigma rules look for, each beside
+benign lookalikes (a tightened DMARC policy, an admin role removed, a non-admin role granted, ...).
+
+``seeded_org`` keeps the generated organization's users, domains, logins and profile updates (noise
+no rule should match) and replaces its role and domain history by the scenarios, so that what each
+rule must find is known exactly: every ``Seeded`` record names the rules that must fire on it (none
+for a lookalike), and ``burst_actors`` the actors the role-change burst correlation must report.
+Scenarios are an hour apart, two days before ``now``; the bursts sit inside one 10-minute bin.
+``audit-forwarder simulate --scenarios`` serves this organization.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+
+from .simdata import ORG_DOMAIN, Org, Record, dmarc_text, generate_org
+from .timeutil import format_us
+from .timeutil import now_us as _clock_now_us
+
+ADMIN_GRANTED = "emailauth_admin_role_granted"
+SELF_ESCALATION = "emailauth_self_escalation"
+ROLE_BURST = "emailauth_role_change_burst"
+DMARC_WEAKENED = "emailauth_dmarc_weakened"
+DMARC_REPORTING = "emailauth_dmarc_reporting_removed"
+SPF_WEAKENED = "emailauth_spf_weakened"
+SPF_LOOKUPS = "emailauth_spf_over_lookup_limit"
+DKIM_REVOKED = "emailauth_dkim_key_revoked"
+DOMAIN_DELETED = "emailauth_domain_deleted"
+UNKNOWN_ACTION = "emailauth_unknown_action"
+
+_MINUTE = 60_000_000
+_BIN = 10 * _MINUTE  # the burst correlation's timespan
+_RUA = f"mailto:dmarc-reports@{ORG_DOMAIN}"
+_KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAv3Scenario"
+_NEW_KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAn3wRotated"
+_NOISE_ACTIONS = frozenset({"user.login", "user.update"})
+_PLAIN = ["AuditingRole"]
+_MANY = [f"spf{n}.mail.example" for n in range(11)]
+_DM, _SP, _DK = "DMARC Record Updated", "SPF Record Updated", "DKIM Record Updated"  # action phrases
+
+
+@dataclass(frozen=True)
+class Seeded:
+    record: Record
+    rules: FrozenSet[str]  # the rules that must match this record; empty for a lookalike
+    note: str
+
+
+def _spf(*includes: str, end: str = "-all") -> str:
+    return " ".join(["v=spf1", *(f"include:{name}" for name in includes), end])
+
+
+def _dmarc(**tags: str) -> str:
+    return dmarc_text({"v": "DMARC1", **tags})
+
+
+# (rules, note, actor, target, roles before, roles after), by user index.
+_ROLE_CASES: List[Tuple[Tuple[str, ...], str, int, int, List[str], List[str]]] = [
+    ((ADMIN_GRANTED,), "OrganizationAdminRole granted", 0, 5, _PLAIN, [*_PLAIN, "OrganizationAdminRole"]),
+    (
+        (ADMIN_GRANTED, SELF_ESCALATION),
+        "UserAdminRole self-granted",
+        6,
+        6,
+        _PLAIN,
+        [*_PLAIN, "UserAdminRole"],
+    ),
+    ((), "lookalike: admin role removed", 0, 7, ["PolicyAdminRole", *_PLAIN], _PLAIN),
+    ((), "lookalike: non-admin role granted", 1, 8, _PLAIN, [*_PLAIN, "ReportRecipientRole"]),
+    ((), "lookalike: non-admin role self-granted", 9, 9, _PLAIN, [*_PLAIN, "DataAccessRole"]),
+    ((), "lookalike: a role merely named admin", 0, 10, _PLAIN, [*_PLAIN, "SuperAdminRole"]),
+    ((), "lookalike: all roles removed (no rule of its own)", 1, 11, _PLAIN, []),
+]
+# (rules, note, change key, before, after, domain index, action phrase) of domain.update records.
+_RECORD_CASES: List[Tuple[Tuple[str, ...], str, str, Optional[str], Optional[str], int, str]] = [
+    ((DMARC_WEAKENED,), "p=reject relaxed to p=none", "dmarc_txt_record",
+     _dmarc(p="reject", rua=_RUA), _dmarc(p="none", rua=_RUA), 0, _DM),
+    ((DMARC_REPORTING,), "aggregate reports removed", "dmarc_txt_record",
+     _dmarc(p="reject", rua=_RUA), _dmarc(p="reject"), 1, _DM),
+    ((DMARC_WEAKENED, DMARC_REPORTING), "record deleted", "dmarc_txt_record",
+     _dmarc(p="quarantine", rua=_RUA), None, 2, _DM),
+    ((), "lookalike: p=none tightened to p=quarantine", "dmarc_txt_record",
+     _dmarc(p="none", rua=_RUA), _dmarc(p="quarantine", rua=_RUA), 1, _DM),
+    ((), "lookalike: reports moved to another address", "dmarc_txt_record",
+     _dmarc(p="reject", rua=_RUA), _dmarc(p="reject", rua="mailto:d@reports.example"), 0, _DM),
+    ((SPF_WEAKENED,), "opened with +all", "spf_txt_record",
+     _spf("_spf.google.com"), _spf("_spf.google.com", end="+all"), 0, _SP),
+    ((SPF_WEAKENED,), "~all relaxed to ?all, under another key", "txt_record",
+     _spf("sendgrid.net", end="~all"), _spf("sendgrid.net", end="?all"), 1, _SP),
+    ((SPF_WEAKENED, SPF_LOOKUPS), "grown past 10 lookups", "spf_txt_record",
+     _spf(*_MANY[:3]), _spf(*_MANY), 2, _SP),
+    ((), "lookalike: ~all tightened to -all", "spf_txt_record",
+     _spf("mailgun.org", end="~all"), _spf("mailgun.org"), 0, _SP),
+    ((), "lookalike: an include added", "spf_txt_record",
+     _spf("mailgun.org"), _spf("mailgun.org", "sendgrid.net"), 1, _SP),
+    ((DKIM_REVOKED,), "key revoked (empty p=)", "dkim_txt_record",
+     f"v=DKIM1; k=rsa; p={_KEY}", "v=DKIM1; k=rsa; p=", 0, _DK),
+    ((DKIM_REVOKED,), "key record removed, under another key", "selector1_domainkey",
+     f"v=DKIM1; p={_KEY}", None, 1, _DK),
+    ((), "lookalike: key rotated", "dkim_txt_record",
+     f"v=DKIM1; k=rsa; p={_KEY}", f"v=DKIM1; k=rsa; p={_NEW_KEY}", 2, _DK),
+    ((), "lookalike: revoked key restored", "dkim_txt_record",
+     "v=DKIM1; k=rsa; p=", f"v=DKIM1; k=rsa; p={_KEY}", 0, _DK),
+]  # fmt: skip
+
+
+class _Writer:
+    """Appends records an hour apart (or at a given time) by the org's users on its live domains."""
+
+    def __init__(self, org: Org, start_us: int) -> None:
+        self.users = [user.email for user in org.users]
+        self.domains = [dom.name for dom in org.domains if not dom.destroyed]
+        self.ts = start_us
+        self.out: List[Seeded] = []
+
+    def add(self, rules: Tuple[str, ...], note: str, action: str, actor: int, obj: str,
+            changes: Dict[str, Any], phrase: str = "", at: Optional[int] = None) -> None:  # fmt: skip
+        if at is None:
+            self.ts += 60 * _MINUTE
+        record = {
+            "action": phrase or action,
+            "filterable_action": action,
+            "user": self.users[actor],
+            "object": obj,
+            "changes": changes,
+            "created_at": format_us(self.ts if at is None else at),
+        }
+        self.out.append(Seeded(record, frozenset(rules), note))
+
+    def roles(self, rules: Tuple[str, ...], note: str, actor: int, target: int, before: List[str],
+              after: List[str], at: Optional[int] = None) -> None:  # fmt: skip
+        changes = {"roles": [before, after]}
+        self.add(rules, note, "user.update_roles", actor, self.users[target], changes, at=at)
+
+
+def _bursts(w: _Writer) -> None:
+    """Actor 1 changes roles five times in five minutes inside one 10-minute bin (the burst); actor 0
+    four times in one bin and actor 2 six times an hour apart (lookalikes). No admin role is touched."""
+    w.ts += 2 * 60 * _MINUTE
+    start = w.ts - w.ts % _BIN + _BIN + _MINUTE
+    for i in range(5):
+        w.roles(
+            (), f"burst by actor 1, {i + 1}/5", 1, 12 + i, _PLAIN, ["DataAccessRole"], start + i * _MINUTE
+        )
+    start += 3 * _BIN
+    for i in range(4):
+        w.roles((), f"lookalike: 4 changes in a bin, {i + 1}/4", 0, 12 + i, ["DataAccessRole"], _PLAIN,
+                start + i * _MINUTE)  # fmt: skip
+    for i in range(6):
+        w.roles(
+            (), f"lookalike: 6 changes an hour apart, {i + 1}/6", 2, 17 + i, _PLAIN, ["ReportRecipientRole"]
+        )
+
+
+def _domain_actions(w: _Writer) -> None:
+    name = f"retired.{ORG_DOMAIN}"
+    created = {"name": [None, name], "dmarc_txt_record": [None, _dmarc(p="none", rua=_RUA)]}
+    w.add((), "lookalike: domain created", "domain.create", 0, name, created, "Domain Created")
+    w.add(
+        (DOMAIN_DELETED,),
+        "domain deleted",
+        "domain.destroy",
+        0,
+        name,
+        {"name": [name, None]},
+        "Domain Deleted",
+    )
+    w.add((UNKNOWN_ACTION,), "undocumented DKIM source change", "dkim_record_source.update", 2, w.domains[0],
+          {"source": ["customer_dns", "hosted"]}, "DKIM Record Source Updated")  # fmt: skip
+    bimi = {"bimi_txt_record": [None, "v=BIMI1; l=https://example.org/b.svg"]}
+    w.add((UNKNOWN_ACTION,), "undocumented BIMI record", "bimi_record_source.create", 3, w.domains[1], bimi,
+          "BIMI Record Source Created")  # fmt: skip
+    w.add((), "lookalike: documented action, display name", "domain.update", 0, w.domains[2],
+          {"dmarc_updated_at": ["2026-01-01T00:00:00.000000Z", None]}, "Domain Updated")  # fmt: skip
+
+
+def scenarios(org: Org, now_us: int) -> List[Seeded]:
+    """Every scenario and lookalike, oldest first, using ``org``'s users and live domains."""
+    w = _Writer(org, now_us - 2 * 86_400 * 1_000_000)
+    for case in _ROLE_CASES:
+        w.roles(*case)
+    _bursts(w)
+    for rules, note, key, before, after, domain, phrase in _RECORD_CASES:
+        w.add(rules, note, "domain.update", 0, w.domains[domain], {key: [before, after]}, phrase)
+    _domain_actions(w)
+    return w.out
+
+
+def burst_actors(org: Org) -> List[str]:
+    """The actors the role-change burst correlation must report (see ``_bursts``)."""
+    return [org.users[1].email]
+
+
+def seeded_org(seed: int = 7, now_us: Optional[int] = None) -> Tuple[Org, List[Seeded]]:
+    """The generated organization's noise plus the scenarios, and the scenarios with their labels."""
+    now = _clock_now_us() if now_us is None else now_us
+    base = generate_org(seed, now)
+    seeded = scenarios(base, now)
+    noise = [r for r in base.all_records() if r["filterable_action"] in _NOISE_ACTIONS]
+    # The same users and domains (the users endpoint and the domain streams agree with the records).
+    return Org(seed, base._history, noise + [s.record for s in seeded]), seeded

@@ -1,0 +1,8 @@
+"""The compiler lives in tools/ (a script, not a package): make it importable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))

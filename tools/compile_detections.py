@@ -1,0 +1,270 @@
+"""Compile the Sigma rules in ``detections/rules`` for the SIEMs the forwarder delivers to.
+
+``--splunk OUT`` writes ``savedsearches.conf`` stanzas (SPL, every search disabled and scheduled,
+reading the add-on's fields through ``detections/pipelines/splunk.yml``); ``--elastic OUT`` writes
+Elastic Security detection rules (ES|QL) as NDJSON in Kibana's rule import format, reading
+``logs-emailauth.audit-*`` through ``detections/pipelines/elastic.yml``. Every rule is compiled for
+both backends whatever is asked, and any rule that does not compile for one of them fails the run
+(exit 1, one line per failure). Rules that only feed a correlation (``generate`` unset) produce no
+search of their own. The pySigma packages are pinned in pyproject.toml: outputs are reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from sigma.backends.elasticsearch import ESQLBackend
+from sigma.backends.splunk import SplunkBackend
+from sigma.collection import SigmaCollection
+from sigma.conversion.base import Backend
+from sigma.correlations import SigmaCorrelationRule
+from sigma.exceptions import SigmaError
+from sigma.processing.pipeline import ProcessingPipeline
+from sigma.rule import SigmaRule
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "detections" / "rules"
+PIPELINES = ROOT / "detections" / "pipelines"
+ELASTIC_OUT = ROOT / "elasticsearch" / "detection_rules.ndjson"
+AnyRule = Union[SigmaRule, SigmaCorrelationRule]
+
+# Splunk: every search runs every 15 minutes over the last 15 (the burst correlation counts in
+# 10-minute bins inside that window); alert.severity 3 warn .. 6 fatal.
+SPLUNK_SCHEDULE = {
+    "cron_schedule": "*/15 * * * *",
+    "dispatch.earliest_time": "-15m@m",
+    "dispatch.latest_time": "@m",
+}
+SPLUNK_SEVERITY = {"informational": 2, "low": 3, "medium": 4, "high": 5, "critical": 6}
+# Elastic Security: risk score by level, as Elastic's prebuilt rules do.
+ELASTIC_RISK = {"informational": 21, "low": 21, "medium": 47, "high": 73, "critical": 99}
+ELASTIC_SEVERITY = {"informational": "low"}
+# The ATT&CK entries the rules' tags use (name, tactics): kept here because pySigma would fetch
+# them from the network. A tag missing here fails the build rather than being dropped.
+TACTICS = {
+    "persistence": ("TA0003", "Persistence"),
+    "privilege-escalation": ("TA0004", "Privilege Escalation"),
+    "defense-evasion": ("TA0005", "Defense Evasion"),
+    "impact": ("TA0040", "Impact"),
+}
+TECHNIQUES = {
+    "T1098": ("Account Manipulation", ("persistence", "privilege-escalation")),
+    "T1098.003": ("Additional Cloud Roles", ("persistence", "privilege-escalation")),
+    "T1531": ("Account Access Removal", ("impact",)),
+    "T1562": ("Impair Defenses", ("defense-evasion", "impact")),
+}
+
+
+class CompileError(Exception):
+    """One or more rules did not compile; the message has one line per failure."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    rule: AnyRule
+    query: str
+
+
+def pipeline(name: str) -> ProcessingPipeline:
+    return ProcessingPipeline.from_yaml((PIPELINES / f"{name}.yml").read_text(encoding="utf-8"))
+
+
+def load() -> SigmaCollection:
+    """A fresh collection: pySigma's pipelines change the rule objects they process."""
+    return SigmaCollection.load_ruleset([RULES])
+
+
+def _with_references(rule: AnyRule) -> SigmaCollection:
+    referenced: List[AnyRule] = []
+    if isinstance(rule, SigmaCorrelationRule):
+        referenced = [ref.rule for ref in rule.rules or []]
+    return SigmaCollection([*referenced, rule])
+
+
+def compile_rules(make_backend: Callable[[], Backend], output_format: Optional[str] = None) -> List[Compiled]:
+    """Every rule that yields a search, converted by a fresh backend each (rules are converted one by
+    one so that every failure is reported, not only the first)."""
+    compiled: List[Compiled] = []
+    failures: List[str] = []
+    for index in range(len(load().rules)):
+        rule = load().rules[index]
+        try:
+            queries = make_backend().convert(_with_references(rule), output_format)
+        except (SigmaError, NotImplementedError) as exc:
+            failures.append(f"{_source(rule)}: {type(exc).__name__}: {exc}")
+            continue
+        if isinstance(queries, list) and queries:
+            if len(queries) != 1 or not isinstance(queries[0], str):
+                failures.append(f"{_source(rule)}: expected one query, got {queries!r}")
+                continue
+            compiled.append(Compiled(rule, queries[0]))
+    if failures:
+        raise CompileError("\n".join(failures))
+    return compiled
+
+
+def _source(rule: AnyRule) -> str:
+    path = Path(str(rule.source.path)) if rule.source else None
+    if path is None:
+        return rule.title
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def splunk_backend() -> Backend:
+    return SplunkBackend(pipeline("splunk"))
+
+
+def elastic_backend() -> Backend:
+    return ESQLBackend(pipeline("elastic"))
+
+
+def _one_line(text: Optional[str]) -> str:
+    return " ".join((text or "").split())
+
+
+def _level(rule: AnyRule) -> str:
+    return rule.level.name.lower() if rule.level else "medium"
+
+
+def savedsearches(compiled: Sequence[Compiled]) -> str:
+    """``savedsearches.conf``: one disabled, scheduled alert per rule, in rule-title order."""
+    lines = [
+        "# Generated by tools/compile_detections.py from detections/rules (Sigma): do not edit.",
+        "# Every search ships disabled: enable the ones you want (Settings > Searches, reports, and alerts).",
+    ]
+    for item in sorted(compiled, key=lambda c: c.rule.title):
+        rule = item.rule
+        search = " ".join(line.strip() for line in item.query.splitlines() if line.strip())
+        settings: Dict[str, Any] = {
+            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id}, level {_level(rule)})",
+            "search": f"`emailauth_index` {search}",
+            "disabled": 1,
+            "enableSched": 1,
+            **SPLUNK_SCHEDULE,
+            "counttype": "number of events",
+            "relation": "greater than",
+            "quantity": 0,
+            "alert.track": 1,
+            "alert.digest_mode": 1,
+            "alert.severity": SPLUNK_SEVERITY[_level(rule)],
+        }
+        lines += ["", f"[{rule.title.translate({ord(c): None for c in '[]'})}]"]
+        lines += [f"{key} = {value}" for key, value in settings.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _threat(rule: AnyRule) -> List[Dict[str, Any]]:
+    tags = [tag for tag in rule.tags if tag.namespace == "attack"]
+    tactics = [tag.name for tag in tags if not tag.name.startswith("t")]
+    techniques = [tag.name.upper() for tag in tags if tag.name.startswith("t")]
+    unknown = [t for t in tactics if t not in TACTICS] + [t for t in techniques if t not in TECHNIQUES]
+    if unknown:
+        raise CompileError(f"{_source(rule)}: ATT&CK tags unknown to the compiler: {unknown}")
+    threat = []
+    for tactic in tactics:
+        tactic_id, tactic_name = TACTICS[tactic]
+        entry: Dict[str, Any] = {
+            "framework": "MITRE ATT&CK",
+            "tactic": {
+                "id": tactic_id,
+                "name": tactic_name,
+                "reference": f"https://attack.mitre.org/tactics/{tactic_id}/",
+            },
+            "technique": [],
+        }
+        for technique in [t for t in techniques if "." not in t and tactic in TECHNIQUES[t][1]]:
+            entry["technique"].append(_technique(technique, techniques))
+        for sub in [t for t in techniques if "." in t and tactic in TECHNIQUES[t][1]]:
+            parent = sub.split(".")[0]
+            if not any(t["id"] == parent for t in entry["technique"]):
+                entry["technique"].append(_technique(parent, [sub]))
+        threat.append(entry)
+    return threat
+
+
+def _technique(technique: str, techniques: Sequence[str]) -> Dict[str, Any]:
+    name = TECHNIQUES[technique][0] if technique in TECHNIQUES else technique
+    subs = [t for t in techniques if t.startswith(technique + ".")]
+    entry: Dict[str, Any] = {
+        "id": technique,
+        "name": name,
+        "reference": f"https://attack.mitre.org/techniques/{technique}/",
+    }
+    if subs:
+        entry["subtechnique"] = [
+            {
+                "id": sub,
+                "name": TECHNIQUES[sub][0],
+                "reference": f"https://attack.mitre.org/techniques/{sub.replace('.', '/')}/",
+            }
+            for sub in subs
+        ]
+    return entry
+
+
+def elastic_rules(compiled: Sequence[Compiled]) -> str:
+    """Kibana's detection rule import format (Security > Rules > Import): one rule per line."""
+    rows = []
+    for item in sorted(compiled, key=lambda c: str(c.rule.id)):
+        rule, level = item.rule, _level(item.rule)
+        rows.append(
+            {
+                "rule_id": str(rule.id),
+                "name": rule.title,
+                "description": _one_line(rule.description),
+                "type": "esql",
+                "language": "esql",
+                "query": item.query,
+                "enabled": False,
+                "interval": "5m",
+                "from": "now-6m",
+                "to": "now",
+                "risk_score": ELASTIC_RISK[level],
+                "severity": ELASTIC_SEVERITY.get(level, level),
+                "tags": ["EmailAuth", *(f"{tag.namespace}.{tag.name}" for tag in rule.tags)],
+                "threat": _threat(rule),
+                "false_positives": list(rule.falsepositives or []),
+                "references": list(rule.references or []),
+                "author": [rule.author] if rule.author else [],
+                "license": "Apache-2.0",
+                "max_signals": 100,
+                "version": 1,
+            }
+        )
+    return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+
+
+def write_splunk(out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(savedsearches(compile_rules(splunk_backend)), encoding="utf-8")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splunk", type=Path, metavar="OUT", help="write savedsearches.conf here")
+    parser.add_argument(
+        "--elastic", type=Path, metavar="OUT", nargs="?", const=ELASTIC_OUT,
+        help=f"write the Kibana NDJSON here (default {ELASTIC_OUT.relative_to(ROOT)})",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    try:
+        splunk = savedsearches(compile_rules(splunk_backend))
+        elastic = elastic_rules(compile_rules(elastic_backend))
+    except CompileError as exc:
+        print(f"detections do not compile:\n{exc}", file=sys.stderr)
+        return 1
+    for out, text in ((args.splunk, splunk), (args.elastic, elastic)):
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+            print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
