@@ -151,6 +151,7 @@ def assert_todays_json_lines(stderr: str) -> None:
         "quarantined",
         "skipped",
         "invalid",
+        "future",
         "streams",
         "failed_streams",
         "max_lag_seconds",
