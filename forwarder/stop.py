@@ -31,10 +31,16 @@ def install() -> Callable[[], bool]:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    _event.set()
+    # Log from another thread: the handler runs on the main thread wherever it was interrupted,
+    # possibly inside a log handler or the console's screen lock, which would then deadlock.
+    threading.Thread(target=_log_stop, args=(signum,), name="stop-log", daemon=True).start()
+
+
+def _log_stop(signum: int) -> None:
     log.warning(
         "stop requested: finishing the batch in flight, starting nothing new", extra={"signal": signum}
     )
-    _event.set()
 
 
 def request() -> None:
