@@ -196,17 +196,25 @@ class KVStore:
     """A ``StateStore`` over one scope of a KV store collection."""
 
     def __init__(
-        self, splunkd: Splunkd, scope: str, clock: Callable[[], float] = time.time, grace_s: float = GRACE_S
+        self,
+        splunkd: Splunkd,
+        scope: str,
+        clock: Callable[[], float] = time.time,
+        grace_s: float = GRACE_S,
+        partition: str = "",
     ) -> None:
+        """``partition`` splits a scope (the add-on: one per tenant an input has pointed at), while
+        ``drop`` still removes the whole scope."""
         if not scope:
             raise ValueError("a KV store state scope must not be empty")
         self._splunkd = splunkd
         self._scope = scope
         self._clock = clock
         self._grace_s = grace_s
-        self.location = (
-            f"kvstore://{urlsplit(splunkd.base).netloc}/{splunkd.collection}/{quote(scope, safe='')}"
-        )
+        self._prefix = f"{quote(partition, safe='')}/" if partition else ""
+        netloc = urlsplit(splunkd.base).netloc
+        self.location = f"kvstore://{netloc}/{splunkd.collection}/{quote(scope, safe='')}"
+        self.location += f"/{self._prefix}" if partition else ""
 
     def __repr__(self) -> str:
         return f"KVStore({self.location!r})"
@@ -226,12 +234,13 @@ class KVStore:
             )
             for record in page:
                 slot, seq = str(record.get("slot", "")), int(record.get("seq", 0))
-                if slot.startswith(_STREAMS) and seq > newest.get(slot, (0, False))[0]:
+                if slot.startswith(self._prefix + _STREAMS) and seq > newest.get(slot, (0, False))[0]:
                     newest[slot] = (seq, bool(record.get("deleted")))
             if len(page) < _PAGE:
                 break
             skip += _PAGE
-        return sorted(unquote(slot[len(_STREAMS) :]) for slot, (_, gone) in newest.items() if not gone)
+        skip_len = len(self._prefix + _STREAMS)
+        return sorted(unquote(slot[skip_len:]) for slot, (_, gone) in newest.items() if not gone)
 
     def delete(self, key: str) -> None:
         self._stream(key).remove()
@@ -248,7 +257,11 @@ class KVStore:
 
     def slot(self, name: str) -> RecordSlot:
         return RecordSlot(
-            self._splunkd, self._scope, name, f"{self.location}/{quote(name, safe='')}", self._grace_s
+            self._splunkd,
+            self._scope,
+            self._prefix + name,
+            f"{self.location.rstrip('/')}/{quote(name, safe='')}",
+            self._grace_s,
         )
 
     def _stream(self, key: str) -> RecordSlot:

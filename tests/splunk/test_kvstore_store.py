@@ -80,6 +80,17 @@ def test_scopes_are_separate_and_drop_removes_only_its_own(splunkd, collection):
     assert set(two.load(KEY).state.seen) == {"b"}
 
 
+def test_partitions_of_a_scope_are_separate_and_dropped_together(splunkd, collection):
+    def part(name: str) -> KVStore:
+        return KVStore(Splunkd(splunkd.url, APP, COLLECTION, SESSION_KEY), "input-9", partition=name)
+
+    part("tenant-a").commit(KEY, delivered(make_record("a", T0_US)), None)
+    assert part("tenant-b").keys() == [] and part("tenant-b").load(KEY).version is None
+    assert part("tenant-a").keys() == [KEY]
+    part("tenant-b").drop()
+    assert part("tenant-a").keys() == []
+
+
 def commit_five(store) -> None:
     version = None
     for n in range(5):
