@@ -29,15 +29,25 @@ SESSION_KEY = "fake-session-key-0123456789"
 _NOT_FOUND = (404, {"messages": [{"type": "ERROR", "text": "Not Found"}]})
 
 
-def _atom(base: str, entries: List[Tuple[str, Dict[str, Any]]]) -> str:
-    def value(v: Any) -> str:
-        return escape(str(v))
+def _value(v: Any) -> str:
+    if isinstance(v, dict):
+        return (
+            "<s:dict>"
+            + "".join(f"<s:key name={quoteattr(k)}>{_value(x)}</s:key>" for k, x in v.items())
+            + "</s:dict>"
+        )
+    return escape(str(v))
 
+
+def _atom(base: str, entries: List[Tuple[str, Dict[str, Any]]], app: str) -> str:
+    acl = {"app": app, "owner": "nobody", "sharing": "app"}
     items = "".join(
         f"<entry><title>{escape(name)}</title><id>{escape(base + quote(name, safe=''))}</id>"
         f"<link href={quoteattr(urlsplit(base).path + quote(name, safe=''))} rel='alternate'/>"
         "<content type='text/xml'><s:dict>"
-        + "".join(f"<s:key name={quoteattr(k)}>{value(v)}</s:key>" for k, v in content.items())
+        + "".join(
+            f"<s:key name={quoteattr(k)}>{_value(v)}</s:key>" for k, v in {**content, "eai:acl": acl}.items()
+        )
         + "</s:dict></content></entry>"
         for name, content in entries
     )
@@ -108,9 +118,13 @@ class FakeSplunkd:
                 for (realm, user), secret in self.passwords.items()
                 if not query.get("search") or query["search"] == f"realm={realm}"
             ]
-            return 200, _atom(base + "storage/passwords/", entries)
+            return 200, _atom(base + "storage/passwords/", entries, self.app)
         if rest.startswith("properties/"):
-            return (200, _atom(base + rest + "/", [])) if unquote(rest[11:]) in self.confs else _NOT_FOUND
+            return (
+                (200, _atom(base + rest + "/", [], self.app))
+                if unquote(rest[11:]) in self.confs
+                else _NOT_FOUND
+            )
         if rest.startswith("configs/conf-"):
             name, _, stanza = unquote(rest[len("configs/conf-") :]).partition("/")
             stanzas = self.confs.get(name)
@@ -120,7 +134,7 @@ class FakeSplunkd:
             found = [(k, v) for k, v in stanzas.items() if not wanted or k == wanted]
             if stanza and not found:
                 return _NOT_FOUND
-            return 200, _atom(f"{base}configs/conf-{name}/", found)
+            return 200, _atom(f"{base}configs/conf-{name}/", found, self.app)
         if rest.startswith("data/inputs/"):
             name = unquote(rest.rpartition("/")[2])
             return (200, {"entry": [{"name": name, "content": {}}]}) if name in self.inputs else _NOT_FOUND
