@@ -49,7 +49,7 @@ def check_account(fields: Mapping[str, Any], proxy: Optional[str]) -> None:
         session=session,
     )
     try:
-        client.authenticate()
+        client.request_token()
     except AuthError as exc:
         raise AccountRejected(
             f"{api_url} refused this client id and secret (HTTP {exc.status}): check both in the portal"

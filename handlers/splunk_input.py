@@ -105,13 +105,13 @@ def tenant_of(settings: Settings) -> str:
     return hashlib.sha256(f"{settings.api_url}\0{settings.client_id}".encode()).hexdigest()[:16]
 
 
-def use_proxy(url: Optional[str], splunkd_host: str) -> None:
-    """Route the platform API through ``url`` (requests reads these variables); splunkd never."""
+def use_proxy(url: Optional[str]) -> None:
+    """Route the platform API through ``url`` (its requests session reads these variables). Calls
+    to splunkd never go through it: solnlib's are over by now and the KV store ignores them."""
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
         os.environ.pop(name, None)
         if url:
             os.environ[name] = url
-    os.environ["NO_PROXY"] = os.environ["no_proxy"] = f"{splunkd_host},localhost,127.0.0.1"
 
 
 class EventWriterSink:
@@ -195,7 +195,7 @@ def run_input(
     splunkd = SplunkdSettings(meta["server_uri"], meta["session_key"])
     configure_logging(splunkd.log_level(), name)
     account = splunkd.account(str(stanza.get("account") or ""))
-    use_proxy(splunkd.proxy_url(), splunkd.host)
+    use_proxy(splunkd.proxy_url())
     scope = scope_of(name, stanza)
     quarantine = os.path.join(meta["checkpoint_dir"], quote(scope, safe=""), "quarantine")
     settings = settings_for(stanza, account, quarantine)

@@ -9,7 +9,8 @@ with a message naming the page to fix, never a traceback or a secret.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, NamedTuple, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
 from urllib.parse import quote, urlsplit
 
 from solnlib import conf_manager
@@ -48,12 +49,13 @@ class SettingsError(Exception):
     """A setting is missing or splunkd would not hand it over."""
 
 
-class Account(NamedTuple):
+@dataclass(frozen=True)
+class Account:
     name: str
     api_url: str
     client_id: str
-    client_secret: str
-    token_path: str
+    client_secret: str = field(repr=False)
+    token_path: str = DEFAULT_TOKEN_PATH
 
 
 class SplunkdSettings:
@@ -61,9 +63,8 @@ class SplunkdSettings:
 
     def __init__(self, server_uri: str, session_key: str) -> None:
         parts = urlsplit(server_uri)
-        self.host = parts.hostname or "127.0.0.1"
         self._session_key = session_key
-        self._where = {"scheme": parts.scheme, "host": self.host, "port": parts.port}
+        self._where = {"scheme": parts.scheme, "host": parts.hostname or "127.0.0.1", "port": parts.port}
 
     def _stanza(self, conf: str, stanza: str) -> Optional[Dict[str, Any]]:
         """The stanza's fields, secrets decrypted; None if it (or the conf file) does not exist."""

@@ -132,8 +132,13 @@ def ucc_build(out: Path) -> Path:
 def stage(app_dir: Path, lib_cache: Path, detections: Path = DETECTIONS) -> None:
     built = ucc_build(app_dir.parent / "ucc")
     shutil.copytree(built, app_dir, ignore=_ignore)
+    # ucc-gen stamps the clock into app.conf's build and the pages' static paths (Splunk's cache
+    # buster): one build number from the sources instead, so the same sources give the same package.
+    epoch = build_epoch()
     conf = app_dir / "default" / "app.conf"
-    conf.write_text(re.sub(r"(?m)^build = .*$", f"build = {build_epoch()}", conf.read_text(encoding="utf-8")))
+    conf.write_text(re.sub(r"(?m)^build = .*$", f"build = {epoch}", conf.read_text(encoding="utf-8")))
+    for page in (app_dir / "appserver" / "templates").glob("*.html"):
+        page.write_text(re.sub(r"/static/@\d+/", f"/static/@{epoch}/", page.read_text(encoding="utf-8")))
     if detections.exists():
         savedsearches = app_dir / "default" / "savedsearches.conf"
         subprocess.run([sys.executable, str(detections), "--splunk", str(savedsearches)], check=True)

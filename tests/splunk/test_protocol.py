@@ -18,6 +18,7 @@ from tests.e2e.helpers import canonical_id
 
 from .conftest import APP, PY39, PYTHONS, input_xml, run_script, validation_xml
 from .fake_splunkd import SESSION_KEY, FakeSplunkd, account_password
+from .forward_proxy import ForwardProxy
 
 ARGUMENTS = {  # interval and index are every input's own settings, not arguments
     "name",
@@ -235,3 +236,21 @@ def test_a_kv_store_that_refuses_the_session_fails_the_run_with_a_clear_message(
         done = run_script(app_dir, PY39, [], xml)
     assert 'emailauth:audit"' not in done.stdout and audit_ids(done.stdout) == []
     assert f"KV store collection {COLLECTION} does not exist" in done.stderr
+
+
+def test_the_platform_api_goes_through_the_proxy_tab_and_splunkd_does_not(app_dir, splunkd, tmp_path):
+    org = generate_org(3)
+    with Simulator(org) as sim, ForwardProxy() as proxy:
+        add_account(splunkd, "prod", sim.base_url, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
+        port = proxy.url.rsplit(":", 1)[1]
+        splunkd.confs[SETTINGS_CONF]["proxy"] = {
+            "proxy_enabled": "1",
+            "proxy_url": "127.0.0.1",
+            "proxy_port": port,
+        }
+        xml = input_xml(splunkd.url, SESSION_KEY, tmp_path, "prod_users", params())
+        done = run_script(app_dir, PY39, [], xml)
+    assert len(audit_ids(done.stdout)) == len(org.all_records()), done.stderr
+    assert f"POST {sim.base_url}/v1/ep/token" in proxy.seen
+    assert any("/audits" in line for line in proxy.seen)
+    assert not [line for line in proxy.seen if "servicesNS" in line]
