@@ -10,19 +10,19 @@
   fields), delete by key or by query. A collection must be declared (``collections[name] = {}``).
 
 Every request must carry ``Authorization: Splunk <session key>``; ``requests`` logs each path.
+The life cycle is the test receivers' (``LoopbackReceiver``), over TLS.
 """
 
 from __future__ import annotations
 
 import json
 import ssl
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List, Set, Tuple
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
+from tests.receivers.http_collector import LoopbackReceiver, Reply, json_reply
 from tests.syslog.rsyslog import make_certificates
 
 SESSION_KEY = "fake-session-key-0123456789"
@@ -71,36 +71,44 @@ def _matches(record: Dict[str, Any], query: Dict[str, Any]) -> bool:
     return True
 
 
-class FakeSplunkd:
+class FakeSplunkd(LoopbackReceiver):
+    name = "fake-splunkd"
+
     def __init__(self, app: str, cert_dir: Path) -> None:
+        super().__init__()
         self.app = app
         self.passwords: Dict[Tuple[str, str], str] = {}
         self.confs: Dict[str, Dict[str, Dict[str, str]]] = {}
         self.inputs: Set[str] = set()
         self.collections: Dict[str, Dict[str, Dict[str, Any]]] = {}
         self.requests: List[str] = []
-        self._lock = threading.Lock()
         cert_dir.mkdir(parents=True, exist_ok=True)
         make_certificates(cert_dir)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_dir / "server.pem", cert_dir / "server-key.pem")
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self.url = f"https://127.0.0.1:{self._server.server_address[1]}"
+        self.url = f"https://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> FakeSplunkd:
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        parts = urlsplit(target)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        self.requests.append(f"{method} {parts.path}")
+        if headers.get("authorization") != f"Splunk {SESSION_KEY}":
+            return json_reply(
+                401, {"messages": [{"type": "WARN", "text": "call not properly authenticated"}]}
+            )
+        status, answer = self.route(method, parts.path, query, raw)
+        if isinstance(answer, str):
+            return status, answer.encode(), {"Content-Type": "text/xml"}
+        return (
+            status,
+            b"" if answer is None else json.dumps(answer).encode(),
+            {"Content-Type": "application/json"},
+        )
 
     # -- routes ----------------------------------------------------------------------------
 
-    def answer(self, method: str, path: str, query: Dict[str, str], body: bytes) -> Tuple[int, Any]:
+    def route(self, method: str, path: str, query: Dict[str, str], body: bytes) -> Tuple[int, Any]:
         if path == "/services/server/info":
             return 200, {
                 "entry": [{"name": "server-info", "content": {"version": "9.3.2", "serverName": "fake"}}]
@@ -142,7 +150,7 @@ class FakeSplunkd:
 
     def _kvstore(self, method: str, rest: str, query: Dict[str, str], body: bytes) -> Tuple[int, Any]:
         name, _, key = rest.partition("/")
-        with self._lock:
+        with self.lock:
             records = self.collections.get(name)
             if records is None:
                 return _NOT_FOUND
@@ -177,39 +185,6 @@ class FakeSplunkd:
             keep = set(query["fields"].split(",")) | {"_key"}
             selected = [{k: v for k, v in r.items() if k in keep} for r in selected]
         return selected
-
-    def _handler(self) -> type:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _any(self) -> None:
-                parts = urlsplit(self.path)
-                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fake.requests.append(f"{self.command} {parts.path}")
-                if self.headers.get("Authorization") != f"Splunk {SESSION_KEY}":
-                    status, answer = (
-                        401,
-                        {"messages": [{"type": "WARN", "text": "call not properly authenticated"}]},
-                    )
-                else:
-                    status, answer = fake.answer(self.command, parts.path, query, body)
-                xml = isinstance(answer, str)
-                data = (
-                    answer.encode() if xml else (json.dumps(answer).encode() if answer is not None else b"")
-                )
-                self.send_response(status)
-                self.send_header("Content-Type", "text/xml" if xml else "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_DELETE = _any
-
-            def log_message(self, *args: object) -> None:  # quiet
-                pass
-
-        return Handler
 
 
 def account_password(fake: FakeSplunkd, conf: str, account: str, secret: str) -> None:

@@ -2,58 +2,35 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List
+from typing import Dict, List
 
 import requests
 
+from tests.receivers.http_collector import LoopbackReceiver, Reply
 
-class ForwardProxy:
+_HOP_BY_HOP = (
+    "host",
+    "proxy-connection",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "content-encoding",
+)
+
+
+class ForwardProxy(LoopbackReceiver):
+    name = "forward-proxy"
+
     def __init__(self) -> None:
-        self.seen: List[str] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__()
+        self.relayed: List[str] = []
+        self.url = self.http_url
 
-    def __enter__(self) -> ForwardProxy:
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _handler(self) -> type:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _relay(self) -> None:
-                proxy.seen.append(f"{self.command} {self.path}")
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                headers = {
-                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "proxy-connection")
-                }
-                with requests.Session() as session:
-                    session.trust_env = False
-                    answer = session.request(self.command, self.path, data=body, headers=headers, timeout=30)
-                self.send_response(answer.status_code)
-                for key, value in answer.headers.items():
-                    if key.lower() not in (
-                        "content-length",
-                        "transfer-encoding",
-                        "connection",
-                        "content-encoding",
-                    ):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
-
-            do_GET = do_POST = _relay
-
-            def log_message(self, *args: object) -> None:  # quiet
-                pass
-
-        return Handler
+    def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
+        self.relayed.append(f"{method} {target}")
+        with requests.Session() as session:
+            session.trust_env = False
+            sent = {k: v for k, v in headers.items() if k not in _HOP_BY_HOP}
+            reply = session.request(method, target, data=raw, headers=sent, timeout=30)
+        back = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return reply.status_code, reply.content, back

@@ -58,7 +58,7 @@ def test_a_broken_account_is_refused_with_a_clear_message(sim, change, message):
 def test_the_check_goes_through_the_configured_proxy(sim):
     with ForwardProxy() as proxy:
         check_account(fields(sim), proxy.url)
-    assert proxy.seen == [f"POST {sim.base_url}/v1/ep/token"]
+    assert proxy.relayed == [f"POST {sim.base_url}/v1/ep/token"]
 
 
 def test_a_dead_proxy_is_named_in_the_message(sim):

@@ -251,6 +251,6 @@ def test_the_platform_api_goes_through_the_proxy_tab_and_splunkd_does_not(app_di
         xml = input_xml(splunkd.url, SESSION_KEY, tmp_path, "prod_users", params())
         done = run_script(app_dir, PY39, [], xml)
     assert len(audit_ids(done.stdout)) == len(org.all_records()), done.stderr
-    assert f"POST {sim.base_url}/v1/ep/token" in proxy.seen
-    assert any("/audits" in line for line in proxy.seen)
-    assert not [line for line in proxy.seen if "servicesNS" in line]
+    assert f"POST {sim.base_url}/v1/ep/token" in proxy.relayed
+    assert any("/audits" in line for line in proxy.relayed)
+    assert not [line for line in proxy.relayed if "servicesNS" in line]
