@@ -181,11 +181,10 @@ def stream_events(inputs: Any, ew: EventWriter) -> None:
         name = stanza_name.split("://", 1)[-1]
         try:
             run_input(meta, stanza_name, name, stanza, ew)
-        except (SettingsError, ForwarderError, ValueError) as exc:  # a message the admin can act on
-            log.error("input failed", extra={"error": str(exc)})
-            ew.log(EventWriter.ERROR, f"{SCHEME} input {name!r} failed: {exc}")
         except Exception as exc:  # one broken input must not hide the others' messages
-            log.exception("input failed", extra={"error": str(exc)})
+            # A settings or forwarder error is a message the admin can act on: no traceback.
+            expected = isinstance(exc, (SettingsError, ForwarderError, ValueError))
+            log.error("input failed", exc_info=not expected, extra={"error": str(exc)})
             ew.log(EventWriter.ERROR, f"{SCHEME} input {name!r} failed: {exc}")
 
 
