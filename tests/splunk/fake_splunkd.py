@@ -1,10 +1,8 @@
 """A loopback stand-in, over HTTPS, for the splunkd REST endpoints the add-on calls.
 
-* ``/services/server/info`` (JSON);
 * ``storage/passwords`` (Atom, as splunklib reads it): ``passwords`` maps (realm, user) to a secret;
 * ``properties/<conf>`` and ``configs/conf-<conf>`` (Atom): ``confs`` maps conf -> stanza -> fields,
   which is how solnlib's ConfManager reads accounts, proxy and logging settings;
-* ``data/inputs/<scheme>/<name>``: 200 for a name in ``inputs``;
 * the KV store data endpoint ``storage/collections/data/<collection>[/<key>]`` over ``collections``:
   insert (409 on a duplicate ``_key``), query (equality, ``$gt``/``$lt``; sort, skip, limit,
   fields), delete by key or by query. A collection must be declared (``collections[name] = {}``).
@@ -18,7 +16,7 @@ from __future__ import annotations
 import json
 import ssl
 from pathlib import Path
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Tuple
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
@@ -79,7 +77,6 @@ class FakeSplunkd(LoopbackReceiver):
         self.app = app
         self.passwords: Dict[Tuple[str, str], str] = {}
         self.confs: Dict[str, Dict[str, Dict[str, str]]] = {}
-        self.inputs: Set[str] = set()
         self.collections: Dict[str, Dict[str, Dict[str, Any]]] = {}
         self.requests: List[str] = []
         cert_dir.mkdir(parents=True, exist_ok=True)
@@ -109,10 +106,6 @@ class FakeSplunkd(LoopbackReceiver):
     # -- routes ----------------------------------------------------------------------------
 
     def route(self, method: str, path: str, query: Dict[str, str], body: bytes) -> Tuple[int, Any]:
-        if path == "/services/server/info":
-            return 200, {
-                "entry": [{"name": "server-info", "content": {"version": "9.3.2", "serverName": "fake"}}]
-            }
         parts = path.split("/")
         if len(parts) < 5 or parts[1] != "servicesNS":
             return _NOT_FOUND
@@ -143,9 +136,6 @@ class FakeSplunkd(LoopbackReceiver):
             if stanza and not found:
                 return _NOT_FOUND
             return 200, _atom(f"{base}configs/conf-{name}/", found, self.app)
-        if rest.startswith("data/inputs/"):
-            name = unquote(rest.rpartition("/")[2])
-            return (200, {"entry": [{"name": name, "content": {}}]}) if name in self.inputs else _NOT_FOUND
         return _NOT_FOUND
 
     def _kvstore(self, method: str, rest: str, query: Dict[str, str], body: bytes) -> Tuple[int, Any]:

@@ -156,6 +156,14 @@ def test_runs_stream_events_keep_state_in_the_kv_store_and_lose_nothing_across_r
     for text in (log_text, first.stdout, first.stderr, second.stderr):
         assert DEMO_CLIENT_SECRET not in text and SESSION_KEY not in text
     assert any(r.startswith("GET /servicesNS/nobody/") and "/configs/conf-" in r for r in splunkd.requests)
+    # nothing but the endpoints the fake models (a call it does not know would be answered 404)
+    known = (
+        "/storage/passwords",
+        "/properties/",
+        "/configs/conf-",
+        f"/storage/collections/data/{COLLECTION}",
+    )
+    assert [r for r in splunkd.requests if not any(k in r for k in known)] == []
 
 
 def test_two_inputs_on_one_account_keep_separate_state(app_dir, splunkd, tmp_path):
