@@ -29,9 +29,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) $(APPINSPECT)
+unit: $(STAMP) $(APPINSPECT) $(UCC_GEN)
 	sh tests/syslog/install-rsyslog.sh
-	SPLUNK_APPINSPECT=$(abspath $(APPINSPECT)) $(BIN)/pytest -q
+	SPLUNK_APPINSPECT=$(abspath $(APPINSPECT)) UCC_GEN=$(abspath $(UCC_GEN)) $(BIN)/pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
@@ -39,4 +39,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/progress.py
 
 clean:
-	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) $(UCC_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

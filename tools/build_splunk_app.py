@@ -1,8 +1,11 @@
 """Build the Splunk add-on package: ``dist/TA-fortra-emailauth-<version>.tar.gz``.
 
-The package holds ``splunk_app/`` as it is (app.conf gets the version, ``savedsearches.conf`` the
-detections compiled by ``compile_detections.py``), and in ``lib/`` the forwarder,
-``handlers.splunk_input`` and the pure-Python dependencies. Those are installed with pip for
+``ucc-gen`` (splunk-add-on-ucc-framework, pinned, in ``.venv-ucc`` made by ``make``) builds the add-on
+from ``splunk_app/globalConfig.json`` and ``splunk_app/package/``: configuration and inputs pages,
+REST handlers, the modular input's script, conf files. The Sigma detections become
+``default/savedsearches.conf`` when ``tools/compile_detections.py`` exists. ``lib/`` gets the
+forwarder, the add-on's ``handlers`` modules and the pure-Python dependencies (solnlib and
+splunktaucclib for the UCC parts). Those are installed with pip for
 Python 3.9 from pure wheels only (splunk-sdk ships an sdist, so its wheel is built first), which
 keeps compiled code out and versions that still run on Splunk's Python 3.9. The installed set is
 cached under ``build/splunk-lib/`` by a hash of the requirement list, so rebuilds need no network.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gzip
 import hashlib
 import os
 import re
@@ -21,11 +25,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
-from typing import Iterator, List
-
-from compile_detections import write_splunk  # beside this file; pySigma comes with the test extras
+from typing import Callable, Iterator, List
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_ID = "TA-fortra-emailauth"
@@ -37,11 +38,17 @@ REQUIREMENTS = (
     "charset-normalizer",
     "splunk-sdk",
     "python-json-logger",
+    # What UCC's handlers and the input use; solnlib 8 pulls compiled grpcio, 7.0.0 is pure Python.
+    "solnlib==7.0.0",
+    "splunktaucclib==8.2.0",
     # pip judges environment markers by the Python running it, not --python-version: name the
     # dependencies that only Python 3.9 needs.
     "typing_extensions",
 )
 TARGET_PYTHON = "3.9"
+HANDLERS = ("__init__.py", "splunk_input.py", "splunk_settings.py", "splunk_hooks.py")
+UCC_GEN = Path(os.environ.get("UCC_GEN") or ROOT / ".venv-ucc" / "bin" / "ucc-gen")
+DETECTIONS = ROOT / "tools" / "compile_detections.py"
 _COMPILED = (".so", ".pyd", ".pyc", ".pyo", ".dll", ".dylib", ".exe")
 _AWS = {"boto3", "botocore"}
 
@@ -100,45 +107,84 @@ def _ignore(_directory: str, names: List[str]) -> List[str]:
     return [n for n in names if n == "__pycache__" or n.endswith(_COMPILED) or n == ".complete"]
 
 
-def stage(app_dir: Path, lib_cache: Path) -> None:
-    shutil.copytree(ROOT / "splunk_app", app_dir, ignore=_ignore)
-    write_splunk(app_dir / "default" / "savedsearches.conf")  # the Sigma detections, disabled
+def build_epoch() -> int:
+    """The build number and every file time: SOURCE_DATE_EPOCH, else the last commit's time."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    done = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+
+def ucc_build(out: Path) -> Path:
+    if not UCC_GEN.exists():
+        raise SystemExit(f"{UCC_GEN} is missing: `make splunk-app` installs the pinned ucc-gen")
+    done = subprocess.run(
+        [str(UCC_GEN), "build", "--source", str(ROOT / "splunk_app" / "package"),
+         "--config", str(ROOT / "splunk_app" / "globalConfig.json"), "--ta-version", version(),
+         "--output", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"ucc-gen failed:\n{(done.stdout + done.stderr)[-3000:]}")
+    return out / APP_ID
+
+
+def stage(app_dir: Path, lib_cache: Path, detections: Path = DETECTIONS) -> None:
+    built = ucc_build(app_dir.parent / "ucc")
+    shutil.copytree(built, app_dir, ignore=_ignore)
+    # ucc-gen stamps the clock into app.conf's build and the pages' static paths (Splunk's cache
+    # buster): one build number from the sources instead, so the same sources give the same package.
+    epoch = build_epoch()
     conf = app_dir / "default" / "app.conf"
-    build = os.environ.get("SOURCE_DATE_EPOCH") or str(int(time.time()))
-    conf.write_text(
-        conf.read_text(encoding="utf-8").replace("@VERSION@", version()).replace("@BUILD@", build)
-    )
+    conf.write_text(re.sub(r"(?m)^build = .*$", f"build = {epoch}", conf.read_text(encoding="utf-8")))
+    for page in (app_dir / "appserver" / "templates").glob("*.html"):
+        page.write_text(re.sub(r"/static/@\d+/", f"/static/@{epoch}/", page.read_text(encoding="utf-8")))
+    if detections.exists():
+        savedsearches = app_dir / "default" / "savedsearches.conf"
+        subprocess.run([sys.executable, str(detections), "--splunk", str(savedsearches)], check=True)
     lib = app_dir / "lib"
-    shutil.copytree(vendored_lib(lib_cache), lib, ignore=_ignore)
+    shutil.copytree(vendored_lib(lib_cache), lib, ignore=_ignore, dirs_exist_ok=True)
     for path in _sources(ROOT / "forwarder"):
         dest = lib / path.relative_to(ROOT)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
     (lib / "handlers").mkdir()
-    for name in ("__init__.py", "splunk_input.py"):
+    for name in HANDLERS:
         shutil.copyfile(ROOT / "handlers" / name, lib / "handlers" / name)
     compiled = [str(p) for p in app_dir.rglob("*") if p.suffix in _COMPILED]
     if compiled:
         raise SystemExit(f"compiled files would be packaged: {compiled}")
 
 
-def _normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    # AppInspect wants no world-writable files and no stray owners; scripts in bin/ stay executable.
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    executable = info.isdir() or "/bin/" in info.name
-    info.mode = 0o755 if executable else 0o644
-    return info
+def _normalizer(epoch: int) -> Callable[[tarfile.TarInfo], tarfile.TarInfo]:
+    def normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        # AppInspect wants no world-writable files and no stray owners; scripts in bin/ stay
+        # executable. One time for every file: the same sources give the same package.
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = epoch
+        executable = info.isdir() or "/bin/" in info.name
+        info.mode = 0o755 if executable else 0o644
+        return info
+
+    return normalize
 
 
-def build(out_dir: Path, lib_cache: Path) -> Path:
+def build(out_dir: Path, lib_cache: Path, detections: Path = DETECTIONS) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     package = out_dir / f"{APP_ID}-{version()}.tar.gz"
+    normalize = _normalizer(build_epoch())
     with tempfile.TemporaryDirectory() as tmp:
         app_dir = Path(tmp) / APP_ID
-        stage(app_dir, lib_cache)
-        with tarfile.open(package, "w:gz") as tar:
-            tar.add(str(app_dir), arcname=APP_ID, filter=_normalize)
+        stage(app_dir, lib_cache, detections)
+        with (
+            open(package, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+            tarfile.open(fileobj=gz, mode="w") as tar,
+        ):
+            for path in [app_dir, *sorted(app_dir.rglob("*"))]:
+                arcname = str(Path(APP_ID) / path.relative_to(app_dir))
+                tar.add(str(path), arcname=arcname, recursive=False, filter=normalize)
     return package
 
 

@@ -16,7 +16,7 @@ from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..timeutil import format_us
 from .paging import PageOutcome, extract_items, iter_pages
-from .token import TokenProvider, reuse_key
+from .token import TokenProvider, parse_token, reuse_key
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,10 @@ class ApiClient:
     def authenticate(self) -> None:
         """Get a token now (for `check`); raises AuthError when the credentials are refused."""
         self._tokens.get()
+
+    def request_token(self) -> None:
+        """Ask the token endpoint now, even if a token is cached (a credential check before saving)."""
+        parse_token(self._request_token(), time.time())
 
     # -- transport ------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""State stores, chosen by location: a directory path or ``file://``, ``s3://``, ``dynamodb://``.
+"""State stores, chosen by location: a directory path or ``file://``, ``s3://``, ``dynamodb://``,
+``kvstore://`` (a Splunk KV store collection).
 
 Each backend module is imported only when its location is used, so a build without boto3 (the
 Splunk add-on) or without ``fcntl`` still opens the stores it has.
@@ -22,6 +23,7 @@ _OPENERS: Dict[str, str] = {
     "file": "forwarder.state.local:open_local",
     "s3": "forwarder.state.s3:open_s3",
     "dynamodb": "forwarder.state.dynamodb:open_dynamodb",
+    "kvstore": "forwarder.state.kvstore:open_kvstore",
 }
 
 
@@ -30,7 +32,10 @@ def location_problem(location: str) -> Optional[str]:
     match = _SCHEME.match(location)
     scheme = match.group(1).lower() if match else "file"
     if scheme not in _OPENERS:
-        return f"unknown scheme {scheme!r} (use a directory path, file://, s3://bucket/prefix or dynamodb://table)"
+        return (
+            f"unknown scheme {scheme!r} (use a directory path, file://, s3://bucket/prefix, "
+            "dynamodb://table or kvstore://host:port/app/collection/scope)"
+        )
     return None
 
 

@@ -272,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.wfile.write(body)
 
-    do_POST = do_PUT = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = _serve
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output readable
         pass

@@ -24,13 +24,27 @@ PY313 = "/root/.pyenv/versions/3.13.0/bin/python3.13"
 # behaviour is still tested (`make compat39` says when no 3.9 exists).
 PY39 = PY39_PATH if os.path.exists(PY39_PATH) else sys.executable
 PYTHONS = [pytest.param(sys.executable, id="venv")] + [
-    pytest.param(p, id=Path(p).name) for p in (PY39_PATH, PY313) if os.path.exists(p)
+    pytest.param(
+        p,
+        id=Path(p).name,
+        marks=pytest.mark.skipif(
+            not os.path.exists(p), reason=f"no {Path(p).name} here ({p}): pyenv install it"
+        ),
+    )
+    for p in (PY39_PATH, PY313)
 ]
+
+
+def build_package(out: Path, detections: Path = build_splunk_app.DETECTIONS) -> Path:
+    try:
+        return build_splunk_app.build(out, ROOT / "build" / "splunk-lib", detections)
+    except SystemExit as exc:  # ucc-gen missing or failing: say so instead of ending the session
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")
 def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_splunk_app.build(tmp_path_factory.mktemp("dist"), ROOT / "build" / "splunk-lib")
+    return build_package(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,136 @@
+"""The KV store state store against the fake splunkd over HTTPS: the shared contract plus specifics."""
+
+from __future__ import annotations
+
+import pytest
+
+from forwarder.errors import ConflictError, StateError
+from forwarder.state import open_store
+from forwarder.state.kvstore import KVStore, Splunkd, open_kvstore
+from tests.state.contract import KEY, T0_US, StoreContract, delivered, make_record
+
+from .fake_splunkd import SESSION_KEY, FakeSplunkd
+
+APP = "TA-test"
+COLLECTION = "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def splunkd(tmp_path_factory):
+    with FakeSplunkd(APP, tmp_path_factory.mktemp("certs")) as fake:
+        yield fake
+
+
+@pytest.fixture
+def collection(splunkd):
+    splunkd.collections[COLLECTION] = {}
+    yield splunkd.collections[COLLECTION]
+    del splunkd.collections[COLLECTION]
+
+
+def location(splunkd, scope: str = "input-1") -> str:
+    return f"kvstore://{splunkd.url.split('://')[1]}/{APP}/{COLLECTION}/{scope}"
+
+
+class TestKVStoreContract(StoreContract):
+    @pytest.fixture
+    def open_handle(self, splunkd, collection):
+        return lambda clock: open_kvstore(location(splunkd), SESSION_KEY, clock=clock)
+
+
+def test_registry_opens_kvstore_locations_with_the_token_from_the_environment(
+    splunkd, collection, monkeypatch
+):
+    monkeypatch.setenv("FORWARDER_SPLUNK_TOKEN", SESSION_KEY)
+    store = open_store(location(splunkd))
+    assert isinstance(store, KVStore)
+    store.commit(KEY, delivered(make_record("a", T0_US)), None)
+    assert store.keys() == [KEY]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "kvstore://host:8089/app/collection",
+        "kvstore:///a/b/c",
+        "kvstore://h:1/a/b/c?x=1",
+        "kvstore://h:1/a//c",
+    ],
+)
+def test_bad_locations_are_refused(bad):
+    with pytest.raises(ValueError, match="must look like kvstore://host:8089/<app>/<collection>/<scope>"):
+        open_kvstore(bad, "token")
+
+
+def test_a_missing_token_is_refused_naming_the_variable(monkeypatch):
+    monkeypatch.delenv("FORWARDER_SPLUNK_TOKEN", raising=False)
+    with pytest.raises(ValueError, match="FORWARDER_SPLUNK_TOKEN"):
+        open_kvstore("kvstore://127.0.0.1:8089/a/b/c")
+
+
+def test_scopes_are_separate_and_drop_removes_only_its_own(splunkd, collection):
+    one = open_kvstore(location(splunkd, "one"), SESSION_KEY)
+    two = open_kvstore(location(splunkd, "two"), SESSION_KEY)
+    one.commit(KEY, delivered(make_record("a", T0_US)), None)
+    two.commit(KEY, delivered(make_record("b", T0_US)), None)
+    one.acquire_lease("run-a", 60)
+    two.acquire_lease("run-b", 60)  # a lease per scope
+    one.drop()
+    assert one.keys() == [] and one.load(KEY).version is None
+    assert set(two.load(KEY).state.seen) == {"b"}
+
+
+def test_partitions_of_a_scope_are_separate_and_dropped_together(splunkd, collection):
+    def part(name: str) -> KVStore:
+        return KVStore(Splunkd(splunkd.url, APP, COLLECTION, SESSION_KEY), "input-9", partition=name)
+
+    part("tenant-a").commit(KEY, delivered(make_record("a", T0_US)), None)
+    assert part("tenant-b").keys() == [] and part("tenant-b").load(KEY).version is None
+    assert part("tenant-a").keys() == [KEY]
+    part("tenant-b").drop()
+    assert part("tenant-a").keys() == []
+
+
+def commit_five(store) -> None:
+    version = None
+    for n in range(5):
+        version = store.commit(KEY, delivered(make_record(f"e{n}", T0_US + n)), version)
+
+
+def test_superseded_records_stay_for_the_grace_period_then_go(splunkd, collection):
+    commit_five(open_kvstore(location(splunkd, "kept"), SESSION_KEY))
+    assert len(collection) == 5  # their numbers stay taken against slow writers
+    commit_five(KVStore(Splunkd(splunkd.url, APP, COLLECTION, SESSION_KEY), "swept", grace_s=0))
+    assert len([r for r in collection.values() if r["scope"] == "swept"]) == 1
+
+
+def test_a_stale_writer_conflicts_while_the_newer_record_exists(splunkd, collection):
+    store = open_kvstore(location(splunkd), SESSION_KEY)
+    first = store.commit(KEY, delivered(make_record("a", T0_US)), None)
+    store.commit(KEY, delivered(make_record("b", T0_US + 1)), first)
+    with pytest.raises(ConflictError):
+        store.commit(KEY, delivered(make_record("c", T0_US + 2)), first)
+    assert set(store.load(KEY).state.seen) == {"b"}
+
+
+def test_wrong_session_key_and_missing_collection_are_clear_errors(splunkd, collection):
+    with pytest.raises(StateError, match="refused access to KV store collection checkpoints"):
+        open_kvstore(location(splunkd), "wrong-key").load(KEY)
+    with pytest.raises(StateError, match="collection nothere does not exist"):
+        KVStore(Splunkd(splunkd.url, APP, "nothere", SESSION_KEY), "s").load(KEY)
+
+
+def test_an_unreadable_record_is_an_error_naming_it(splunkd, collection):
+    store = open_kvstore(location(splunkd), SESSION_KEY)
+    store.commit(KEY, delivered(make_record("a", T0_US)), None)
+    for record in collection.values():
+        record["doc"] = "{not json"
+    with pytest.raises(
+        StateError, match=r"kvstore://127\.0\.0\.1:.*/checkpoints/input-1/streams.*unreadable"
+    ):
+        store.load(KEY)
+
+
+def test_splunkd_down_is_a_state_error():
+    with pytest.raises(StateError, match="cannot reach splunkd"):
+        KVStore(Splunkd("https://127.0.0.1:9", APP, COLLECTION, SESSION_KEY), "s").load(KEY)
