@@ -74,8 +74,11 @@ def test_the_build_is_reproducible_and_runs_the_detection_compiler(package, tmp_
         "import sys\nassert sys.argv[1] == '--splunk'\n"
         "open(sys.argv[2], 'w').write('[EmailAuth - stub rule]\\nsearch = sourcetype=emailauth:audit\\n')\n"
     )
-    again = build_package(tmp_path / "again", detections=tmp_path / "none.py")
+    again = build_package(tmp_path / "again")  # the real detections, as the fixture's build
     assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(package.read_bytes()).hexdigest()
+    with tarfile.open(package) as tar:
+        member = tar.extractfile(f"{APP}/default/savedsearches.conf")
+        assert member is not None and b"disabled = 1" in member.read()
     with_rules = build_package(tmp_path / "rules", detections=stub)
     with tarfile.open(with_rules) as tar:
         member = tar.extractfile(f"{APP}/default/savedsearches.conf")
