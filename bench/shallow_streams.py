@@ -1,0 +1,115 @@
+"""Thousands of shallow streams: sink requests per run against ``ceil(events / batch)``.
+
+The simulator serves ``--users`` users with ``--records`` recent logins each; one forwarder run ships
+them to the loopback HEC test receiver. Printed: HEC event requests against the minimum
+``ceil(events / 500)``, and the run's wall time against a floor measured in the same run (one
+audits GET per user, ``FORWARDER_CONCURRENCY`` at a time, then the minimum number of HEC posts of
+prebuilt bodies: what any forwarder must at least do). With ``--aws``, the same run against the
+moto server's S3 and Firehose: objects written and PutRecordBatch calls.
+
+    python bench/shallow_streams.py [--users 2000] [--records 3] [--aws]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test receiver lives in tests/
+
+from forwarder.app import run_once
+from forwarder.config import load_settings
+from forwarder.report import RunReport
+from forwarder.simdata import generate_shallow_org
+from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.receivers.hec import HecReceiver
+
+BATCH = 500
+CONCURRENCY = 4
+EVENT_PATH = "/services/collector/event"
+
+
+def settings_env(api_url: str, sink: str, state: str, **extra: str) -> Dict[str, str]:
+    return {
+        "FORWARDER_API_URL": api_url,
+        "FORWARDER_CLIENT_ID": DEMO_CLIENT_ID,
+        "FORWARDER_CLIENT_SECRET": DEMO_CLIENT_SECRET,
+        "FORWARDER_STATE": state,
+        "FORWARDER_QUARANTINE": state + "-quarantine",
+        "FORWARDER_SINK": sink,
+        "FORWARDER_INITIAL_LOOKBACK": "2d",
+        "FORWARDER_BATCH_EVENTS": str(BATCH),
+        "FORWARDER_CONCURRENCY": str(CONCURRENCY),
+        **extra,
+    }
+
+
+def timed_run(env: Dict[str, str]) -> tuple[RunReport, float]:
+    start = time.perf_counter()
+    report = run_once(load_settings(env))
+    elapsed = time.perf_counter() - start
+    if not report.ok:
+        failed = [s.error for s in report.streams if s.error][:3]
+        raise SystemExit(f"the run failed: {report.error or failed}")
+    return report, elapsed
+
+
+def floor(sim: Simulator, hec: HecReceiver, users: List[str]) -> float:
+    """One audits GET per user (CONCURRENCY at a time), then ceil(events / 500) bare HEC posts."""
+    start = time.perf_counter()
+    token = requests.post(
+        sim.base_url + "/v1/ep/token", data={"client_id": DEMO_CLIENT_ID, "client_secret": DEMO_CLIENT_SECRET}
+    ).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def fetch(name: str) -> List[Any]:
+        params = {"object_type": "user", "name": name, "limit": 200, "offset": 0}
+        reply = requests.get(sim.base_url + AUDITS_PATH, params=params, headers=headers, timeout=30)
+        reply.raise_for_status()
+        body = reply.json()
+        return list(body.get("audits", []) if isinstance(body, dict) else body)
+
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        records = [r for trail in pool.map(fetch, users) for r in trail]
+    session = requests.Session()
+    post_headers = {"Authorization": f"Splunk {hec.token}"}
+    for i in range(0, len(records), BATCH):
+        body = b"\n".join(json.dumps({"event": r}).encode() for r in records[i : i + BATCH])
+        session.post(hec.http_url + EVENT_PATH, data=body, headers=post_headers).raise_for_status()
+    return time.perf_counter() - start
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    org = generate_shallow_org(args.users, args.records)
+    names = [u.email for u in org.users]
+    with Simulator(org) as sim, HecReceiver() as hec, tempfile.TemporaryDirectory() as tmp:
+        floor_s = floor(sim, hec, names)
+        before = len(hec.seen())
+        env = settings_env(sim.base_url, hec.url, tmp + "/state", FORWARDER_SINK_TOKEN=hec.token)
+        report, run_s = timed_run(env)
+        requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
+    events = report.totals()["shipped"]
+    minimum = math.ceil(events / BATCH)
+    print(f"streams: {len(report.streams)}, events shipped: {events} (expected {args.users * args.records})")
+    print(f"HEC requests: {requests_made}, minimum ceil(events/{BATCH}) = {minimum}")
+    print(f"requests / minimum: {requests_made / max(1, minimum):.2f}x (goal: <= minimum + 5)")
+    print(f"wall: {run_s:.2f} s, floor (GET per user + minimum posts): {floor_s:.2f} s")
+    print(f"wall / floor: {run_s / floor_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
