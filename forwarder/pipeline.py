@@ -218,10 +218,15 @@ def _ship(
     return state.advance(records, ctx.limits.window_s * 1_000_000), version
 
 
-def _new_shipper(ctx: RunContext) -> Shipper:
-    window_us = ctx.limits.window_s * 1_000_000
+def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:
     return Shipper(
-        ctx.sink, ctx.quarantine, ctx.store, window_us=window_us, linger_s=ctx.linger_s, renew=ctx.renew_lease
+        ctx.sink,
+        ctx.quarantine,
+        ctx.store,
+        window_us=ctx.limits.window_s * 1_000_000,
+        linger_s=ctx.linger_s,
+        commit_threads=2 * concurrency,  # state writes overlap the fetches of the next streams
+        renew=ctx.renew_lease,
     )
 
 
@@ -248,7 +253,7 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
                 report.streams.append(result)
 
     workers = max(1, min(concurrency, len(plan)))
-    shipper = ctx.shipper = _new_shipper(ctx)
+    shipper = ctx.shipper = _new_shipper(ctx, workers)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
             for future in [pool.submit(worker) for _ in range(workers)]:

@@ -13,7 +13,8 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
@@ -41,6 +42,7 @@ class Shipper:
         *,
         window_us: int,
         linger_s: float = LINGER_S,
+        commit_threads: int = 4,
         renew: Callable[[], None] = lambda: None,
     ) -> None:
         self._sink = sink
@@ -59,6 +61,9 @@ class Shipper:
         self._stopped = False  # senders take nothing more
         self._fatal: Optional[BaseException] = None  # a sender died of it; re-raised to the run
         self._threads: List[threading.Thread] = []
+        # State writes (an fsync, an S3 PUT) cost more than a send shared by hundreds of streams:
+        # they run beside the senders, one stream at a time each (CommitTracker), several streams at once.
+        self._committers = ThreadPoolExecutor(max(1, commit_threads), thread_name_prefix="commit")
 
     # --- producers (stream workers) ----------------------------------------------------------------
 
@@ -119,6 +124,7 @@ class Shipper:
                     break
                 self._cond.wait(min(left, 1.0))
             self._renew()  # a long flush must not lose the run's lease
+        self._committers.shutdown(wait=False)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         with self._cond:
@@ -128,26 +134,31 @@ class Shipper:
 
     def _start_senders(self) -> None:
         while len(self._threads) < self._max_in_flight:
-            thread = threading.Thread(target=self._sender, name=f"send-{len(self._threads)}", daemon=True)
+            name = f"send-{len(self._threads)}"
+            thread = threading.Thread(target=self._guarded, args=(self._sender,), name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
 
-    def _sender(self) -> None:
+    def _guarded(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work`` in a thread of ours: whatever kills it is handed to the run, which re-raises it."""
         try:
-            while True:
-                batch = self._next()
-                if batch is None:
-                    return
-                try:
-                    self._deliver(batch)
-                finally:
-                    with self._cond:
-                        self._in_flight -= 1
-                        self._cond.notify_all()
-        except BaseException as exc:  # handed to the run, which re-raises it
+            work(*args)
+        except BaseException as exc:
             with self._cond:
                 self._fatal = self._fatal or exc
                 self._cond.notify_all()
+
+    def _sender(self) -> None:
+        while True:
+            batch = self._next()
+            if batch is None:
+                return
+            try:
+                self._deliver(batch)
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
+                    self._cond.notify_all()
 
     def _next(self) -> Optional[Batch]:
         """The next batch to send, in order; None once the run is over."""
@@ -193,8 +204,10 @@ class Shipper:
                 self._reports[stream].shipped -= len(rejections)
                 self._reports[stream].quarantined += len(rejections)
             commits = self._tracker.accepted(batch)
+            if self._stopped:  # the flush gave up: these streams failed already
+                commits = []
         for commit in commits:
-            self._commit(commit)
+            self._committers.submit(self._guarded, self._commit, commit)
         self._renew()
 
     def _commit(self, commit: Optional[Commit]) -> None:
@@ -211,12 +224,14 @@ class Shipper:
                 return
             with self._cond:
                 commit = self._tracker.committed(commit, version)
+                self._cond.notify_all()  # the flush may be waiting for this
 
     def _fail_commit(self, commit: Commit, exc: Exception) -> None:
         reason = f"batch delivered but state not saved (it will be re-sent next run): {exc}"
         with self._cond:
             if self._tracker.commit_failed(commit, reason):
                 self._report_failure(commit.stream, reason)
+            self._cond.notify_all()
 
     def _refuse(self, batch: Batch, reason: str) -> None:
         with self._cond:
