@@ -31,26 +31,12 @@ from forwarder.config import load_settings
 from forwarder.report import RunReport
 from forwarder.simdata import generate_shallow_org
 from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.e2e.helpers import HEC_TOKEN, env_for
 from tests.receivers.hec import HecReceiver
 
 BATCH = 500
 CONCURRENCY = 4
 EVENT_PATH = "/services/collector/event"
-
-
-def settings_env(api_url: str, sink: str, state: str, **extra: str) -> Dict[str, str]:
-    return {
-        "FORWARDER_API_URL": api_url,
-        "FORWARDER_CLIENT_ID": DEMO_CLIENT_ID,
-        "FORWARDER_CLIENT_SECRET": DEMO_CLIENT_SECRET,
-        "FORWARDER_STATE": state,
-        "FORWARDER_QUARANTINE": state + "-quarantine",
-        "FORWARDER_SINK": sink,
-        "FORWARDER_INITIAL_LOOKBACK": "2d",
-        "FORWARDER_BATCH_EVENTS": str(BATCH),
-        "FORWARDER_CONCURRENCY": str(CONCURRENCY),
-        **extra,
-    }
 
 
 def timed_run(env: Dict[str, str]) -> tuple[RunReport, float]:
@@ -96,10 +82,17 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     org = generate_shallow_org(args.users, args.records)
     names = [u.email for u in org.users]
-    with Simulator(org) as sim, HecReceiver() as hec, tempfile.TemporaryDirectory() as tmp:
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec, tempfile.TemporaryDirectory() as tmp:
         floor_s = floor(sim, hec, names)
         before = len(hec.seen())
-        env = settings_env(sim.base_url, hec.url, tmp + "/state", FORWARDER_SINK_TOKEN=hec.token)
+        env = env_for(
+            sim.base_url,
+            hec.url,
+            tmp + "/state",
+            FORWARDER_INITIAL_LOOKBACK="2d",
+            FORWARDER_BATCH_EVENTS=str(BATCH),
+            FORWARDER_CONCURRENCY=str(CONCURRENCY),
+        )
         report, run_s = timed_run(env)
         requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
     events = report.totals()["shipped"]

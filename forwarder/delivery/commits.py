@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from ..records import AuditRecord
 from ..state.model import StreamState
@@ -84,8 +84,10 @@ class CommitTracker:
         return [c for c in (self._due(s) for s in batch.streams()) if c is not None]
 
     def refused(self, batch: Batch, reason: str) -> List[str]:
-        """The sink refused ``batch``: the streams that fail now."""
-        return [s for s in batch.streams() if self._fail(s, reason)]
+        """The sink refused ``batch``: the streams that fail now. Their records in earlier batches
+        still commit once accepted; nothing from their first record in ``batch`` on does."""
+        inside = {id(segment) for segment in batch.segments}
+        return [s for s in batch.streams() if self._fail(s, reason, inside)]
 
     def committed(self, commit: Commit, version: str) -> Optional[Commit]:
         """``commit`` was written; the next one for its stream, if due."""
@@ -104,7 +106,7 @@ class CommitTracker:
 
     def _due(self, stream: str) -> Optional[Commit]:
         book = self._books[stream]
-        if book.failed is not None or book.committing:
+        if book.committing:  # a failed stream's pending entries all precede its failure
             return None
         records: List[AuditRecord] = []
         while book.pending and book.pending[0].accepted:
@@ -116,12 +118,17 @@ class CommitTracker:
         book.committing = True
         return Commit(stream, book.state.advance(records, self.window_us), book.version)
 
-    def _fail(self, stream: str, reason: str) -> bool:
-        """Mark ``stream`` failed with ``reason``; False if it had failed already."""
+    def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
+        """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in
+        ``from_segments`` on (all of them without it); False if it had failed already."""
         book = self._books[stream]
-        for entry in book.pending:
+        pending = list(book.pending)
+        cut = 0
+        if from_segments is not None:
+            cut = next((i for i, e in enumerate(pending) if id(e.segment) in from_segments), len(pending))
+        for entry in pending[cut:]:
             del self._entries[id(entry.segment)]
-        book.pending.clear()
+        book.pending = deque(pending[:cut])
         if book.failed is not None:
             return False
         book.failed = reason

@@ -109,8 +109,7 @@ class Shipper:
         batches are still unconfirmed then fail (their records go again next run, same ids)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            self._closing = True
-            self._start_senders()
+            self._closing = True  # the senders (started by add) cut the open batch now
             self._cond.notify_all()
         while True:
             with self._cond:

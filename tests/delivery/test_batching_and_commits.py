@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Tuple
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,11 +101,17 @@ def test_a_stream_commits_only_once_every_earlier_batch_of_it_was_accepted():
     assert not tracker.unsettled()
 
 
+def two_batches_of_a(count: int) -> Tuple[CommitTracker, List[Batch]]:
+    """Stream a's ``count`` records in two closed batches."""
+    tracker, batcher = tracker_with("a"), Batcher(count // 2, 10_000)
+    batches = add(batcher, "a", records("a", count))
+    for batch in batches:
+        tracker.closed(batch)
+    return tracker, batches
+
+
 def test_one_commit_at_a_time_per_stream_and_the_next_follows():
-    tracker, batcher = tracker_with("a"), Batcher(2, 10_000)
-    first, second = add(batcher, "a", records("a", 4))
-    tracker.closed(first)
-    tracker.closed(second)
+    tracker, (first, second) = two_batches_of_a(4)
     (commit,) = tracker.accepted(first)
     assert tracker.accepted(second) == []  # the first commit is being written
     follow = tracker.committed(commit, "v1")
@@ -121,18 +127,17 @@ def test_a_refused_batch_fails_only_its_streams_from_their_record_in_it_on():
         tracker.closed(batch)
     first, second, third = batches
     assert sorted(tracker.refused(second, "refused")) == ["a", "b"]
-    commits = tracker.accepted(first) + tracker.accepted(third)
-    assert [c.stream for c in commits] == ["c"]  # a and b stay where they were
+    assert [c.stream for c in tracker.accepted(third)] == ["c"]  # a's a4 follows its refused a2, a3
     assert tracker.failure("a") == "refused" and tracker.failure("c") is None
-    # What a committed before the refusal stays; nothing after its refused record is committed.
-    assert tracker.position("a") == (StreamState(), None)
+    # Records before the refused batch still commit once their batch is accepted: a0, a1 and b0.
+    commits = tracker.accepted(first)
+    assert {c.stream: c.state.delivered_total for c in commits} == {"a": 2, "b": 1}
+    for commit in commits:
+        assert tracker.committed(commit, "v1") is None  # and nothing after them
 
 
 def test_a_lost_race_fails_that_stream_and_its_later_commits():
-    tracker, batcher = tracker_with("a"), Batcher(1, 10_000)
-    first, second = add(batcher, "a", records("a", 2))
-    tracker.closed(first)
-    tracker.closed(second)
+    tracker, (first, second) = two_batches_of_a(2)
     (commit,) = tracker.accepted(first)
     assert tracker.accepted(second) == []
     assert tracker.commit_failed(commit, "lost a race")
