@@ -1,10 +1,11 @@
 """Ships a run's events in batches shared by every stream and commits each stream's state once
 its batches are accepted (see commits.py for the rule).
 
-Bounded everywhere: at most ``max_in_flight`` batches are being sent (the sink declares it; syslog,
-files and stdout say 1: one connection, in order) and at most as many more wait closed, so a stream
-that adds events waits for room; one batch is open, closed when full or after ``linger_s``; the
-sender threads are the only threads; ``finish`` waits a bounded time for the last batches.
+Bounded everywhere: at most ``max_in_flight`` batches are being sent or having the states they
+allow written (the sink declares it; syslog, files and stdout say 1: one connection, in order), and
+at most as many more wait closed, so a stream that adds events waits for room; one batch is open,
+closed when full or after ``linger_s``; ``max_in_flight`` sender threads and ``commit_threads`` state
+writers; ``finish`` waits a bounded time for the last batches.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class Shipper:
         self._fatal: Optional[BaseException] = None  # a sender died of it; re-raised to the run
         self._threads: List[threading.Thread] = []
         # State writes (an fsync, an S3 PUT) cost more than a send shared by hundreds of streams:
-        # they run beside the senders, one stream at a time each (CommitTracker), several streams at once.
+        # a batch's are made in parallel, each stream's one at a time and in order (CommitTracker).
         self._committers = ThreadPoolExecutor(max(1, commit_threads), thread_name_prefix="commit")
 
     # --- producers (stream workers) ----------------------------------------------------------------
@@ -205,8 +206,10 @@ class Shipper:
             commits = self._tracker.accepted(batch)
             if self._stopped:  # the flush gave up: these streams failed already
                 commits = []
-        for commit in commits:
-            self._committers.submit(self._guarded, self._commit, commit)
+        # The batch keeps its place in flight until the states it allows are written: so a crash
+        # re-sends at most the batches in flight, however slow the store is.
+        for future in [self._committers.submit(self._guarded, self._commit, c) for c in commits]:
+            future.result()
         self._renew()
 
     def _commit(self, commit: Optional[Commit]) -> None:
