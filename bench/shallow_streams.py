@@ -5,7 +5,8 @@ them to the loopback HEC test receiver. Printed: HEC event requests against the 
 ``ceil(events / 500)``, and the run's wall time against a floor measured in the same run (one
 audits GET per user, ``FORWARDER_CONCURRENCY`` at a time, then the minimum number of HEC posts of
 prebuilt bodies: what any forwarder must at least do). With ``--aws``, the same run against the
-moto server's S3 and Firehose: objects written and PutRecordBatch calls.
+moto server's S3 and Firehose: objects written and PutRecordBatch calls (moto's delivery stream
+writes one object per call).
 
     python bench/shallow_streams.py [--users 2000] [--records 3] [--aws]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 import tempfile
@@ -37,6 +39,11 @@ from tests.receivers.hec import HecReceiver
 BATCH = 500
 CONCURRENCY = 4
 EVENT_PATH = "/services/collector/event"
+
+
+def run_env(api_url: str, sink: str, state: str) -> Dict[str, str]:
+    batching = {"FORWARDER_BATCH_EVENTS": str(BATCH), "FORWARDER_CONCURRENCY": str(CONCURRENCY)}
+    return env_for(api_url, sink, state, FORWARDER_INITIAL_LOOKBACK="2d", **batching)
 
 
 def timed_run(env: Dict[str, str]) -> tuple[RunReport, float]:
@@ -74,10 +81,46 @@ def floor(sim: Simulator, hec: HecReceiver, users: List[str]) -> float:
     return time.perf_counter() - start
 
 
+def count_aws(sim: Simulator, tmp: str) -> None:
+    """The run again to S3 and to Firehose on a moto server: objects and calls against the minimum."""
+    import os
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{server._server.server_port}"  # type: ignore[union-attr]
+    keys = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+    os.environ.update(zip(keys, (url, "testing", "testing", "us-east-1")))
+    try:
+        s3 = boto3.client("s3")
+        for bucket in ("bench-s3", "bench-firehose"):
+            s3.create_bucket(Bucket=bucket)
+        boto3.client("firehose").create_delivery_stream(
+            DeliveryStreamName="bench",
+            ExtendedS3DestinationConfiguration={
+                "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+                "BucketARN": "arn:aws:s3:::bench-firehose",
+            },
+        )
+        for sink, bucket, what in (("s3://bench-s3/audit", "bench-s3", "S3 objects"),
+                                   ("firehose://bench", "bench-firehose", "Firehose calls")):  # fmt: skip
+            report, _ = timed_run(run_env(sim.base_url, sink, f"{tmp}/{bucket}"))
+            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+            objects = sum(len(page.get("Contents", [])) for page in pages)
+            events = report.totals()["shipped"]
+            print(f"{what}: {objects}, minimum ceil(events/{BATCH}) = {math.ceil(events / BATCH)}")
+    finally:
+        server.stop()
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=2000)
     parser.add_argument("--records", type=int, default=3)
+    parser.add_argument("--aws", action="store_true", help="also count S3 objects and Firehose calls")
     args = parser.parse_args(argv)
 
     org = generate_shallow_org(args.users, args.records)
@@ -85,16 +128,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec, tempfile.TemporaryDirectory() as tmp:
         floor_s = floor(sim, hec, names)
         before = len(hec.seen())
-        env = env_for(
-            sim.base_url,
-            hec.url,
-            tmp + "/state",
-            FORWARDER_INITIAL_LOOKBACK="2d",
-            FORWARDER_BATCH_EVENTS=str(BATCH),
-            FORWARDER_CONCURRENCY=str(CONCURRENCY),
-        )
-        report, run_s = timed_run(env)
+        report, run_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))
         requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
+        if args.aws:
+            count_aws(sim, tmp)
     events = report.totals()["shipped"]
     minimum = math.ceil(events / BATCH)
     print(f"streams: {len(report.streams)}, events shipped: {events} (expected {args.users * args.records})")
