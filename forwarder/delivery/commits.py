@@ -26,6 +26,7 @@ class Commit:
     stream: str
     state: StreamState
     version: Optional[str]
+    segments: List[int] = field(default_factory=list)  # ids of the segments it covers
 
 
 @dataclass
@@ -48,6 +49,7 @@ class CommitTracker:
         self.window_us = window_us
         self._books: Dict[str, _Book] = {}
         self._entries: Dict[int, _Entry] = {}  # id(segment) -> its entry, while pending
+        self._writing: Set[int] = set()  # ids of the segments whose commit is being written
 
     def open(self, stream: str, state: StreamState, version: Optional[str]) -> None:
         """Start tracking ``stream`` at its loaded state (later calls keep the tracked one)."""
@@ -64,7 +66,11 @@ class CommitTracker:
         return None if book is None else (book.state, book.version)
 
     def unsettled(self) -> bool:
-        return bool(self._entries) or any(b.committing for b in self._books.values())
+        return bool(self._entries or self._writing)
+
+    def settled(self, batch: Batch) -> bool:
+        """Every segment of ``batch`` is committed, or dropped with its failed stream."""
+        return all(id(s) not in self._entries and id(s) not in self._writing for s in batch.segments)
 
     def closed(self, batch: Batch) -> None:
         """``batch`` will be sent: its segments now wait for its outcome."""
@@ -93,10 +99,12 @@ class CommitTracker:
         """``commit`` was written; the next one for its stream, if due."""
         book = self._books[commit.stream]
         book.state, book.version, book.committing = commit.state, version, False
+        self._writing.difference_update(commit.segments)
         return self._due(commit.stream)
 
     def commit_failed(self, commit: Commit, reason: str) -> bool:
         self._books[commit.stream].committing = False
+        self._writing.difference_update(commit.segments)
         return self._fail(commit.stream, reason)
 
     def abandon(self, reason: str) -> List[str]:
@@ -109,14 +117,17 @@ class CommitTracker:
         if book.committing:  # a failed stream's pending entries all precede its failure
             return None
         records: List[AuditRecord] = []
+        covered: List[int] = []
         while book.pending and book.pending[0].accepted:
             entry = book.pending.popleft()
             del self._entries[id(entry.segment)]
             records.extend(entry.segment.records)
-        if not records:
+            covered.append(id(entry.segment))
+        if not covered:
             return None
         book.committing = True
-        return Commit(stream, book.state.advance(records, self.window_us), book.version)
+        self._writing.update(covered)
+        return Commit(stream, book.state.advance(records, self.window_us), book.version, covered)
 
     def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
         """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in

@@ -206,10 +206,13 @@ class Shipper:
             commits = self._tracker.accepted(batch)
             if self._stopped:  # the flush gave up: these streams failed already
                 commits = []
-        # The batch keeps its place in flight until the states it allows are written: so a crash
-        # re-sends at most the batches in flight, however slow the store is.
-        for future in [self._committers.submit(self._guarded, self._commit, c) for c in commits]:
-            future.result()
+        # The batch keeps its place in flight until its records are committed (some by the sender of
+        # an earlier batch of the same stream): so a crash re-sends at most the batches in flight.
+        for commit in commits:
+            self._committers.submit(self._guarded, self._commit, commit)
+        with self._cond:
+            while not self._tracker.settled(batch) and self._fatal is None and not self._stopped:
+                self._cond.wait()
         self._renew()
 
     def _commit(self, commit: Optional[Commit]) -> None:
@@ -237,6 +240,7 @@ class Shipper:
 
     def _refuse(self, batch: Batch, reason: str) -> None:
         with self._cond:
+            self._cond.notify_all()  # later batches of these streams wait for them no more
             for stream in self._tracker.refused(batch, reason):
                 self._report_failure(stream, reason)
                 self._batcher.drop(stream)
