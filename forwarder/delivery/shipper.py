@@ -203,14 +203,11 @@ class Shipper:
             for stream, rejections in rejected.items():
                 self._reports[stream].shipped -= len(rejections)
                 self._reports[stream].quarantined += len(rejections)
-            commits = self._tracker.accepted(batch)
-            if self._stopped:  # the flush gave up: these streams failed already
-                commits = []
-        # The batch keeps its place in flight until its records are committed (some by the sender of
-        # an earlier batch of the same stream): so a crash re-sends at most the batches in flight.
-        for commit in commits:
-            self._committers.submit(self._guarded, self._commit, commit)
-        with self._cond:
+            if not self._stopped:  # else the flush gave up: these streams failed already
+                for commit in self._tracker.accepted(batch):
+                    self._committers.submit(self._guarded, self._commit, commit)
+            # The batch keeps its place in flight until its records are committed (some by the sender
+            # of an earlier batch of the same stream): a crash re-sends at most the batches in flight.
             while not self._tracker.settled(batch) and self._fatal is None and not self._stopped:
                 self._cond.wait()
         self._renew()
