@@ -4,9 +4,9 @@ The simulator serves ``--users`` users with ``--records`` recent logins each; on
 them to the loopback HEC test receiver. Printed: HEC event requests against the minimum
 ``ceil(events / 500)``, and the run's wall time against a floor measured in the same run (one
 audits GET per user, ``FORWARDER_CONCURRENCY`` at a time, then the minimum number of HEC posts of
-prebuilt bodies: what any forwarder must at least do). With ``--aws``, the same run against the
-moto server's S3 and Firehose: objects written and PutRecordBatch calls (moto's delivery stream
-writes one object per call).
+prebuilt bodies: what any forwarder must at least do); then an idle run's requests. With
+``--aws``, the same run against the moto server's S3 and Firehose: objects written and
+PutRecordBatch calls (moto's delivery stream writes one object per call).
 
     python bench/shallow_streams.py [--users 2000] [--records 3] [--aws]
 """
@@ -130,6 +130,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         before = len(hec.seen())
         report, run_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))
         requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
+        before = len(hec.seen())
+        _, idle_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))  # nothing new
+        idle_requests = len(hec.seen()) - before
         if args.aws:
             count_aws(sim, tmp)
     events = report.totals()["shipped"]
@@ -139,6 +142,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f"requests / minimum: {requests_made / max(1, minimum):.2f}x (goal: <= minimum + 5)")
     print(f"wall: {run_s:.2f} s, floor (GET per user + minimum posts): {floor_s:.2f} s")
     print(f"wall / floor: {run_s / floor_s:.2f}x")
+    print(f"idle run (nothing new): {idle_requests} HEC requests, wall {idle_s:.2f} s")
 
 
 if __name__ == "__main__":
