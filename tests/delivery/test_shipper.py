@@ -7,15 +7,14 @@ import time
 from typing import List, Sequence
 
 from forwarder.events import Event, SendResult
-from forwarder.normalize import NormalizeOptions
-from forwarder.pipeline import Limits, RunContext, run_streams
+from forwarder.pipeline import Limits, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
 from forwarder.report import RunReport
-from forwarder.streams import Ownership, Stream
+from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.fakes import MemoryStore
-from tests.pipeline.test_delivery_property import ListSource, formatter, make_records
+from tests.pipeline.test_delivery_property import ListSource, make_records, run_context
 
 STREAMS = [Stream("user", f"u{i}@example.com") for i in range(12)]
 
@@ -52,17 +51,9 @@ def run(sink, tmp_path, flush_timeout_s: float = 60.0):
     base_us = now_us() - 3600 * 1_000_000
     records = [r for s in STREAMS for r in make_records(list(range(5)), base_us, s.name)]
     store = MemoryStore()
-    ctx = RunContext(
-        source=ListSource(records, "asc", 10, 0),
-        store=store,
-        sink=sink,
-        formatter=formatter,
-        quarantine=LocalQuarantine(str(tmp_path)),
-        limits=Limits(86400, 3600, 100),
-        ownership=Ownership(STREAMS, time.time()),
-        options=NormalizeOptions(ingest_time_us=0),
-        flush_timeout_s=flush_timeout_s,
-    )
+    source, quarantine = ListSource(records, "asc", 10, 0), LocalQuarantine(str(tmp_path))
+    limits = Limits(86400, 3600, 100)
+    ctx = run_context(source, store, sink, quarantine, limits, STREAMS, flush_timeout_s=flush_timeout_s)
     report = RunReport(started="now")
     run_streams(ctx, STREAMS, 4, report)
     return report, store, records

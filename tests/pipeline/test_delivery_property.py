@@ -152,6 +152,21 @@ def formatter(record, options) -> Event:
     return Event(record.event_id, record.ts_us, b"{}")
 
 
+def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) -> RunContext:
+    """A RunContext over these parts, with the test formatter and ownership among ``streams``."""
+    return RunContext(
+        source=source,
+        store=store,
+        sink=sink,
+        formatter=formatter,
+        quarantine=quarantine,
+        limits=limits,
+        ownership=Ownership(streams, time.time()),
+        options=NormalizeOptions(ingest_time_us=0),
+        **extra,
+    )
+
+
 def make_records(offsets: List[int], base_us: int, user: str = STREAM.name) -> List[dict]:
     # Offsets are seconds; a small range forces many equal timestamps.
     return [
@@ -220,17 +235,8 @@ def test_nothing_lost_nothing_twice(
 
     def one_run(run: int, visible: List[dict]) -> None:
         sink.run = store.run = run
-        ctx = RunContext(
-            source=ListSource(visible, order, page_size, repeat_every, world),
-            store=store,
-            sink=sink,
-            formatter=formatter,
-            quarantine=quarantine,
-            limits=limits,
-            ownership=Ownership(streams, time.time()),
-            options=NormalizeOptions(ingest_time_us=0),
-            linger_s=linger_s,
-        )
+        source = ListSource(visible, order, page_size, repeat_every, world)
+        ctx = run_context(source, store, sink, quarantine, limits, streams, linger_s=linger_s)
         report = RunReport(started="now")
         try:
             run_streams(ctx, streams, concurrency, report)
@@ -273,16 +279,9 @@ def test_run_stream_alone_delivers_and_commits_each_pass(tmp_path) -> None:
     """run_stream called on its own (no run_streams around it) still ships and commits every pass."""
     records = make_records(list(range(10)), now_us() - 3600 * 1_000_000)
     store, sink = MemoryStore(), MemorySink(max_batch_events=3)
-    ctx = RunContext(
-        source=ListSource(records, "asc", 4, 0),
-        store=store,
-        sink=sink,
-        formatter=formatter,
-        quarantine=LocalQuarantine(str(tmp_path)),
-        limits=Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=4),
-        ownership=Ownership([STREAM], time.time()),
-        options=NormalizeOptions(ingest_time_us=0),
-    )
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=4)
+    source, quarantine = ListSource(records, "asc", 4, 0), LocalQuarantine(str(tmp_path))
+    ctx = run_context(source, store, sink, quarantine, limits, [STREAM])
     report = run_stream(ctx, STREAM)
     assert report.ok and report.shipped == 10 and report.passes == 3
     assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
@@ -297,16 +296,8 @@ def test_late_record_beyond_window_is_not_new() -> None:
     limits = Limits(initial_lookback_s=86400, window_s=10, max_records_per_pass=100)
 
     def run(visible: List[Any]):
-        ctx = RunContext(
-            source=ListSource(visible, "asc", 10, 0),
-            store=store,
-            sink=sink,
-            formatter=formatter,
-            quarantine=LocalQuarantine("unused"),
-            limits=limits,
-            ownership=Ownership([STREAM], time.time()),
-            options=NormalizeOptions(ingest_time_us=0),
-        )
+        source = ListSource(visible, "asc", 10, 0)
+        ctx = run_context(source, store, sink, LocalQuarantine("unused"), limits, [STREAM])
         return run_stream(ctx, STREAM)
 
     run([early])

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from forwarder.errors import LeaseHeld
-from forwarder.normalize import NormalizeOptions
-from forwarder.pipeline import Limits, RunContext, run_streams
+from forwarder.pipeline import Limits, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.report import RunReport
-from forwarder.streams import Ownership, Stream
+from forwarder.streams import Stream
 from tests.fakes import MemorySink, MemoryStore
-from tests.pipeline.test_delivery_property import ListSource, formatter, make_records
+from tests.pipeline.test_delivery_property import ListSource, make_records, run_context
 
 STREAMS = [Stream("user", f"u{i}@example.com") for i in range(4)]
 
@@ -39,18 +36,10 @@ def context(lease, tmp_path):
 
     base_us = now_us() - 3600 * 1_000_000
     records = [r for s in STREAMS for r in make_records(list(range(10)), base_us, s.name)]
-    return RunContext(
-        source=ListSource(records, "asc", 5, 0),
-        store=MemoryStore(),
-        sink=MemorySink(max_batch_events=3),
-        formatter=formatter,
-        quarantine=LocalQuarantine(str(tmp_path)),
-        limits=Limits(86400, 3600, 100),
-        ownership=Ownership(STREAMS, time.time()),
-        options=NormalizeOptions(ingest_time_us=0),
-        lease=lease,
-        lease_ttl_s=0,  # renew at every opportunity
-    )
+    source, sink = ListSource(records, "asc", 5, 0), MemorySink(max_batch_events=3)
+    quarantine, limits = LocalQuarantine(str(tmp_path)), Limits(86400, 3600, 100)
+    # lease_ttl_s=0: renew at every opportunity
+    return run_context(source, MemoryStore(), sink, quarantine, limits, STREAMS, lease=lease, lease_ttl_s=0)
 
 
 def test_the_lease_is_renewed_between_streams_and_batches(tmp_path):
