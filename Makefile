@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
 	$(BIN)/python bench/hec_sink.py
 	$(BIN)/python bench/progress.py
+	$(BIN)/python bench/shallow_streams.py
 
 clean:
 	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) $(UCC_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome
-from .errors import ForwarderError, StateError
+from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
+from .errors import ForwarderError
 from .logs import redact
 from .normalize import Formatter, NormalizeOptions
 from .observer import IGNORE, RunObserver
 from .quarantine import Quarantine, unplaceable
 from .records import AuditRecord, InvalidRecord, parse_record
 from .report import RunReport, StreamReport
-from .sinks.base import Sink, batches
+from .sinks.base import Sink
 from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
 from .stop import Stopped
@@ -63,7 +64,9 @@ class RunContext:
     lease_ttl_s: int = 900
     should_stop: Callable[[], bool] = lambda: False
     observer: RunObserver = IGNORE
-    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    linger_s: float = LINGER_S  # a partly filled batch waits this long for other streams' events
+    flush_timeout_s: float = FLUSH_TIMEOUT_S  # the end of a run waits this long for batches in flight
+    shipper: Optional[Shipper] = None  # the run's shared batches, while run_streams runs
     lease_lock: threading.Lock = field(default_factory=threading.Lock)
     lease_renewed: float = field(default_factory=time.monotonic)
 
@@ -201,10 +204,15 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     except Exception as exc:  # a bug must not stop the other streams, but it must be loud
         report.error = redact(f"unexpected {type(exc).__name__}: {exc}")
         log.exception("stream failed unexpectedly", extra={"stream": stream.key})
-    if state is not None and state.watermark_us is not None:
+    if state is not None:
+        _note_position(report, state)
+    return report
+
+
+def _note_position(report: StreamReport, state: StreamState) -> None:
+    if state.watermark_us is not None:
         report.watermark = format_us(state.watermark_us)
         report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
-    return report
 
 
 def _quarantine_record(ctx: RunContext, stream: Stream, report: StreamReport, raw: Any, reason: str) -> None:
@@ -234,35 +242,44 @@ def _ship(
     version: Optional[str],
     report: StreamReport,
 ) -> Tuple[StreamState, Optional[str]]:
-    """Normalize, send batch by batch, and commit the state after each accepted batch."""
+    """Normalize one pass and queue it in the run's shared batches. Returns the state planned once
+    they are accepted, which the next pass selects from; the store is written as batches are
+    accepted (forwarder/delivery). StreamFailed if an earlier batch of this stream failed."""
     if not records:
         return state, version
     options = replace(ctx.options, ingest_time_us=now_us())
     events = [ctx.formatter(record, options) for record in records]
-    done = 0
-    for batch in batches(events, ctx.sink.max_batch_events, ctx.sink.max_batch_bytes):
-        with ctx.send_lock:
-            result = ctx.sink.send(batch)
-        ctx.quarantine.keep(stream.key, result.rejected)
-        batch_records = records[done : done + len(batch)]
-        done += len(batch)
-        new_state = state.advance(batch_records, ctx.limits.window_s * 1_000_000)
-        try:
-            version = ctx.store.commit(stream.key, new_state, version)
-        except StateError as exc:
-            raise StateError(
-                f"batch delivered but state not saved (it will be re-sent next run): {exc}"
-            ) from None
-        state = new_state
-        report.shipped += result.delivered
-        report.quarantined += len(result.rejected)
-        ctx.renew_lease()
-    return state, version
+    if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
+        shipper = _new_shipper(ctx)
+        shipper.add(stream.key, records, events, state, version, report)
+        shipper.finish(ctx.flush_timeout_s)
+        failure = shipper.failure(stream.key)
+        if failure is not None:
+            raise StreamFailed(failure)
+        return shipper.position(stream.key) or (state, version)
+    failure = ctx.shipper.add(stream.key, records, events, state, version, report)
+    if failure is not None:
+        raise StreamFailed(failure)
+    ctx.renew_lease()
+    return state.advance(records, ctx.limits.window_s * 1_000_000), version
+
+
+def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:
+    return Shipper(
+        ctx.sink,
+        ctx.quarantine,
+        ctx.store,
+        window_us=ctx.limits.window_s * 1_000_000,
+        linger_s=ctx.linger_s,
+        commit_threads=2 * concurrency,  # state writes overlap the fetches of the next streams
+        renew=ctx.renew_lease,
+    )
 
 
 def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, report: RunReport) -> None:
-    """Run every stream of ``plan`` with bounded concurrency; streams not started before
-    ``ctx.should_stop`` turns true are listed in ``report.not_started``."""
+    """Run every stream of ``plan`` with bounded concurrency, their events sharing the sink's
+    batches; streams not started before ``ctx.should_stop`` turns true are listed in
+    ``report.not_started``. Returns once every batch is confirmed (or the flush timed out)."""
     lock = threading.Lock()
     pending = list(plan)
 
@@ -283,9 +300,18 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
                 report.streams.append(result)
 
     workers = max(1, min(concurrency, len(plan)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
-        for future in [pool.submit(worker) for _ in range(workers)]:
-            future.result()
+    shipper = ctx.shipper = _new_shipper(ctx, workers)
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
+            for future in [pool.submit(worker) for _ in range(workers)]:
+                future.result()
+    finally:
+        ctx.shipper = None
+        shipper.finish(ctx.flush_timeout_s)  # also when a worker failed: what was sent gets committed
+    for result in report.streams:
+        position = shipper.position(result.stream)
+        if position is not None:
+            _note_position(result, position[0])
     order = {s.key: i for i, s in enumerate(plan)}
     report.streams.sort(key=lambda s: order[s.stream])
 

@@ -476,3 +476,14 @@ def generate_org(seed: int = 7, now_us: Optional[int] = None) -> Org:
     plan = _plan_users(rng, history, start, now) + _plan_domains(rng, history, start, now)
     plan.sort(key=lambda step: step[0])  # stable: equal timestamps keep their planned order
     return Org(seed, history, [write(ts) for ts, write in plan])
+
+
+def generate_shallow_org(users: int, records_each: int, seed: int = 7, now_us: Optional[int] = None) -> Org:
+    """Many users with a few recent logins each and no domains: the run where every stream is shallow."""
+    now = _clock_now_us() if now_us is None else now_us
+    rng = random.Random(seed)
+    people = [SimUser(f"user{i:05d}@{ORG_DOMAIN}", f"User {i}", ["DataAccessRole"]) for i in range(users)]
+    history = _History(rng, people, [])
+    plan = [(rng.randrange(now - _DAY_US, now), user) for user in people for _ in range(records_each)]
+    plan.sort(key=lambda step: step[0])
+    return Org(seed, history, [history.login(ts, user) for ts, user in plan])

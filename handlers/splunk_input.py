@@ -126,6 +126,7 @@ class EventWriterSink:
     def __init__(self, writer: EventWriter, stanza: str, index: Optional[str], sourcetype: str) -> None:
         self.max_batch_events = DEFAULT_MAX_EVENTS
         self.max_batch_bytes = DEFAULT_MAX_BYTES
+        self.max_in_flight = 1  # one EventWriter, in order
         self._writer = writer
         self._stanza = stanza
         self._index = index

@@ -52,11 +52,16 @@ class MemorySink:
     name = "memory"
 
     def __init__(
-        self, max_batch_events: int = 500, max_batch_bytes: int = 1_000_000, fail_sends: Sequence[int] = ()
+        self,
+        max_batch_events: int = 500,
+        max_batch_bytes: int = 1_000_000,
+        fail_sends: Sequence[int] = (),
+        max_in_flight: int = 1,
     ) -> None:
         self.max_batch_events = max_batch_events
         self.max_batch_bytes = max_batch_bytes
         self.fail_sends = set(fail_sends)
+        self.max_in_flight = max_in_flight
         self.calls = 0
         self.delivered: List[str] = []
         self.batches: List[List[str]] = []

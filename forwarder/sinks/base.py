@@ -15,11 +15,13 @@ class Sink(Protocol):
 
     Events it refuses for good are returned as rejections (they go to quarantine); everything
     else in the batch counts as delivered. ``max_batch_events``/``max_batch_bytes`` bound a batch.
+    ``max_in_flight`` is how many ``send`` calls may run at once (1: one connection, in order).
     """
 
     name: str
     max_batch_events: int
     max_batch_bytes: int
+    max_in_flight: int
 
     def send(self, batch: Sequence[Event]) -> SendResult: ...
 

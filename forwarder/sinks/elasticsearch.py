@@ -136,6 +136,7 @@ class ElasticsearchSink:
         self.index = data_stream(settings.es_namespace)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         header = es_authorization(settings.auth, settings.token)
         secrets = [settings.token or "", header, header.partition(" ")[2]]
         headers = {"Authorization": header, "Accept": "application/json"}

@@ -80,6 +80,7 @@ class FileSink:
         self.path = path
         self.max_batch_events = max_batch_events
         self.max_batch_bytes = max_batch_bytes
+        self.max_in_flight = 1  # one file, appended in order
         self._fd: Optional[int] = self._open()
 
     def _open(self) -> int:

@@ -65,6 +65,7 @@ class FirehoseSink:
         self.stream = stream_name(settings.uri)
         self.max_batch_events = min(settings.batch_events or MAX_RECORDS, MAX_RECORDS)
         self.max_batch_bytes = min(settings.batch_bytes or MAX_CALL_BYTES, MAX_CALL_BYTES)
+        self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         self._retry = retry_policy or retry.RetryPolicy()
         self._client = client or aws.client("firehose", settings.timeout_seconds)
 

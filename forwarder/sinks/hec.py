@@ -138,6 +138,7 @@ class HecSink:
         self.event_url, self.ack_url = endpoints(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         self.channel = str(uuid.uuid4())
         self._gzip = settings.gzip
         self._ack = settings.hec_ack

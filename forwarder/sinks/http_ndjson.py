@@ -63,6 +63,7 @@ class HttpNdjsonSink:
         self._gzip = settings.gzip
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         headers = dict(settings.headers)
         token = (settings.token or "").strip()
         if token:

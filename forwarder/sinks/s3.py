@@ -82,6 +82,7 @@ class S3Sink:
         self.bucket, self.prefix = aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.max_in_flight = 4  # concurrent requests are safe: each object's key comes from its ids
         self._gzip = settings.gzip
         self._kms_key_id = settings.sse_kms_key_id
         self._suffix = ".ndjson.gz" if settings.gzip else ".ndjson"

@@ -49,6 +49,7 @@ class StdoutSink:
         self._stream = stream
         self.max_batch_events = max_batch_events
         self.max_batch_bytes = max_batch_bytes
+        self.max_in_flight = 1  # one stream, written in order
 
     def _out(self) -> BinaryIO:
         # Late lookup: a redirected sys.stdout (a test's capture, a wrapper) is honoured.

@@ -126,6 +126,7 @@ class SyslogSink:
         self.host, self.port, self.tls = address(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
+        self.max_in_flight = 1  # one connection, in order
         self.max_message_bytes = max_message_bytes
         self.hostname = header_hostname(settings.host or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None

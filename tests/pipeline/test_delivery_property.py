@@ -1,52 +1,143 @@
-"""The delivery guarantee as a property: whatever the order, paging, duplicates, ties, late records,
-refused batches and crashes between send and commit, every record is delivered, and nothing twice
-except the one batch a crash interrupted."""
+"""The delivery guarantee as a property, over whole runs of several streams sharing the sink's batches.
+
+Whatever the order, paging, duplicates, ties and late records of the service, whichever batches the
+sink refuses or partly quarantines, whichever state writes lose their compare-and-swap, and wherever
+the process dies (before or after a send was stored, before a commit, mid-fetch), with several
+batches in flight: every record ends up delivered or quarantined (nothing lost), and a record handled
+in a run where its stream finished cleanly is never sent again (nothing twice). The sink is
+idempotent by event id, as the guarantee assumes: re-sends after a crash or a failed stream are
+allowed, and counted.
+"""
 
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
-from collections import Counter
-from typing import Any, List, Optional
+from collections import defaultdict
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forwarder.events import Event
+from forwarder.errors import ConflictError, SinkError
+from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
-from forwarder.pipeline import Limits, RunContext, run_stream
+from forwarder.pipeline import Limits, RunContext, run_stream, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
+from forwarder.report import RunReport
 from forwarder.streams import Ownership, Stream
 from forwarder.timeutil import format_us, now_us
 from tests.fakes import MemorySink, MemoryStore
 
 STREAM = Stream("user", "alice@example.com")
+USERS = ["alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"]
 
 
 class Crash(BaseException):
     """A process death: nothing in the forwarder may catch it."""
 
 
-class CrashingStore(MemoryStore):
-    def __init__(self, crash_on_commit: Optional[int]) -> None:
+class World:
+    """Counts the run's I/O steps (fetches, sends, commits) and dies at step ``crash_at``; once dead,
+    every step raises Crash and does nothing, as after a SIGKILL."""
+
+    def __init__(self, crash_at: Optional[int], send_stored_first: bool) -> None:
+        self.crash_at = crash_at
+        self.send_stored_first = send_stored_first  # a crashing send: the sink stored the batch first
+        self.steps = 0
+        self.dead = False
+        self._lock = threading.Lock()
+
+    def step(self) -> bool:
+        """Raises Crash if dead; True if this step is the one that dies (the caller decides when)."""
+        with self._lock:
+            if self.dead:
+                raise Crash()
+            self.steps += 1
+            if self.steps == self.crash_at:
+                self.dead = True
+                return True
+            return False
+
+
+class WorldStore(MemoryStore):
+    """``lose_race`` (1-based commit calls) fail as if another writer had changed the state."""
+
+    def __init__(self, world: World, lose_race: Set[int]) -> None:
         super().__init__()
-        self.crash_on_commit = crash_on_commit
-        self.commits = 0
+        self.world, self.lose_race, self.calls = world, lose_race, 0
+        self.run = 0
+        self.lost: Set[Tuple[int, str]] = set()  # (run, stream key) of every lost race
+        self._count = threading.Lock()
 
     def commit(self, key, state, version):
-        self.commits += 1
-        if self.commits == self.crash_on_commit:
+        if self.world.step():
             raise Crash()
+        with self._count:
+            self.calls += 1
+            lose = self.calls in self.lose_race
+            if lose:
+                self.lost.add((self.run, key))
+        if lose:
+            raise ConflictError(f"{key}: changed by another writer")
         return super().commit(key, state, version)
 
 
+class IdempotentSink:
+    """Stores events by id. Send calls in ``refuse`` (1-based) fail whole; events in ``poison`` are
+    rejected for good (quarantined) wherever they travel. ``accepted`` logs (run, id) per delivery."""
+
+    name = "idempotent"
+
+    def __init__(self, world: World, batch_events: int, in_flight: int, refuse: Set[int], poison: Set[str]):
+        self.world = world
+        self.max_batch_events, self.max_batch_bytes, self.max_in_flight = batch_events, 10**9, in_flight
+        self.refuse, self.poison = refuse, poison
+        self.calls = 0
+        self.run = 0
+        self.stored: Dict[str, int] = {}
+        self.accepted: List[Tuple[int, str]] = []
+        self.rejected: List[Tuple[int, str]] = []
+        self.refused_batches: List[Tuple[int, List[str]]] = []
+        self.lock = threading.Lock()
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        dies = self.world.step()
+        if dies and not self.world.send_stored_first:
+            raise Crash()
+        with self.lock:
+            self.calls += 1
+            if self.calls in self.refuse and not dies:
+                self.refused_batches.append((self.run, [e.id for e in batch]))
+                raise SinkError("refused on purpose", retryable=True)
+            rejected = [Rejection(e, "poison") for e in batch if e.id in self.poison]
+            for event in batch:
+                if event.id in self.poison:
+                    self.rejected.append((self.run, event.id))
+                else:
+                    self.stored[event.id] = self.stored.get(event.id, 0) + 1
+                    self.accepted.append((self.run, event.id))
+        if dies:
+            raise Crash()  # stored, but the process died before it heard back
+        return SendResult(len(batch) - len(rejected), rejected)
+
+    def close(self) -> None:
+        pass
+
+
 class ListSource:
-    def __init__(self, records: List[dict], order: str, page_size: int, repeat_every: int) -> None:
+    def __init__(
+        self, records: List[dict], order: str, page_size: int, repeat_every: int, world=None
+    ) -> None:
         self.records, self.order, self.page_size, self.repeat_every = records, order, page_size, repeat_every
+        self.world = world
 
     def pages(self, stream, start_us, outcome):
-        items = list(self.records)
+        if self.world is not None and self.world.step():
+            raise Crash()  # killed mid-fetch
+        items = [r for r in self.records if r["user"] == stream.name]
         if self.order == "asc":
             items.sort(key=lambda r: r["created_at"])
         elif self.order == "desc":
@@ -61,14 +152,29 @@ def formatter(record, options) -> Event:
     return Event(record.event_id, record.ts_us, b"{}")
 
 
-def make_records(offsets: List[int], base_us: int) -> List[dict]:
+def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) -> RunContext:
+    """A RunContext over these parts, with the test formatter and ownership among ``streams``."""
+    return RunContext(
+        source=source,
+        store=store,
+        sink=sink,
+        formatter=formatter,
+        quarantine=quarantine,
+        limits=limits,
+        ownership=Ownership(streams, time.time()),
+        options=NormalizeOptions(ingest_time_us=0),
+        **extra,
+    )
+
+
+def make_records(offsets: List[int], base_us: int, user: str = STREAM.name) -> List[dict]:
     # Offsets are seconds; a small range forces many equal timestamps.
     return [
         {
             "action": "user.login",
             "filterable_action": "user.login",
-            "user": "alice@example.com",
-            "object": "alice@example.com",
+            "user": user,
+            "object": user,
             "changes": {"n": i},
             "created_at": format_us(base_us + off * 1_000_000),
         }
@@ -78,61 +184,108 @@ def make_records(offsets: List[int], base_us: int) -> List[dict]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    offsets=st.lists(st.integers(0, 40), min_size=1, max_size=60),
-    arrivals=st.data(),
+    trails=st.lists(st.lists(st.integers(0, 40), max_size=30), min_size=1, max_size=len(USERS)),
+    data=st.data(),
     runs=st.integers(1, 4),
     order=st.sampled_from(["asc", "desc", "as-is"]),
     page_size=st.integers(1, 25),
     repeat_every=st.sampled_from([0, 1, 3]),
     batch_events=st.integers(1, 7),
+    in_flight=st.integers(1, 3),
+    concurrency=st.integers(1, 3),
+    linger_s=st.sampled_from([0.0, 5.0]),
     cap=st.integers(1, 30),
-    fail_sends=st.sets(st.integers(1, 12), max_size=3),
-    crash_on_commit=st.one_of(st.none(), st.integers(1, 10)),
+    refuse=st.sets(st.integers(1, 12), max_size=3),
+    lose_race=st.sets(st.integers(1, 12), max_size=2),
+    crash_at=st.one_of(st.none(), st.integers(1, 40)),
+    send_stored_first=st.booleans(),
 )
-def test_every_record_delivered_once(
-    offsets, arrivals, runs, order, page_size, repeat_every, batch_events, cap, fail_sends, crash_on_commit
+def test_nothing_lost_nothing_twice(
+    trails,
+    data,
+    runs,
+    order,
+    page_size,
+    repeat_every,
+    batch_events,
+    in_flight,
+    concurrency,
+    linger_s,
+    cap,
+    refuse,
+    lose_race,
+    crash_at,
+    send_stored_first,
 ):
     base_us = now_us() - 3600 * 1_000_000
-    records = make_records(offsets, base_us)
+    records = [r for user, offsets in zip(USERS, trails) for r in make_records(offsets, base_us, user)]
+    streams = [Stream("user", user) for user in USERS[: len(trails)]]
+    stream_of = {event_id(r): r["user"] for r in records}
+    names = {s.key: s.name for s in streams}
     # Each record becomes visible at some run: later ones model late-arriving records, which
     # may be older than records already delivered (the look-back window covers them).
-    arrive = [arrivals.draw(st.integers(0, runs - 1)) for _ in records]
-    store = CrashingStore(crash_on_commit)
-    sink = MemorySink(max_batch_events=batch_events, fail_sends=fail_sends)
-    crashed_batches: List[List[str]] = []
+    arrive = [data.draw(st.integers(0, runs - 1)) for _ in records]
+    poison = {event_id(r) for r in records if data.draw(st.integers(0, 9)) == 0}
+    world = World(crash_at, send_stored_first)
+    store = WorldStore(world, lose_race)
+    sink = IdempotentSink(world, batch_events, in_flight, refuse, poison)
     limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
     quarantine = LocalQuarantine(tempfile.mkdtemp())
+    clean: Dict[int, Set[str]] = defaultdict(set)  # run -> streams that finished it without error
 
-    def one_run(visible: List[dict]) -> None:
-        ctx = RunContext(
-            source=ListSource(visible, order, page_size, repeat_every),
-            store=store,
-            sink=sink,
-            formatter=formatter,
-            quarantine=quarantine,
-            limits=limits,
-            ownership=Ownership([STREAM], time.time()),
-            options=NormalizeOptions(ingest_time_us=0),
-        )
+    def one_run(run: int, visible: List[dict]) -> None:
+        sink.run = store.run = run
+        source = ListSource(visible, order, page_size, repeat_every, world)
+        ctx = run_context(source, store, sink, quarantine, limits, streams, linger_s=linger_s)
+        report = RunReport(started="now")
         try:
-            run_stream(ctx, STREAM)
-        except Crash:  # the batch just sent was never committed
-            crashed_batches.append(sink.batches[-1])
+            run_streams(ctx, streams, concurrency, report)
+        except Crash:
+            return  # a dead process reports nothing
+        clean[run] = {names[s.stream] for s in report.streams if s.ok}
+        refused = {stream_of[i] for r, ids in sink.refused_batches if r == run for i in ids}
+        for s in report.streams:
+            name = names[s.stream]
+            # A refused batch or a lost race fails only the streams concerned.
+            assert s.ok or name in refused or (run, s.stream) in store.lost, s.error
+            # Reports count what the sink did with each stream's events in this run.
+            assert s.shipped == sum(1 for r, i in sink.accepted if r == run and stream_of[i] == name)
+            assert s.quarantined == sum(1 for r, i in sink.rejected if r == run and stream_of[i] == name)
 
     for run in range(runs):
-        one_run([r for r, a in zip(records, arrive) if a <= run])
+        one_run(run, [r for r, a in zip(records, arrive) if a <= run])
     # Enough clean runs to drain whatever failures and caps left behind.
-    store.crash_on_commit = None
-    sink.fail_sends = set()
-    for _ in range(len(records) // max(1, min(cap, batch_events)) + 3):
-        one_run(records)
+    world.crash_at, world.dead = None, False
+    sink.refuse, store.lose_race = set(), set()
+    longest = max(len(t) for t in trails)
+    for run in range(runs, runs + longest // max(1, min(cap, batch_events)) + 3):
+        one_run(run, records)
 
-    expected = Counter(event_id(r) for r in records)
-    delivered = Counter(sink.delivered)
-    assert set(delivered) == set(expected), "a record was lost"
-    allowed_extra = Counter(i for batch in crashed_batches for i in batch)
-    for rid, count in delivered.items():
-        assert count <= 1 + allowed_extra[rid], f"{rid} delivered {count} times"
+    handled = sorted(sink.accepted + sink.rejected, key=lambda item: item[0])  # stable: in order per run
+    expected = {event_id(r) for r in records}
+    assert {i for _, i in handled} == expected, "a record was lost"
+    assert not set(sink.stored) & poison, "a rejected event was stored"
+    # Nothing twice: once a run handled a record and its stream finished that run cleanly, no
+    # later run (nor the same one) sends it again.
+    first_clean: Dict[str, int] = {}
+    for run, rid in handled:
+        if rid in first_clean:
+            raise AssertionError(f"{rid} sent again in run {run} after run {first_clean[rid]} committed it")
+        if stream_of[rid] in clean.get(run, set()):
+            first_clean[rid] = run
+
+
+def test_run_stream_alone_delivers_and_commits_each_pass(tmp_path) -> None:
+    """run_stream called on its own (no run_streams around it) still ships and commits every pass."""
+    records = make_records(list(range(10)), now_us() - 3600 * 1_000_000)
+    store, sink = MemoryStore(), MemorySink(max_batch_events=3)
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=4)
+    source, quarantine = ListSource(records, "asc", 4, 0), LocalQuarantine(str(tmp_path))
+    ctx = run_context(source, store, sink, quarantine, limits, [STREAM])
+    report = run_stream(ctx, STREAM)
+    assert report.ok and report.shipped == 10 and report.passes == 3
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+    assert store.load(STREAM.key).state.delivered_total == 10
 
 
 def test_late_record_beyond_window_is_not_new() -> None:
@@ -143,16 +296,8 @@ def test_late_record_beyond_window_is_not_new() -> None:
     limits = Limits(initial_lookback_s=86400, window_s=10, max_records_per_pass=100)
 
     def run(visible: List[Any]):
-        ctx = RunContext(
-            source=ListSource(visible, "asc", 10, 0),
-            store=store,
-            sink=sink,
-            formatter=formatter,
-            quarantine=LocalQuarantine("unused"),
-            limits=limits,
-            ownership=Ownership([STREAM], time.time()),
-            options=NormalizeOptions(ingest_time_us=0),
-        )
+        source = ListSource(visible, "asc", 10, 0)
+        ctx = run_context(source, store, sink, LocalQuarantine("unused"), limits, [STREAM])
         return run_stream(ctx, STREAM)
 
     run([early])

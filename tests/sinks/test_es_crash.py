@@ -1,6 +1,6 @@
 """End to end: the forwarder against the API simulator and the ``_bulk`` receiver, crashing between
-a batch's send and its state commit. The re-run sends that batch again and Elasticsearch's
-``create`` with ``_id`` = event id keeps every event indexed exactly once."""
+a batch's send and its state commit. The re-run sends the batches that were in flight again and
+Elasticsearch's ``create`` with ``_id`` = event id keeps every event indexed exactly once."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.receivers.bulk import BulkReceiver
 
 STREAM = "logs-emailauth.audit-default"
 BATCH = 20
+IN_FLIGHT = 4  # ElasticsearchSink.max_in_flight
 
 
 class Crash(BaseException):
@@ -92,10 +93,12 @@ def test_a_crash_between_send_and_commit_leaves_every_event_indexed_once(simulat
 
         assert report.ok, report.streams
         assert sorted(es.ids(STREAM)) == expected  # every event, each once
-        assert sent_before_crash == crash_on * BATCH
-        assert es.statuses.count(409) == BATCH  # exactly the batch that was sent but not committed
+        resent = es.statuses.count(409)
+        # The records whose commit died (one stream's part of a batch), at most the batches in flight
+        assert 0 < resent <= IN_FLIGHT * BATCH
+        assert sent_before_crash >= crash_on * BATCH
         assert es.statuses.count(201) == len(expected)
-        assert report.totals()["shipped"] == len(expected) - (crash_on - 1) * BATCH
+        assert report.totals()["shipped"] == len(expected) - (sent_before_crash - resent)
 
 
 def test_mapping_errors_are_quarantined_counted_and_passed(simulator, tmp_path):

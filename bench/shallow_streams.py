@@ -1,0 +1,149 @@
+"""Thousands of shallow streams: sink requests per run against ``ceil(events / batch)``.
+
+The simulator serves ``--users`` users with ``--records`` recent logins each; one forwarder run ships
+them to the loopback HEC test receiver. Printed: HEC event requests against the minimum
+``ceil(events / 500)``, and the run's wall time against a floor measured in the same run (one
+audits GET per user, ``FORWARDER_CONCURRENCY`` at a time, then the minimum number of HEC posts of
+prebuilt bodies: what any forwarder must at least do); then an idle run's requests. With
+``--aws``, the same run against the moto server's S3 and Firehose: objects written and
+PutRecordBatch calls (moto's delivery stream writes one object per call).
+
+    python bench/shallow_streams.py [--users 2000] [--records 3] [--aws]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test receiver lives in tests/
+
+from forwarder.app import run_once
+from forwarder.config import load_settings
+from forwarder.report import RunReport
+from forwarder.simdata import generate_shallow_org
+from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.e2e.helpers import HEC_TOKEN, env_for
+from tests.receivers.hec import HecReceiver
+
+BATCH = 500
+CONCURRENCY = 4
+EVENT_PATH = "/services/collector/event"
+
+
+def run_env(api_url: str, sink: str, state: str) -> Dict[str, str]:
+    batching = {"FORWARDER_BATCH_EVENTS": str(BATCH), "FORWARDER_CONCURRENCY": str(CONCURRENCY)}
+    return env_for(api_url, sink, state, FORWARDER_INITIAL_LOOKBACK="2d", **batching)
+
+
+def timed_run(env: Dict[str, str]) -> tuple[RunReport, float]:
+    start = time.perf_counter()
+    report = run_once(load_settings(env))
+    elapsed = time.perf_counter() - start
+    if not report.ok:
+        failed = [s.error for s in report.streams if s.error][:3]
+        raise SystemExit(f"the run failed: {report.error or failed}")
+    return report, elapsed
+
+
+def floor(sim: Simulator, hec: HecReceiver, users: List[str]) -> float:
+    """One audits GET per user (CONCURRENCY at a time), then ceil(events / 500) bare HEC posts."""
+    start = time.perf_counter()
+    token = requests.post(
+        sim.base_url + "/v1/ep/token", data={"client_id": DEMO_CLIENT_ID, "client_secret": DEMO_CLIENT_SECRET}
+    ).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def fetch(name: str) -> List[Any]:
+        params = {"object_type": "user", "name": name, "limit": 200, "offset": 0}
+        reply = requests.get(sim.base_url + AUDITS_PATH, params=params, headers=headers, timeout=30)
+        reply.raise_for_status()
+        body = reply.json()
+        return list(body.get("audits", []) if isinstance(body, dict) else body)
+
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        records = [r for trail in pool.map(fetch, users) for r in trail]
+    session = requests.Session()
+    post_headers = {"Authorization": f"Splunk {hec.token}"}
+    for i in range(0, len(records), BATCH):
+        body = b"\n".join(json.dumps({"event": r}).encode() for r in records[i : i + BATCH])
+        session.post(hec.http_url + EVENT_PATH, data=body, headers=post_headers).raise_for_status()
+    return time.perf_counter() - start
+
+
+def count_aws(sim: Simulator, tmp: str) -> None:
+    """The run again to S3 and to Firehose on a moto server: objects and calls against the minimum."""
+    import os
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{server._server.server_port}"  # type: ignore[union-attr]
+    keys = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+    os.environ.update(zip(keys, (url, "testing", "testing", "us-east-1")))
+    try:
+        s3 = boto3.client("s3")
+        for bucket in ("bench-s3", "bench-firehose"):
+            s3.create_bucket(Bucket=bucket)
+        boto3.client("firehose").create_delivery_stream(
+            DeliveryStreamName="bench",
+            ExtendedS3DestinationConfiguration={
+                "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+                "BucketARN": "arn:aws:s3:::bench-firehose",
+            },
+        )
+        for sink, bucket, what in (("s3://bench-s3/audit", "bench-s3", "S3 objects"),
+                                   ("firehose://bench", "bench-firehose", "Firehose calls")):  # fmt: skip
+            report, _ = timed_run(run_env(sim.base_url, sink, f"{tmp}/{bucket}"))
+            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+            objects = sum(len(page.get("Contents", [])) for page in pages)
+            events = report.totals()["shipped"]
+            print(f"{what}: {objects}, minimum ceil(events/{BATCH}) = {math.ceil(events / BATCH)}")
+    finally:
+        server.stop()
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=3)
+    parser.add_argument("--aws", action="store_true", help="also count S3 objects and Firehose calls")
+    args = parser.parse_args(argv)
+
+    org = generate_shallow_org(args.users, args.records)
+    names = [u.email for u in org.users]
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec, tempfile.TemporaryDirectory() as tmp:
+        floor_s = floor(sim, hec, names)
+        before = len(hec.seen())
+        report, run_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))
+        requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
+        before = len(hec.seen())
+        _, idle_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))  # nothing new
+        idle_requests = len(hec.seen()) - before
+        if args.aws:
+            count_aws(sim, tmp)
+    events = report.totals()["shipped"]
+    minimum = math.ceil(events / BATCH)
+    print(f"streams: {len(report.streams)}, events shipped: {events} (expected {args.users * args.records})")
+    print(f"HEC requests: {requests_made}, minimum ceil(events/{BATCH}) = {minimum}")
+    print(f"requests / minimum: {requests_made / max(1, minimum):.2f}x (goal: <= minimum + 5)")
+    print(f"wall: {run_s:.2f} s, floor (GET per user + minimum posts): {floor_s:.2f} s")
+    print(f"wall / floor: {run_s / floor_s:.2f}x")
+    print(f"idle run (nothing new): {idle_requests} HEC requests, wall {idle_s:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

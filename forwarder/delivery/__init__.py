@@ -1,0 +1,1 @@
+"""Delivery of a run's events: batches shared by every stream, and the per-stream commits they allow."""

@@ -1,0 +1,146 @@
+"""Which stream states may be committed, given which batches the sink accepted. Pure bookkeeping:
+the caller holds the lock and does the store I/O.
+
+The rule: a stream's state moves over its records up to record k only once every batch holding its
+records up to k was accepted, and its commits are made one at a time, in order. A refused batch, a
+failed commit or a run that ends before its batches were confirmed fails the streams concerned from
+their first unconfirmed record on: their state stays where it was last committed, so the next run
+selects those records again (same event ids).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, List, Optional, Set, Tuple
+
+from ..records import AuditRecord
+from ..state.model import StreamState
+from .batcher import Batch, Segment
+
+
+@dataclass
+class Commit:
+    """A state to write for ``stream`` over the version last written (compare-and-swap)."""
+
+    stream: str
+    state: StreamState
+    version: Optional[str]
+    segments: List[int] = field(default_factory=list)  # ids of the segments it covers
+
+
+@dataclass
+class _Entry:
+    segment: Segment
+    accepted: bool = False
+
+
+@dataclass
+class _Book:
+    state: StreamState  # last committed (or loaded)
+    version: Optional[str]
+    pending: Deque[_Entry] = field(default_factory=deque)  # closed batches' segments, in order
+    failed: Optional[str] = None
+    committing: bool = False
+
+
+class CommitTracker:
+    def __init__(self, window_us: int) -> None:
+        self.window_us = window_us
+        self._books: Dict[str, _Book] = {}
+        self._entries: Dict[int, _Entry] = {}  # id(segment) -> its entry, while pending
+        self._writing: Set[int] = set()  # ids of the segments whose commit is being written
+
+    def open(self, stream: str, state: StreamState, version: Optional[str]) -> None:
+        """Start tracking ``stream`` at its loaded state (later calls keep the tracked one)."""
+        if stream not in self._books:
+            self._books[stream] = _Book(state, version)
+
+    def failure(self, stream: str) -> Optional[str]:
+        book = self._books.get(stream)
+        return None if book is None else book.failed
+
+    def position(self, stream: str) -> Optional[Tuple[StreamState, Optional[str]]]:
+        """The state last committed and its version; None for a stream never queued."""
+        book = self._books.get(stream)
+        return None if book is None else (book.state, book.version)
+
+    def unsettled(self) -> bool:
+        return bool(self._entries or self._writing)
+
+    def settled(self, batch: Batch) -> bool:
+        """Every segment of ``batch`` is committed, or dropped with its failed stream."""
+        return all(id(s) not in self._entries and id(s) not in self._writing for s in batch.segments)
+
+    def closed(self, batch: Batch) -> None:
+        """``batch`` will be sent: its segments now wait for its outcome."""
+        for segment in batch.segments:
+            book = self._books[segment.stream]
+            if book.failed is None:
+                entry = _Entry(segment)
+                book.pending.append(entry)
+                self._entries[id(segment)] = entry
+
+    def accepted(self, batch: Batch) -> List[Commit]:
+        """The sink accepted ``batch``: the commits that became due."""
+        for segment in batch.segments:
+            entry = self._entries.get(id(segment))
+            if entry is not None:
+                entry.accepted = True
+        return [c for c in (self._due(s) for s in batch.streams()) if c is not None]
+
+    def refused(self, batch: Batch, reason: str) -> List[str]:
+        """The sink refused ``batch``: the streams that fail now. Their records in earlier batches
+        still commit once accepted; nothing from their first record in ``batch`` on does."""
+        inside = {id(segment) for segment in batch.segments}
+        return [s for s in batch.streams() if self._fail(s, reason, inside)]
+
+    def committed(self, commit: Commit, version: str) -> Optional[Commit]:
+        """``commit`` was written; the next one for its stream, if due."""
+        book = self._books[commit.stream]
+        book.state, book.version, book.committing = commit.state, version, False
+        self._writing.difference_update(commit.segments)
+        return self._due(commit.stream)
+
+    def commit_failed(self, commit: Commit, reason: str) -> bool:
+        self._books[commit.stream].committing = False
+        self._writing.difference_update(commit.segments)
+        return self._fail(commit.stream, reason)
+
+    def abandon(self, reason: str) -> List[str]:
+        """The run ends with batches unconfirmed: the streams that had records in them fail."""
+        waiting = [s for s, b in self._books.items() if b.pending and b.failed is None]
+        return [s for s in waiting if self._fail(s, reason)]
+
+    def _due(self, stream: str) -> Optional[Commit]:
+        book = self._books[stream]
+        if book.committing:  # a failed stream's pending entries all precede its failure
+            return None
+        records: List[AuditRecord] = []
+        covered: List[int] = []
+        while book.pending and book.pending[0].accepted:
+            entry = book.pending.popleft()
+            del self._entries[id(entry.segment)]
+            records.extend(entry.segment.records)
+            covered.append(id(entry.segment))
+        if not covered:
+            return None
+        book.committing = True
+        self._writing.update(covered)
+        return Commit(stream, book.state.advance(records, self.window_us), book.version, covered)
+
+    def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
+        """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in
+        ``from_segments`` on (all of them without it); False if it had failed already."""
+        book = self._books[stream]
+        pending = list(book.pending)
+        cut = 0
+        if from_segments is not None:
+            cut = next((i for i, e in enumerate(pending) if id(e.segment) in from_segments), len(pending))
+        for entry in pending[cut:]:
+            del self._entries[id(entry.segment)]
+        book.pending = deque(pending[:cut])
+        if book.failed is not None:
+            return False
+        book.failed = reason
+        return True

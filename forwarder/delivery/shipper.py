@@ -1,0 +1,274 @@
+"""Ships a run's events in batches shared by every stream and commits each stream's state once
+its batches are accepted (see commits.py for the rule).
+
+Bounded everywhere: at most ``max_in_flight`` batches are being sent or having the states they
+allow written (the sink declares it; syslog, files and stdout say 1: one connection, in order), and
+at most as many more wait closed, so a stream that adds events waits for room; one batch is open,
+closed when full or after ``linger_s``; ``max_in_flight`` sender threads and ``commit_threads`` state
+writers; ``finish`` waits a bounded time for the last batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import ForwarderError, StateError
+from ..events import Event, Rejection
+from ..quarantine import Quarantine
+from ..records import AuditRecord
+from ..report import StreamReport
+from ..sinks.base import Sink
+from ..state.model import StreamState
+from ..state.store import StateStore
+from .batcher import Batch, Batcher
+from .commits import Commit, CommitTracker
+
+log = logging.getLogger(__name__)
+
+LINGER_S = 1.0  # how long a partly filled batch waits for more events from other streams
+FLUSH_TIMEOUT_S = 120.0  # how long the end of a run waits for the batches still being sent
+
+
+class Shipper:
+    def __init__(
+        self,
+        sink: Sink,
+        quarantine: Quarantine,
+        store: StateStore,
+        *,
+        window_us: int,
+        linger_s: float = LINGER_S,
+        commit_threads: int = 4,
+        renew: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._sink = sink
+        self._quarantine = quarantine
+        self._store = store
+        self._linger_s = linger_s
+        self._renew = renew
+        self._max_in_flight = max(1, int(getattr(sink, "max_in_flight", 1)))
+        self._batcher = Batcher(sink.max_batch_events, sink.max_batch_bytes)
+        self._tracker = CommitTracker(window_us)
+        self._reports: Dict[str, StreamReport] = {}
+        self._queue: Deque[Batch] = deque()  # closed, not yet taken by a sender
+        self._in_flight = 0
+        self._cond = threading.Condition()
+        self._closing = False
+        self._stopped = False  # senders take nothing more
+        self._fatal: Optional[BaseException] = None  # a sender died of it; re-raised to the run
+        self._threads: List[threading.Thread] = []
+        # State writes (an fsync, an S3 PUT) cost more than a send shared by hundreds of streams:
+        # a batch's are made in parallel, each stream's one at a time and in order (CommitTracker).
+        self._committers = ThreadPoolExecutor(max(1, commit_threads), thread_name_prefix="commit")
+
+    # --- producers (stream workers) ----------------------------------------------------------------
+
+    def add(
+        self,
+        stream: str,
+        records: Sequence[AuditRecord],
+        events: Sequence[Event],
+        state: StreamState,
+        version: Optional[str],
+        report: StreamReport,
+    ) -> Optional[str]:
+        """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time). Returns why
+        the stream failed earlier, in which case nothing was queued; waits while the senders are full."""
+        with self._cond:
+            self._check_fatal()
+            self._tracker.open(stream, state, version)
+            self._reports.setdefault(stream, report)
+            failure = self._tracker.failure(stream)
+            if failure is not None:
+                return failure
+            for batch in self._batcher.add(stream, records, events, time.monotonic()):
+                self._tracker.closed(batch)
+                self._queue.append(batch)
+            self._start_senders()
+            self._cond.notify_all()
+            while len(self._queue) >= self._max_in_flight and self._fatal is None and not self._stopped:
+                self._cond.wait()
+            self._check_fatal()
+        return None
+
+    def position(self, stream: str) -> Optional[Tuple[StreamState, Optional[str]]]:
+        """The state last committed for ``stream`` and its version (None: never queued)."""
+        with self._cond:
+            return self._tracker.position(stream)
+
+    def failure(self, stream: str) -> Optional[str]:
+        with self._cond:
+            return self._tracker.failure(stream)
+
+    def finish(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
+        """Send what is left and wait, at most ``timeout_s``, for every batch and commit; streams whose
+        batches are still unconfirmed then fail (their records go again next run, same ids)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            self._closing = True  # the senders (started by add) cut the open batch now
+            self._cond.notify_all()
+        while True:
+            with self._cond:
+                busy = self._queue or self._batcher.opened_at is not None or self._tracker.unsettled()
+                left = deadline - time.monotonic()
+                if not busy or self._fatal is not None or left <= 0:
+                    self._stopped = True
+                    self._cond.notify_all()
+                    if busy and self._fatal is None:
+                        self._abandon(timeout_s)
+                    break
+                self._cond.wait(min(left, 1.0))
+            self._renew()  # a long flush must not lose the run's lease
+        self._committers.shutdown(wait=False)
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            self._check_fatal()
+
+    # --- senders ---------------------------------------------------------------------------------
+
+    def _start_senders(self) -> None:
+        while len(self._threads) < self._max_in_flight:
+            name = f"send-{len(self._threads)}"
+            thread = threading.Thread(target=self._guarded, args=(self._sender,), name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _guarded(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work`` in a thread of ours: whatever kills it is handed to the run, which re-raises it."""
+        try:
+            work(*args)
+        except BaseException as exc:
+            with self._cond:
+                self._fatal = self._fatal or exc
+                self._cond.notify_all()
+
+    def _sender(self) -> None:
+        while True:
+            batch = self._next()
+            if batch is None:
+                return
+            try:
+                self._deliver(batch)
+            finally:
+                with self._cond:
+                    self._in_flight -= 1
+                    self._cond.notify_all()
+
+    def _next(self) -> Optional[Batch]:
+        """The next batch to send, in order; None once the run is over."""
+        with self._cond:
+            while True:
+                if self._stopped or self._fatal is not None:
+                    return None
+                if self._queue:
+                    batch: Optional[Batch] = self._queue.popleft()
+                    break
+                opened = self._batcher.opened_at
+                if opened is None and self._closing:
+                    return None
+                wait = None if opened is None else opened + self._linger_s - time.monotonic()
+                if wait is not None and (wait <= 0 or self._closing):
+                    batch = self._batcher.cut()
+                    assert batch is not None
+                    self._tracker.closed(batch)
+                    break
+                self._cond.wait(wait)
+            self._in_flight += 1
+            self._cond.notify_all()  # a producer may wait for room in the queue
+            return batch
+
+    def _deliver(self, batch: Batch) -> None:
+        try:
+            result = self._sink.send(batch.events)
+            rejected = self._by_stream(batch, result.rejected)
+            for stream, rejections in rejected.items():
+                self._quarantine.keep(stream, rejections)
+        except ForwarderError as exc:
+            self._refuse(batch, f"the sink refused a batch ({len(batch.events)} events): {exc}")
+            return
+        except Exception as exc:  # a bug must fail the streams concerned, loudly, not the run
+            log.exception("sending a batch failed unexpectedly")
+            self._refuse(batch, f"unexpected {type(exc).__name__} while sending a batch: {exc}")
+            return
+        with self._cond:
+            for segment in batch.segments:
+                report = self._reports[segment.stream]
+                report.shipped += len(segment.records)
+            for stream, rejections in rejected.items():
+                self._reports[stream].shipped -= len(rejections)
+                self._reports[stream].quarantined += len(rejections)
+            if not self._stopped:  # else the flush gave up: these streams failed already
+                for commit in self._tracker.accepted(batch):
+                    self._committers.submit(self._guarded, self._commit, commit)
+            # The batch keeps its place in flight until its records are committed (some by the sender
+            # of an earlier batch of the same stream): a crash re-sends at most the batches in flight.
+            while not self._tracker.settled(batch) and self._fatal is None and not self._stopped:
+                self._cond.wait()
+        self._renew()
+
+    def _commit(self, commit: Optional[Commit]) -> None:
+        """Write ``commit``, then whatever became due for the same stream meanwhile."""
+        while commit is not None:
+            try:
+                version = self._store.commit(commit.stream, commit.state, commit.version)
+            except StateError as exc:
+                self._fail_commit(commit, exc)
+                return
+            except Exception as exc:
+                log.exception("committing a stream's state failed unexpectedly")
+                self._fail_commit(commit, exc)
+                return
+            with self._cond:
+                commit = self._tracker.committed(commit, version)
+                self._cond.notify_all()  # the flush may be waiting for this
+
+    def _fail_commit(self, commit: Commit, exc: Exception) -> None:
+        reason = f"batch delivered but state not saved (it will be re-sent next run): {exc}"
+        with self._cond:
+            if self._tracker.commit_failed(commit, reason):
+                self._report_failure(commit.stream, reason)
+            self._cond.notify_all()
+
+    def _refuse(self, batch: Batch, reason: str) -> None:
+        with self._cond:
+            self._cond.notify_all()  # later batches of these streams wait for them no more
+            for stream in self._tracker.refused(batch, reason):
+                self._report_failure(stream, reason)
+                self._batcher.drop(stream)
+
+    def _abandon(self, timeout_s: float) -> None:
+        """Called with the lock held, once the flush wait is over."""
+        batch = self._batcher.cut()
+        if batch is not None:
+            self._tracker.closed(batch)
+        reason = (
+            f"batches not confirmed by the sink within {timeout_s:g} s of the end of the run; "
+            "their records will be sent again next run"
+        )
+        for stream in self._tracker.abandon(reason):
+            self._report_failure(stream, reason)
+
+    def _report_failure(self, stream: str, reason: str) -> None:
+        report = self._reports[stream]
+        report.error = report.error or reason
+        log.error("stream failed", extra={"stream": stream, "error": reason})
+
+    def _check_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
+    @staticmethod
+    def _by_stream(batch: Batch, rejections: Sequence[Rejection]) -> Dict[str, List[Rejection]]:
+        if not rejections:
+            return {}
+        owner = {r.event_id: s.stream for s in batch.segments for r in s.records}
+        grouped: Dict[str, List[Rejection]] = {}
+        for rejection in rejections:
+            grouped.setdefault(owner.get(rejection.event.id, batch.segments[0].stream), []).append(rejection)
+        return grouped

@@ -1,0 +1,154 @@
+"""The pure parts of delivery: how streams share batches, and which states acceptance lets commit."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forwarder.delivery.batcher import Batch, Batcher
+from forwarder.delivery.commits import CommitTracker
+from forwarder.events import Event
+from forwarder.records import AuditRecord, parse_record
+from forwarder.state.model import StreamState
+from forwarder.timeutil import format_us
+
+WINDOW_US = 3600 * 1_000_000
+BASE_US = 1_700_000_000 * 1_000_000
+
+
+def records(user: str, count: int) -> List[AuditRecord]:
+    return [
+        parse_record(
+            {
+                "action": "user.login",
+                "user": user,
+                "object": user,
+                "n": i,
+                "created_at": format_us(BASE_US + i),
+            }
+        )
+        for i in range(count)
+    ]
+
+
+def events(recs: List[AuditRecord], size: int = 9) -> List[Event]:
+    return [Event(r.event_id, r.ts_us, b"x" * size) for r in recs]
+
+
+def add(batcher: Batcher, stream: str, recs: List[AuditRecord], size: int = 9) -> List[Batch]:
+    return batcher.add(stream, recs, events(recs, size), now=0.0)
+
+
+@given(
+    streams=st.lists(st.integers(0, 40), min_size=1, max_size=30),
+    max_events=st.integers(1, 50),
+    max_bytes=st.integers(5, 400),
+)
+def test_streams_share_batches_within_the_limits_and_keep_their_order(streams, max_events, max_bytes):
+    batcher = Batcher(max_events, max_bytes)
+    closed: List[Batch] = []
+    sent = {}
+    for n, count in enumerate(streams):
+        recs = records(f"u{n}", count)
+        sent[f"u{n}"] = [r.event_id for r in recs]
+        closed += add(batcher, f"u{n}", recs)
+    last = batcher.cut()
+    closed += [last] if last else []
+    total = sum(streams)
+    assert sum(len(b.events) for b in closed) == total
+    for batch in closed:
+        assert 0 < len(batch.events) <= max_events
+        assert batch.size <= max_bytes or len(batch.events) == 1  # an oversized event travels alone
+        assert [e.id for e in batch.events] == [r.event_id for s in batch.segments for r in s.records]
+    # A full batch is closed at once: only the limits, not the number of streams, set the count.
+    per_batch = min(max_events, max(1, max_bytes // 10))
+    assert len(closed) == -(-total // per_batch)
+    for stream, ids in sent.items():
+        got = [r.event_id for b in closed for s in b.segments if s.stream == stream for r in s.records]
+        assert got == ids
+
+
+def test_a_failed_stream_leaves_the_open_batch():
+    batcher = Batcher(10, 10_000)
+    add(batcher, "a", records("a", 2))
+    add(batcher, "b", records("b", 2))
+    batcher.drop("a")
+    batch = batcher.cut()
+    assert batch is not None and batch.streams() == ["b"] and len(batch.events) == 2
+
+
+def tracker_with(*streams: str) -> CommitTracker:
+    tracker = CommitTracker(WINDOW_US)
+    for stream in streams:
+        tracker.open(stream, StreamState(), None)
+    return tracker
+
+
+def test_a_stream_commits_only_once_every_earlier_batch_of_it_was_accepted():
+    tracker, batcher = tracker_with("a", "b"), Batcher(3, 10_000)
+    a, b = records("a", 4), records("b", 2)
+    first, second = add(batcher, "a", a) + add(batcher, "b", b)  # [a0 a1 a2] [a3 b0 b1]
+    tracker.closed(first)
+    tracker.closed(second)
+    commits = tracker.accepted(second)
+    assert [c.stream for c in commits] == ["b"]  # a waits for its first batch
+    assert tracker.committed(commits[0], "v1") is None
+    (commit,) = tracker.accepted(first)
+    assert commit.stream == "a" and commit.state.delivered_total == 4  # both of a's batches at once
+    assert tracker.committed(commit, "v1") is None
+    assert not tracker.unsettled()
+
+
+def two_batches_of_a(count: int) -> Tuple[CommitTracker, List[Batch]]:
+    """Stream a's ``count`` records in two closed batches."""
+    tracker, batcher = tracker_with("a"), Batcher(count // 2, 10_000)
+    batches = add(batcher, "a", records("a", count))
+    for batch in batches:
+        tracker.closed(batch)
+    return tracker, batches
+
+
+def test_one_commit_at_a_time_per_stream_and_the_next_follows():
+    tracker, (first, second) = two_batches_of_a(4)
+    (commit,) = tracker.accepted(first)
+    assert tracker.accepted(second) == []  # the first commit is being written
+    follow = tracker.committed(commit, "v1")
+    assert follow is not None and follow.version == "v1" and follow.state.delivered_total == 4
+
+
+def test_a_refused_batch_fails_only_its_streams_from_their_record_in_it_on():
+    tracker, batcher = tracker_with("a", "b", "c"), Batcher(3, 10_000)
+    batches = add(batcher, "a", records("a", 2)) + add(batcher, "b", records("b", 2))
+    batches += add(batcher, "a", records("a", 5)[2:]) + add(batcher, "c", records("c", 3))
+    # [a0 a1 b0] [b1 a2 a3] [a4 c0 c1] + open [c2]
+    for batch in batches:
+        tracker.closed(batch)
+    first, second, third = batches
+    assert sorted(tracker.refused(second, "refused")) == ["a", "b"]
+    assert [c.stream for c in tracker.accepted(third)] == ["c"]  # a's a4 follows its refused a2, a3
+    assert tracker.failure("a") == "refused" and tracker.failure("c") is None
+    # Records before the refused batch still commit once their batch is accepted: a0, a1 and b0.
+    commits = tracker.accepted(first)
+    assert {c.stream: c.state.delivered_total for c in commits} == {"a": 2, "b": 1}
+    for commit in commits:
+        assert tracker.committed(commit, "v1") is None  # and nothing after them
+
+
+def test_a_lost_race_fails_that_stream_and_its_later_commits():
+    tracker, (first, second) = two_batches_of_a(2)
+    (commit,) = tracker.accepted(first)
+    assert tracker.accepted(second) == []
+    assert tracker.commit_failed(commit, "lost a race")
+    assert tracker.failure("a") == "lost a race" and not tracker.unsettled()
+
+
+def test_the_end_of_a_run_fails_streams_with_unconfirmed_batches():
+    tracker, batcher = tracker_with("a", "b"), Batcher(2, 10_000)
+    batches = add(batcher, "a", records("a", 2)) + add(batcher, "b", records("b", 2))
+    for batch in batches:
+        tracker.closed(batch)
+    tracker.committed(tracker.accepted(batches[0])[0], "v1")
+    assert tracker.abandon("not confirmed") == ["b"]
+    assert tracker.position("a") is not None and tracker.position("a")[1] == "v1"  # type: ignore[index]

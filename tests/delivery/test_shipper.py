@@ -1,0 +1,89 @@
+"""The shipper's bounds: requests in flight, order for one-connection sinks, and the end-of-run wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import List, Sequence
+
+from forwarder.events import Event, SendResult
+from forwarder.pipeline import Limits, run_streams
+from forwarder.quarantine import LocalQuarantine
+from forwarder.records import event_id
+from forwarder.report import RunReport
+from forwarder.streams import Stream
+from forwarder.timeutil import now_us
+from tests.fakes import MemoryStore
+from tests.pipeline.test_delivery_property import ListSource, make_records, run_context
+
+STREAMS = [Stream("user", f"u{i}@example.com") for i in range(12)]
+
+
+class WatchingSink:
+    """Counts the sends running at once; ``gate`` (when set) holds every send until it opens."""
+
+    name = "watching"
+
+    def __init__(self, max_in_flight: int, gate: threading.Event | None = None, batch: int = 4) -> None:
+        self.max_batch_events, self.max_batch_bytes, self.max_in_flight = batch, 10**6, max_in_flight
+        self.gate = gate
+        self.running = self.most = 0
+        self.batches: List[List[str]] = []
+        self.lock = threading.Lock()
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        if self.gate is not None:
+            self.gate.wait(30)
+        time.sleep(0.001)  # give other senders a chance to overlap
+        with self.lock:
+            self.running -= 1
+            self.batches.append([e.id for e in batch])
+        return SendResult.all_delivered(len(batch))
+
+    def close(self) -> None:
+        pass
+
+
+def run(sink, tmp_path, flush_timeout_s: float = 60.0):
+    base_us = now_us() - 3600 * 1_000_000
+    records = [r for s in STREAMS for r in make_records(list(range(5)), base_us, s.name)]
+    store = MemoryStore()
+    source, quarantine = ListSource(records, "asc", 10, 0), LocalQuarantine(str(tmp_path))
+    limits = Limits(86400, 3600, 100)
+    ctx = run_context(source, store, sink, quarantine, limits, STREAMS, flush_timeout_s=flush_timeout_s)
+    report = RunReport(started="now")
+    run_streams(ctx, STREAMS, 4, report)
+    return report, store, records
+
+
+def test_concurrent_sinks_get_at_most_their_requests_in_flight_and_batches_are_shared(tmp_path):
+    sink = WatchingSink(max_in_flight=2)
+    report, store, records = run(sink, tmp_path)
+    assert report.ok and sink.most <= 2
+    assert len(sink.batches) == len(records) // 4  # 60 events of 12 streams in 15 full batches
+    assert all(store.load(s.key).state.delivered_total == 5 for s in STREAMS)
+
+
+def test_a_one_connection_sink_gets_one_batch_at_a_time_each_stream_in_order(tmp_path):
+    sink = WatchingSink(max_in_flight=1)
+    report, _, records = run(sink, tmp_path)
+    assert report.ok and sink.most == 1
+    sent = [i for batch in sink.batches for i in batch]
+    for stream in STREAMS:
+        mine = [event_id(r) for r in records if r["user"] == stream.name]
+        assert [i for i in sent if i in set(mine)] == mine
+
+
+def test_batches_unconfirmed_at_the_end_of_the_flush_wait_fail_their_streams(tmp_path):
+    gate = threading.Event()
+    sink = WatchingSink(max_in_flight=2, gate=gate, batch=100)  # one batch, sent when the run ends
+    try:
+        report, store, _ = run(sink, tmp_path, flush_timeout_s=0.2)
+    finally:
+        gate.set()
+    failed = [s for s in report.streams if not s.ok]
+    assert failed and all("not confirmed by the sink within 0.2 s" in (s.error or "") for s in failed)
+    assert all(store.load(s.stream).version is None for s in failed)  # nothing committed for them
