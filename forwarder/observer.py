@@ -19,8 +19,9 @@ class RunObserver:
         """The run planned ``plan``; ``api_calls()`` is the number of API requests made so far."""
 
     def progressed(self, report: StreamReport, first_us: int, at_us: int) -> None:
-        """``report``'s counters moved (a page read, a pass shipped). The stream covers time from
-        ``first_us`` to now and has delivered everything up to ``at_us``."""
+        """``report``'s counters moved (a page read, a pass handed to the shared batches). The stream
+        covers time from ``first_us`` to now and has handed over everything up to ``at_us``. Keep
+        ``report`` and read it live: its shipped count grows later, as the sink accepts batches."""
 
     def finished(self, report: StreamReport) -> None:
         """A stream ended; ``report.error`` says whether it failed."""
