@@ -103,6 +103,12 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("FORWARDER_MAX_ATTEMPTS", "tries per HTTP request (429/5xx/connection errors)", "5"),
     Variable("FORWARDER_LEASE_TTL", "seconds a run's lease lasts unless renewed", "900"),
     Variable("FORWARDER_LOG_LEVEL", "DEBUG, INFO, WARNING, ERROR", "INFO"),
+    Variable(
+        "FORWARDER_TENANTS",
+        "tenants document: a JSON file, s3://bucket/key, secretsmanager:<id> or ssm:<name> "
+        "(empty: one organization from these variables)",
+    ),
+    Variable("FORWARDER_TENANT_CONCURRENCY", "tenants run at once (with FORWARDER_TENANTS)", "4"),
 )
 _DEFAULTS: Dict[str, Optional[str]] = {v.name: v.default for v in VARIABLES}
 
