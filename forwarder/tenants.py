@@ -99,13 +99,16 @@ def _sink_with_prefix(sink: str, prefix: str) -> str:
     return f"s3://{bucket}/{prefix.strip('/')}"
 
 
+_FIELD_OF = {variable: name for name, variable in FIELDS.items()}
+
+
 def _tenant_problem(label: str, problem: str, given: Mapping[str, str]) -> Optional[str]:
-    """A load_settings problem ("FORWARDER_X: ...") in the tenant's words when the tenant set X."""
+    """A load_settings problem ("FORWARDER_X: ...") in the tenant's words when X is the tenant's."""
     variable, sep, rest = problem.partition(": ")
-    field_name = given.get(variable)
+    field_name = given.get(variable) or (_FIELD_OF[variable] if variable in PER_TENANT_ONLY else None)
     if not sep or field_name is None:
         return None
-    return f"{label}: {field_name}: {rest}"
+    return f"{label}: {field_name}: {rest.replace(' (or set FORWARDER_CREDENTIALS)', ' (or credentials)')}"
 
 
 def _one(
@@ -140,10 +143,11 @@ def _one(
                 own.append(f"{label}: {field_name}: {exc}")
                 continue
             given[variable] = field_name
-    if not any(f in entry for f in ("credentials", "client_id", "client_secret")):
+    no_credentials = not any(f in entry for f in ("credentials", "client_id", "client_secret"))
+    if no_credentials:
         own.append(f"{label}: credentials: required (secretsmanager:<id> or ssm:<name>)")
 
-    namespace_value = entry.get("state_namespace", f"{NAMESPACE_ROOT}/{name}")
+    namespace_value = entry.get("state_namespace", f"{NAMESPACE_ROOT}/{name}" if not own else "x")
     if not isinstance(namespace_value, str) or (
         namespace_value and not re.match(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$", namespace_value)
     ):
@@ -170,6 +174,8 @@ def _one(
     except ConfigError as exc:
         for problem in exc.problems:
             mine = _tenant_problem(label, problem, given)
+            if no_credentials and problem.startswith(("FORWARDER_CLIENT_ID:", "FORWARDER_CLIENT_SECRET:")):
+                continue  # already said: credentials required
             if mine is not None:
                 own.append(mine)
             else:
