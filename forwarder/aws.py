@@ -5,23 +5,39 @@ Everything imports boto3 lazily, so the CLI and the Splunk add-on never load it.
 
 from __future__ import annotations
 
-from typing import Any, Tuple, Type
+import os
+import threading
+from typing import Any, Dict, Tuple, Type
 from urllib.parse import urlsplit
+
+# Clients are made once per process and service: creating one costs a few hundred milliseconds of
+# CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
+# holds the environment a client is built from, so a changed environment gets a new client.
+_ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_PROFILE")
+_clients: Dict[Tuple[Any, ...], Any] = {}
+_clients_lock = threading.Lock()
 
 
 def client(service: str, timeout_seconds: float = 60.0) -> Any:
     """A client with standard retries; region, credentials and endpoint come from the environment.
 
     Each client gets its own session: boto3's default session is not safe to create clients from
-    in several threads at once, and streams run in threads.
+    in several threads at once, and streams run in threads. A client, once made, is thread-safe.
     """
+    key = (service, timeout_seconds, *(os.environ.get(name) for name in _ENVIRONMENT))
+    with _clients_lock:
+        made = _clients.get(key)
+    if made is not None:
+        return made
     import boto3
     from botocore.config import Config
 
     config = Config(
         retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=timeout_seconds
     )
-    return boto3.session.Session().client(service, config=config)
+    made = boto3.session.Session().client(service, config=config)
+    with _clients_lock:
+        return _clients.setdefault(key, made)
 
 
 def failures() -> Tuple[Type[Exception], ...]:

@@ -11,7 +11,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, ForwarderError
 from .logs import redact
 from .report import RunReport
 from .tenants import Tenant
@@ -35,12 +35,21 @@ def failed_report(message: str) -> RunReport:
     return RunReport(started=stamp, finished=stamp, error=message)
 
 
+def describe(exc: BaseException) -> str:
+    """One line about ``exc``: our own errors say what was wrong; anything else names its type."""
+    if isinstance(exc, ConfigError):
+        return "; ".join(exc.problems)
+    if isinstance(exc, ForwarderError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def isolated(tenant: Tenant, run: Callable[[Tenant], T], failed: Callable[[str], T]) -> T:
     """``run(tenant)``, with anything it raises turned into ``failed(message)`` for that tenant."""
     try:
         return run(tenant)
     except Exception as exc:  # the isolation boundary: no tenant's surprise reaches another
-        message = redact(f"{type(exc).__name__}: {exc}")
+        message = redact(describe(exc))
         log.error("tenant failed", extra={"tenant": tenant.name, "error": message})
         return failed(message)
 

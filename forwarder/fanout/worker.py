@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from ..app import run_once
+from ..logs import redact
+from ..multitenant import describe
 from ..report import RunReport
 from ..state import open_store
 from ..tenants import Tenant
@@ -111,9 +113,7 @@ def _one(
     try:
         outcome, report, reason = run_item(item, tenant, queue, should_stop)
     except Exception as exc:  # the item fails alone; the batch's other tenants are not touched
-        from ..logs import redact
-
-        reason = redact(f"{type(exc).__name__}: {exc}")
+        reason = redact(describe(exc))
         log.error("work item failed", extra={"tenant": item.tenant, "error": reason})
         return ItemResult(message_id, "retry", item.tenant, reason=reason)
     level = logging.WARNING if outcome == "retry" else logging.INFO
