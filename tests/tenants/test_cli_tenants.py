@@ -100,7 +100,7 @@ def test_every_tenant_into_its_own_index_once_and_one_tenant_alone(tmp_path, sim
 
 
 def test_revoked_credentials_fail_that_tenant_alone(tmp_path, sims, orgs, hec):
-    tenants, env = setup(tmp_path, sims, orgs, hec, secrets={1: "revoked-secret"})
+    _, env = setup(tmp_path, sims, orgs, hec, secrets={1: "revoked-secret"})
     result = cli("run", "--report", env=env)
     assert result.returncode == 1
     reports = {
