@@ -34,6 +34,7 @@ from .errors import ConfigError
 VARIABLE = "FORWARDER_TENANTS"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")  # a path segment, a DynamoDB key part, an SQS group id
 NAMESPACE_ROOT = "tenant"
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 # Document field -> the variable it sets for that tenant.
 FIELDS: Dict[str, str] = {
@@ -147,13 +148,11 @@ def _one(
     if no_credentials:
         own.append(f"{label}: credentials: required (secretsmanager:<id> or ssm:<name>)")
 
-    namespace_value = entry.get("state_namespace", f"{NAMESPACE_ROOT}/{name}" if not own else "x")
-    if not isinstance(namespace_value, str) or (
-        namespace_value and not re.match(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$", namespace_value)
-    ):
+    default_namespace = f"{NAMESPACE_ROOT}/{name}" if isinstance(name, str) and NAME.match(name) else ""
+    namespace = entry.get("state_namespace", default_namespace)
+    if not isinstance(namespace, str) or (namespace and not _NAMESPACE.match(namespace)):
         own.append(f"{label}: state_namespace: expected path segments of A-Z a-z 0-9 _ - joined by /")
-        namespace_value = f"{NAMESPACE_ROOT}/{name}"
-    namespace = str(namespace_value)
+        namespace = default_namespace
     env["FORWARDER_STATE"] = namespaced(base.get("FORWARDER_STATE") or "./state", namespace)
     env["FORWARDER_QUARANTINE"] = namespaced(base.get("FORWARDER_QUARANTINE") or "./quarantine", namespace)
 
@@ -202,9 +201,14 @@ def parse_tenants(doc: Any, base: Mapping[str, str]) -> List[Tenant]:
         shared.extend(p for p in common if p not in shared)
         if tenant is not None:
             tenants.append(tenant)
-    legacy = [t.name for t in tenants if not t.namespace]
-    if len(legacy) > 1:
-        problems.append(f'{VARIABLE}: only one tenant may keep the un-namespaced state (state_namespace "")')
+    owners: Dict[str, str] = {}
+    for t in tenants:  # two tenants in one namespace would share (and overwrite) each other's state
+        if t.namespace in owners:
+            shown = repr(t.namespace) if t.namespace else '"" (the un-namespaced state)'
+            problems.append(
+                f"tenant {t.name!r}: state_namespace: {shown} is also tenant {owners[t.namespace]!r}'s"
+            )
+        owners.setdefault(t.namespace, t.name)
     if problems or shared:
         raise ConfigError(shared + problems)
     return tenants

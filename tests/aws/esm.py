@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Tuple
@@ -57,23 +58,26 @@ def lambda_event(messages: List[Dict[str, Any]]) -> Dict[str, Any]:
     }
 
 
-def worker_loop(queue_url: str, settings: Dict[str, Any], stop: Any, log: Any) -> None:
+def worker_loop(queue_url: str, settings: Dict[str, Any], stop: Any, log: Any, ready: Any) -> None:
     """One worker process: receive, invoke, delete or release, until told to stop."""
     import logging
 
     from handlers.aws_worker import handler
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    if settings.get("quiet"):  # metrics lines and logs: a benchmark prints only its table
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the process's life
     sqs = boto3.client("sqs")
+    ready.release()  # a warm environment: imports done, client made
     while not stop.is_set():
         messages = sqs.receive_message(
             QueueUrl=queue_url,
             MaxNumberOfMessages=settings["batch_size"],
             VisibilityTimeout=settings["visibility_timeout"],
+            WaitTimeSeconds=1,  # long polling: idle workers cost the server nothing
             AttributeNames=["MessageGroupId", "ApproximateReceiveCount"],
         ).get("Messages", [])
         if not messages:
-            time.sleep(0.02)
             continue
         started = time.time()
         try:
@@ -105,11 +109,13 @@ class EventSourceMapping:
     visibility_timeout: int = 60
     release_after: int = 0
     budget_s: float = 60.0
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         self._ctx = multiprocessing.get_context("spawn")  # no fork of a process with server threads
         self._stop = self._ctx.Event()
         self._log = self._ctx.Queue()
+        self._ready = self._ctx.Semaphore(0)
         self.processes: List[Any] = []
         self.invocations: List[Invocation] = []
 
@@ -119,9 +125,10 @@ class EventSourceMapping:
             "visibility_timeout": self.visibility_timeout,
             "release_after": self.release_after,
             "budget_s": self.budget_s,
+            "quiet": self.quiet,
         }
         process = self._ctx.Process(
-            target=worker_loop, args=(self.queue_url, settings, self._stop, self._log)
+            target=worker_loop, args=(self.queue_url, settings, self._stop, self._log, self._ready)
         )
         process.start()
         self.processes.append(process)
@@ -137,29 +144,42 @@ class EventSourceMapping:
         )["Attributes"]
         return all(int(v) == 0 for v in attributes.values())
 
-    def run_until_drained(self, limit_s: float = 600.0) -> List[Invocation]:
-        """Run the workers until the queue is empty twice in a row (or fail after ``limit_s``)."""
+    def start(self) -> None:
+        """Start the workers and wait until each is warm (imports done, polling)."""
         for _ in range(self.workers):
             self._start_one()
+        for _ in range(self.workers):
+            if not self._ready.acquire(timeout=120):
+                raise AssertionError("a worker process did not start")
+
+    def wait_drained(self, limit_s: float = 600.0, every_s: float = 0.2) -> None:
+        """Until the queue is empty twice in a row; workers that die are replaced meanwhile."""
         give_up = time.monotonic() + limit_s
         empty = 0
-        try:
-            while empty < 2:
-                if time.monotonic() > give_up:
-                    raise AssertionError(f"the queue did not drain in {limit_s}s")
-                self._collect()
-                for process in [p for p in self.processes if not p.is_alive()]:
-                    self.processes.remove(process)
-                    self._start_one()  # Lambda starts another environment
-                empty = empty + 1 if self.drained() else 0
-                time.sleep(0.2)
-        finally:
-            self._stop.set()
-            for process in self.processes:
-                process.join(timeout=30)
-                if process.is_alive():
-                    process.kill()
+        while empty < 2:
+            if time.monotonic() > give_up:
+                raise AssertionError(f"the queue did not drain in {limit_s}s")
             self._collect()
+            for process in [p for p in self.processes if not p.is_alive()]:
+                self.processes.remove(process)
+                self._start_one()  # Lambda starts another environment
+            empty = empty + 1 if self.drained() else 0
+            time.sleep(every_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for process in self.processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+        self._collect()
+
+    def run_until_drained(self, limit_s: float = 600.0) -> List[Invocation]:
+        self.start()
+        try:
+            self.wait_drained(limit_s)
+        finally:
+            self.stop()
         return self.invocations
 
 

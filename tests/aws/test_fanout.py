@@ -15,13 +15,12 @@ from forwarder import credentials, simulator
 from forwarder.fanout.workitem import WorkItem
 from forwarder.simdata import generate_org
 from forwarder.simulator import org_secret, organizations
-from forwarder.timeutil import now_us
 from handlers import aws_planner, aws_worker
 from handlers.aws_lambda import RunFailed
 from tests.aws.conftest import make_bucket, make_table
 from tests.aws.esm import EventSourceMapping, lambda_event, overlaps
 from tests.aws.test_handler import FakeContext
-from tests.e2e.helpers import HEC_TOKEN, expected_ids
+from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
 from tests.receivers import hec as hec_receiver
 from tests.receivers.hec import HecReceiver
 
@@ -48,12 +47,6 @@ def fast_servers(monkeypatch):
 def hec():
     with HecReceiver(token=HEC_TOKEN) as receiver:
         yield receiver
-
-
-def quiet_users(org, n=2):
-    """The ``n`` users with the fewest records: the record count is scaled down, not the streams."""
-    counts = {u.email: len(org.records_for("user", u.email, now_us())) for u in org.users}
-    return sorted(counts, key=lambda e: (counts[e], e))[:n]
 
 
 def users_of(index, org):
@@ -123,17 +116,6 @@ def install(monkeypatch, tmp_path, sims, orgs, hec, shard_size=25, secrets=None,
     return url, dlq, tenants
 
 
-def delivered(hec):
-    found = {}
-    for envelope in hec.events():
-        found.setdefault(envelope["index"], []).append(envelope["event"]["event"]["id"])
-    return found
-
-
-def expected_for(org, users):
-    return expected_ids(r for u in users for r in org.records_for("user", u, now_us()))
-
-
 def queue_depth(url):
     attributes = boto3.client("sqs").get_queue_attributes(
         QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
@@ -157,11 +139,11 @@ def test_50_tenants_of_100_streams_with_4_workers_nothing_lost_or_doubled(
         assert len(invocations) == 200 and {o for i in invocations for o in i.outcomes} == {"done"}
         assert len({i.pid for i in invocations}) > 1, "the workers ran in parallel"
         assert overlaps(invocations) == [], "two workers held one tenant at once"
-        got = delivered(hec)
+        got = ids_by_index(hec.events())
         for i, (tenant, org) in enumerate(zip(tenants, orgs)):
             ids = got.get(f"idx{i}", [])
             assert len(ids) == len(set(ids)), f"tenant org{i}: an event was delivered twice"
-            assert sorted(ids) == expected_for(org, tenant["users"]), f"tenant org{i}: events lost"
+            assert sorted(ids) == expected_for_users(org, tenant["users"]), f"tenant org{i}: events lost"
         assert queue_depth(dlq) == 0
 
 
@@ -185,9 +167,11 @@ def test_a_worker_killed_mid_shard_loses_nothing(aws, monkeypatch, tmp_path, org
         mapping.run_until_drained()
         hec.after_accept = None
         assert killed
-        got = delivered(hec)
+        got = ids_by_index(hec.events())
         for i, (tenant, org) in enumerate(zip(tenants, orgs[:2])):
-            assert sorted(set(got[f"idx{i}"])) == expected_for(org, tenant["users"]), "an event was lost"
+            assert sorted(set(got[f"idx{i}"])) == expected_for_users(org, tenant["users"]), (
+                "an event was lost"
+            )
         ids = [i for idx in got.values() for i in idx]
         doubled = {i for i in ids if ids.count(i) > 1}
         assert doubled <= set(first_batch)  # at most the batch in flight when it died, same ids
@@ -218,10 +202,10 @@ def test_a_tenant_with_revoked_credentials_fails_alone(aws, monkeypatch, tmp_pat
         assert queue_depth(url) == 6  # org0, org1 and org2 were queued all the same
 
         invocations = EventSourceMapping(url, workers=3).run_until_drained()
-        got = delivered(hec)
+        got = ids_by_index(hec.events())
         assert set(got) == {"idx0", "idx2"}
         for i in (0, 2):
-            assert sorted(got[f"idx{i}"]) == expected_for(orgs[i], tenants[i]["users"])
+            assert sorted(got[f"idx{i}"]) == expected_for_users(orgs[i], tenants[i]["users"])
         failed = [i for i in invocations if "org1" in i.groups]
         assert failed and all(o == "retry" for i in failed for o in i.outcomes)
         assert queue_depth(dlq) == 2  # both of org1's shards, after three tries each
@@ -255,8 +239,8 @@ def test_the_deadline_requeues_what_the_worker_did_not_start(aws, monkeypatch, t
 
         done = aws_worker.handler(lambda_event([rest]), FakeContext())
         assert done["outcomes"] == {rest["MessageId"]: "done"}
-        ids = delivered(hec)["idx0"]
-        assert sorted(ids) == expected_for(orgs[0], tenants[0]["users"]) and len(ids) == len(set(ids))
+        ids = ids_by_index(hec.events())["idx0"]
+        assert sorted(ids) == expected_for_users(orgs[0], tenants[0]["users"]) and len(ids) == len(set(ids))
         lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
         emf = [line for line in lines if "StreamsLeft" in line]  # the worker's, not the planner's
         assert emf and all(e["Tenant"] == "org0" for e in emf)

@@ -9,8 +9,7 @@ import pytest
 
 from forwarder.simdata import generate_org
 from forwarder.simulator import org_secret, organizations
-from forwarder.timeutil import now_us
-from tests.e2e.helpers import HEC_TOKEN, expected_ids
+from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
 from tests.receivers.hec import HecReceiver
 from tests.test_cli import cli
 
@@ -30,12 +29,6 @@ def sims(orgs):
 def hec():
     with HecReceiver(token=HEC_TOKEN) as receiver:
         yield receiver
-
-
-def quiet_users(org, n=2):
-    """The ``n`` users with the fewest records: small tenants keep the test quick."""
-    counts = {u.email: len(org.records_for("user", u.email, now_us())) for u in org.users}
-    return sorted(counts, key=lambda e: (counts[e], e))[:n]
 
 
 def setup(tmp_path, sims, orgs, hec, secrets=None):
@@ -64,30 +57,19 @@ def setup(tmp_path, sims, orgs, hec, secrets=None):
     return tenants, env
 
 
-def by_index(hec):
-    found = {}
-    for envelope in hec.events():
-        found.setdefault(envelope["index"], []).append(envelope["event"]["event"]["id"])
-    return found
-
-
-def expected(org, users):
-    return expected_ids(r for u in users for r in org.records_for("user", u, now_us()))
-
-
 def test_every_tenant_into_its_own_index_once_and_one_tenant_alone(tmp_path, sims, orgs, hec):
     tenants, env = setup(tmp_path, sims, orgs, hec)
     only = cli("run", "--tenant", "org1", env=env)
     assert only.returncode == 0, only.stderr
-    assert set(by_index(hec)) == {"idx1"} and not sims[0].requests and not sims[2].requests
+    assert set(ids_by_index(hec.events())) == {"idx1"} and not sims[0].requests and not sims[2].requests
 
     result = cli("run", "--report", env=env)
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"tenant"')]
     assert sorted(r["tenant"] for r in reports) == ["org0", "org1", "org2"]
-    delivered = by_index(hec)
+    delivered = ids_by_index(hec.events())
     for i, (tenant, org) in enumerate(zip(tenants, orgs)):
-        assert sorted(delivered[f"idx{i}"]) == expected(org, tenant["users"])  # each once
+        assert sorted(delivered[f"idx{i}"]) == expected_for_users(org, tenant["users"])  # each once
 
     shown = cli("state", "show", "--tenant", "org2", env=env)
     [doc] = [json.loads(line) for line in shown.stdout.splitlines()]
@@ -108,7 +90,7 @@ def test_revoked_credentials_fail_that_tenant_alone(tmp_path, sims, orgs, hec):
         for r in (json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"tenant"'))
     }
     assert not reports["org1"]["ok"] and reports["org0"]["ok"] and reports["org2"]["ok"]
-    assert set(by_index(hec)) == {"idx0", "idx2"}
+    assert set(ids_by_index(hec.events())) == {"idx0", "idx2"}
     assert "revoked-secret" not in result.stdout + result.stderr
 
     checked = cli("check", "--tenant", "org1", env=env)

@@ -97,7 +97,11 @@ def test_one_tenant_may_keep_the_single_install_state_keys():
     assert legacy.settings.state == "dynamodb://forwarder-state" and legacy.namespace == ""
     assert new.settings.state == "dynamodb://forwarder-state/tenant/new"
     both = {"tenants": [tenant("a", state_namespace=""), tenant("b", state_namespace="")]}
-    assert any("only one tenant" in p for p in problems_of(both))
+    assert problems_of(both) == [
+        "tenant 'b': state_namespace: \"\" (the un-namespaced state) is also tenant 'a''s"
+    ]
+    clash = {"tenants": [tenant("a"), tenant("b", state_namespace="tenant/a")]}
+    assert problems_of(clash) == ["tenant 'b': state_namespace: 'tenant/a' is also tenant 'a''s"]
     assert any(
         "state_namespace" in p for p in problems_of({"tenants": [tenant("a", state_namespace="../x")]})
     )
