@@ -15,14 +15,13 @@ from forwarder import credentials, simulator
 from forwarder.fanout.workitem import WorkItem
 from forwarder.simdata import generate_org
 from forwarder.simulator import org_secret, organizations
-from handlers import aws_planner, aws_worker
+from handlers import aws_lambda, aws_planner, aws_worker
 from handlers.aws_lambda import RunFailed
 from tests.aws.conftest import make_bucket, make_table
 from tests.aws.esm import EventSourceMapping, lambda_event, overlaps
 from tests.aws.test_handler import FakeContext
 from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
 from tests.receivers import hec as hec_receiver
-from tests.receivers.hec import HecReceiver
 
 STREAMS_PER_TENANT = 100
 _queues = iter(range(1, 10_000))
@@ -41,12 +40,6 @@ def fast_servers(monkeypatch):
     credentials.forget()
     yield
     credentials.forget()
-
-
-@pytest.fixture
-def hec():
-    with HecReceiver(token=HEC_TOKEN) as receiver:
-        yield receiver
 
 
 def users_of(index, org):
@@ -288,3 +281,38 @@ def test_a_tenant_still_busy_is_not_planned_again(aws, monkeypatch, tmp_path, or
         monkeypatch.setenv("FORWARDER_CYCLE_MAX_AGE", "0s")  # a cycle that old no longer counts
         third = aws_planner.handler({}, FakeContext())["tenants"][0]
         assert third["shards"] == 3 and queue_depth(url) == 6
+
+
+# -- single mode with tenants ----------------------------------------------------------------------
+
+
+def emf_lines(capsys):
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    return {line["Tenant"]: line for line in lines if "_aws" in line}
+
+
+def test_every_tenant_in_one_invocation(aws, monkeypatch, tmp_path, orgs, hec, capsys):
+    with organizations(orgs[:3]) as sims:
+        _, _, tenants = install(monkeypatch, tmp_path, sims, orgs[:3], hec)
+        result = aws_lambda.handler({}, FakeContext())
+        assert result["ok"] and sorted(result["tenants"]) == ["org0", "org1", "org2"]
+        got = ids_by_index(hec.events())
+        for i in range(3):
+            assert sorted(got[f"idx{i}"]) == expected_for_users(orgs[i], tenants[i]["users"])
+        metrics = emf_lines(capsys)
+        assert sorted(metrics) == ["org0", "org1", "org2"]
+        assert metrics["org1"]["ShippedEvents"] == len(got["idx1"])
+        assert aws_lambda.handler({}, FakeContext())["tenants"]["org2"]["totals"]["shipped"] == 0
+
+
+def test_a_failing_tenant_fails_the_invocation_after_the_others_delivered(
+    aws, monkeypatch, tmp_path, orgs, hec
+):
+    with organizations(orgs[:3]) as sims:
+        _, _, tenants = install(monkeypatch, tmp_path, sims, orgs[:3], hec, secrets={2: "revoked-secret"})
+        with pytest.raises(RunFailed, match=r"^tenant org2: run failed: .*401") as err:
+            aws_lambda.handler({}, FakeContext())
+        assert "org0" not in str(err.value) and "revoked-secret" not in str(err.value)
+        got = ids_by_index(hec.events())
+        assert set(got) == {"idx0", "idx1"}
+        assert sorted(got["idx0"]) == expected_for_users(orgs[0], tenants[0]["users"])

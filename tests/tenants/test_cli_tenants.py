@@ -10,7 +10,6 @@ import pytest
 from forwarder.simdata import generate_org
 from forwarder.simulator import org_secret, organizations
 from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
-from tests.receivers.hec import HecReceiver
 from tests.test_cli import cli
 
 
@@ -23,12 +22,6 @@ def orgs():
 def sims(orgs):
     with organizations(orgs) as simulators:
         yield simulators
-
-
-@pytest.fixture
-def hec():
-    with HecReceiver(token=HEC_TOKEN) as receiver:
-        yield receiver
 
 
 def setup(tmp_path, sims, orgs, hec, secrets=None):
