@@ -20,11 +20,14 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
+from ..api.client import ApiClient
 from ..app import run_once
+from ..config import Settings
 from ..logs import redact
 from ..multitenant import describe
 from ..report import RunReport
 from ..state import open_store
+from ..streams import Stream
 from ..tenants import Tenant
 from . import cycle
 from .queue import WorkQueue
@@ -54,11 +57,16 @@ def run_item(
     settings = tenant.settings
     store = open_store(settings.state)
     full, shard = item.plan(settings.object_types, settings.filters)
+
+    def handed_plan(_settings: Settings, client: ApiClient) -> List[Stream]:
+        client.authenticate()  # refused credentials fail the item with one request, not one per stream
+        return full
+
     report = run_once(
         settings,
         should_stop=should_stop,
         order=lambda _planned: shard,
-        planner=lambda _settings, _client: full,
+        planner=handed_plan,
         store=store,
         owner=f"fanout:{item.id}",
     )
