@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 # Clients are made once per process and service: creating one costs a few hundred milliseconds of
 # CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
-# holds the environment a client is built from, so a changed environment gets a new client.
-_ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_PROFILE")
+# holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
+# a changed environment gets a new client.
 _clients: Dict[Tuple[Any, ...], Any] = {}
 _clients_lock = threading.Lock()
 
@@ -24,7 +24,7 @@ def client(service: str, timeout_seconds: float = 60.0) -> Any:
     Each client gets its own session: boto3's default session is not safe to create clients from
     in several threads at once, and streams run in threads. A client, once made, is thread-safe.
     """
-    key = (service, timeout_seconds, *(os.environ.get(name) for name in _ENVIRONMENT))
+    key = (service, timeout_seconds, *sorted(i for i in os.environ.items() if i[0].startswith("AWS_")))
     with _clients_lock:
         made = _clients.get(key)
     if made is not None:
