@@ -15,6 +15,7 @@ from forwarder import credentials, simulator
 from forwarder.fanout.workitem import WorkItem
 from forwarder.simdata import generate_org
 from forwarder.simulator import org_secret, organizations
+from forwarder.timeutil import now_us
 from handlers import aws_lambda, aws_planner, aws_worker
 from handlers.aws_lambda import RunFailed
 from tests.aws.conftest import make_bucket, make_table
@@ -316,3 +317,48 @@ def test_a_failing_tenant_fails_the_invocation_after_the_others_delivered(
         got = ids_by_index(hec.events())
         assert set(got) == {"idx0", "idx1"}
         assert sorted(got["idx0"]) == expected_for_users(orgs[0], tenants[0]["users"])
+
+
+# -- moving between modes --------------------------------------------------------------------------
+
+
+def test_single_mode_then_fanout_resends_nothing(aws, monkeypatch, orgs, hec):
+    """One organization without a tenants document: fan-out runs it as tenant ``default`` over the
+    very state keys the single function wrote, so the switch re-sends nothing."""
+    from forwarder.state import open_store
+
+    users = quiet_users(orgs[0], 3)
+    with organizations(orgs[:1]) as [sim]:
+        url, _ = make_queue()
+        env = {
+            "FORWARDER_API_URL": sim.base_url,
+            "FORWARDER_CLIENT_ID": "org-0",
+            "FORWARDER_CLIENT_SECRET": org_secret(0),
+            "FORWARDER_USERS": ",".join(users),
+            "FORWARDER_OBJECT_TYPES": "user",
+            "FORWARDER_STATE": f"dynamodb://{make_table()}",
+            "FORWARDER_SINK": hec.url,
+            "FORWARDER_SINK_TOKEN": HEC_TOKEN,
+            "FORWARDER_INITIAL_LOOKBACK": "13mo",
+            "FORWARDER_QUEUE_URL": url,
+            "FORWARDER_DEADLINE_MARGIN": "5s",
+        }
+        for name in [k for k in os.environ if k.startswith("FORWARDER_")]:
+            monkeypatch.delenv(name)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        single = aws_lambda.handler({}, FakeContext())
+        store = open_store(env["FORWARDER_STATE"])
+        keys = store.keys()
+        assert single["totals"]["shipped"] > 0 and keys == sorted(f"user/{u.lower()}" for u in users)
+
+        later = orgs[0].add_late_record(now_us() - 60_000_000)  # one new record for one of them
+        monkeypatch.setenv("FORWARDER_USERS", ",".join([*users, later["user"]]))
+        planned = aws_planner.handler({}, FakeContext())
+        assert [t["tenant"] for t in planned["tenants"]] == ["default"]
+        [message] = receive(url)
+        result = aws_worker.handler(lambda_event([message]), FakeContext())
+        assert result["outcomes"] == {message["MessageId"]: "done"}
+        ids = [e["event"]["event"]["id"] for e in hec.events()]
+        assert len(ids) == len(set(ids)), "the switch re-sent events"
+        assert set(store.keys()) >= set(keys)  # the same keys, not a namespace of their own
