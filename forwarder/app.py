@@ -110,12 +110,18 @@ def run_once(
     sink: Optional[Sink] = None,
     quarantine: Optional[Quarantine] = None,
     observer: RunObserver = IGNORE,
+    planner: Callable[[Settings, ApiClient], List[Stream]] = plan,
+    owner: Optional[str] = None,
 ) -> RunReport:
-    """One run over every stream. Errors end up in the report; the caller decides the exit status."""
+    """One run over every stream. Errors end up in the report; the caller decides the exit status.
+
+    ``planner`` gives every stream of the organization (ownership of overlapping records is decided
+    over all of them) and ``order`` the ones this run starts, in order: a fan-out worker passes the
+    plan it was handed and its shard. ``owner`` names the lease holder (default: this process)."""
     register_secrets(settings.secrets())
     report = RunReport(started=format_us(now_us()))
     store = store or open_store(settings.state)
-    owner = new_owner()
+    owner = owner or new_owner()
     try:
         lease = store.acquire_lease(owner, settings.lease_ttl_s)
     except LeaseHeld as exc:
@@ -127,7 +133,8 @@ def run_once(
     own_sink = sink is None
     try:
         client = api = build_client(settings)
-        streams = order(plan(settings, client))  # e.g. the streams that waited longest first
+        planned = planner(settings, client)
+        streams = order(planned)  # e.g. the streams that waited longest first
         observer.started(streams, lambda: api.requests_sent)
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
@@ -139,7 +146,7 @@ def run_once(
             limits=Limits(
                 settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
             ),
-            ownership=Ownership(streams, time.time()),
+            ownership=Ownership(planned, time.time()),
             options=NormalizeOptions(
                 ingest_time_us=0,
                 vendor=settings.vendor,

@@ -5,23 +5,39 @@ Everything imports boto3 lazily, so the CLI and the Splunk add-on never load it.
 
 from __future__ import annotations
 
-from typing import Any, Tuple, Type
+import os
+import threading
+from typing import Any, Dict, Tuple, Type
 from urllib.parse import urlsplit
+
+# Clients are made once per process and service: creating one costs a few hundred milliseconds of
+# CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
+# holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
+# a changed environment gets a new client.
+_clients: Dict[Tuple[Any, ...], Any] = {}
+_clients_lock = threading.Lock()
 
 
 def client(service: str, timeout_seconds: float = 60.0) -> Any:
     """A client with standard retries; region, credentials and endpoint come from the environment.
 
     Each client gets its own session: boto3's default session is not safe to create clients from
-    in several threads at once, and streams run in threads.
+    in several threads at once, and streams run in threads. A client, once made, is thread-safe.
     """
+    key = (service, timeout_seconds, *sorted(i for i in os.environ.items() if i[0].startswith("AWS_")))
+    with _clients_lock:
+        made = _clients.get(key)
+    if made is not None:
+        return made
     import boto3
     from botocore.config import Config
 
     config = Config(
         retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=timeout_seconds
     )
-    return boto3.session.Session().client(service, config=config)
+    made = boto3.session.Session().client(service, config=config)
+    with _clients_lock:
+        return _clients.setdefault(key, made)
 
 
 def failures() -> Tuple[Type[Exception], ...]:

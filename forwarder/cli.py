@@ -15,6 +15,8 @@ from .console.style import Style, wants_colour
 from .errors import ConfigError, ForwarderError
 from .logs import configure, redact, register_secrets
 from .report import RunReport
+from .state.store import StateStore
+from .tenants import Tenant, load_tenants, select
 from .timeutil import parse_duration
 
 T = TypeVar("T")
@@ -51,6 +53,12 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(_flag(v.name), dest=v.name, metavar="VALUE", help=f"{v.help}{default}")
 
 
+def _add_tenant_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tenant", metavar="NAME", help="only this tenant of FORWARDER_TENANTS (default: all)"
+    )
+
+
 def _env(args: argparse.Namespace, base: Mapping[str, str]) -> Dict[str, str]:
     env = dict(base)
     for v in VARIABLES:
@@ -79,22 +87,53 @@ def _tables(log_format: str, args: argparse.Namespace) -> Optional[Style]:
     return Style(wants_colour(sys.stdout, os.environ))
 
 
+def _tenants(args: argparse.Namespace) -> Optional[List[Tenant]]:
+    """The tenants to work on (``--tenant`` picks one), or None without FORWARDER_TENANTS."""
+    tenants = load_tenants(_env(args, os.environ))
+    name = getattr(args, "tenant", None)
+    if tenants is None:
+        if name:
+            raise ConfigError(
+                ["--tenant: FORWARDER_TENANTS is not set, so there are no tenants to choose from"]
+            )
+        return None
+    return select(tenants, name)
+
+
+def _worst(codes: List[int]) -> int:
+    return max(codes, key=lambda c: (c == EXIT_FAILED, c == EXIT_TEMPFAIL, c)) if codes else EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .app import run_once
+    from .multitenant import run_tenants, tenant_concurrency
 
-    settings = _settings(args)
+    tenants = _tenants(args)
+    targets = tenants if tenants is not None else [Tenant("", _settings(args), "")]
+    concurrency = tenant_concurrency(_env(args, os.environ))
     interval = parse_duration(args.interval) if args.interval else 0
-    console = Console(settings.log_format, settings.log_level, os.environ, sys.stderr, quiet=args.quiet)
+    first = targets[0].settings
+    console = Console(first.log_format, first.log_level, os.environ, sys.stderr, quiet=args.quiet)
     # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts nothing new,
     # commits what it shipped, and the process exits with that run's status.
     should_stop = stop.install()
     try:
         while True:
-            report = run_once(settings, should_stop=should_stop, observer=console.progress())
-            console.summary(report)
-            if args.report:
-                sys.stderr.write(redact(jsonutil.dumps(report.to_dict()).decode()) + "\n")
-            code = run_status(report)
+            if tenants is None:
+                # a single organization runs here, so its errors reach main() as they always did
+                reports = {"": run_once(first, should_stop=should_stop, observer=console.progress())}
+            else:
+                reports = run_tenants(
+                    targets, lambda tenant: run_once(tenant.settings, should_stop=should_stop), concurrency
+                )
+            codes = []
+            for name, report in reports.items():
+                console.summary(report)
+                if args.report:
+                    shown = {"tenant": name, **report.to_dict()} if name else report.to_dict()
+                    sys.stderr.write(redact(jsonutil.dumps(shown).decode()) + "\n")
+                codes.append(run_status(report))
+            code = _worst(codes)
             if interval:
                 console.waiting(interval)
             if not interval or stop.wait(interval):
@@ -106,19 +145,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
 
-    settings = _settings(args)
-    console = Console(settings.log_format, settings.log_level, os.environ, sys.stderr)
-    style = _tables(settings.log_format, args)
-    if style is None:
-        return EXIT_OK if check(settings, sys.stdout) else EXIT_FAILED
-    from .console.views import check_view
+    tenants = _tenants(args)
+    targets = tenants if tenants is not None else [Tenant("", _settings(args), "")]
+    first = targets[0].settings
+    console = Console(first.log_format, first.log_level, os.environ, sys.stderr)
+    style = _tables(first.log_format, args)
+    passed = []
+    for tenant in targets:
+        if tenant.name:
+            sys.stdout.write(f"tenant {tenant.name}:\n")
+        if style is None:
+            passed.append(check(tenant.settings, sys.stdout))
+            continue
+        from .console.views import check_view
 
-    lines = io.StringIO()
-    console.screen.status("checking settings, state, sink, token and the first audits page ...")
-    passed = check(settings, lines)
-    console.screen.clear()
-    sys.stdout.write(check_view(lines.getvalue(), style))
-    return EXIT_OK if passed else EXIT_FAILED
+        lines = io.StringIO()
+        console.screen.status("checking settings, state, sink, token and the first audits page ...")
+        passed.append(check(tenant.settings, lines))
+        console.screen.clear()
+        sys.stdout.write(check_view(lines.getvalue(), style))
+    return EXIT_OK if all(passed) else EXIT_FAILED
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -138,13 +184,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_state(args: argparse.Namespace) -> int:
     from .state import open_store
-    from .timeutil import format_us, now_us
 
     # Only the state location matters here: no API URL or credentials needed to inspect or reset.
     env = _env(args, os.environ)
     log_format = _log_format(env)
     Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)  # sets up logging
+    tenants = _tenants(args)
+    if tenants is not None and (args.state_command == "show" or len(tenants) == 1):
+        return _worst(
+            [
+                _state_command(
+                    args, _opened(open_store, t.settings.state, "FORWARDER_STATE"), t.name, log_format
+                )
+                for t in tenants
+            ]
+        )
+    if tenants is not None:
+        sys.stderr.write("state reset: name the tenant (--tenant NAME)\n")
+        return EXIT_CONFIG
     store = _opened(open_store, env.get("FORWARDER_STATE") or "./state", "FORWARDER_STATE")
+    return _state_command(args, store, "", log_format)
+
+
+def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log_format: str) -> int:
+    from .timeutil import format_us, now_us
+
     keys = sorted(store.keys())
     if args.state_command == "show":
         rows = []
@@ -163,11 +227,15 @@ def cmd_state(args: argparse.Namespace) -> int:
             )
         style = _tables(log_format, args)
         if style is None:
-            sys.stdout.write(jsonutil.dumps({"location": store.location, "streams": rows}).decode() + "\n")
+            shown = {"tenant": tenant} if tenant else {}
+            sys.stdout.write(
+                jsonutil.dumps({**shown, "location": store.location, "streams": rows}).decode() + "\n"
+            )
         else:
             from .console.views import state_table
 
-            sys.stdout.write(state_table(store.location, rows, style))
+            location = f"tenant {tenant}: {store.location}" if tenant else store.location
+            sys.stdout.write(state_table(location, rows, style))
         return EXIT_OK
     targets = keys if args.all else [args.stream]
     if not args.all and not args.stream:
@@ -233,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="keep running, one run every DURATION (e.g. 5m) until SIGTERM; for containers and services",
     )
+    _add_tenant_flag(run)
     run.set_defaults(func=cmd_run)
 
     check = sub.add_parser(
@@ -242,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--json", action="store_true", help="one 'ok|FAIL step: result' line per step instead of a table"
     )
+    _add_tenant_flag(check)
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser("demo", help="run against the built-in simulator into out/events.ndjson")
@@ -256,12 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
     show = state_sub.add_parser("show", help="print every stream's watermark and lag, stalest first")
     _add_setting_flags(show)
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_tenant_flag(show)
     reset = state_sub.add_parser(
         "reset", help="forget a stream's state (it restarts at the initial look-back)"
     )
     reset.add_argument("stream", nargs="?", help="stream key as printed by `state show`")
     reset.add_argument("--all", action="store_true", help="reset every stream")
     _add_setting_flags(reset)
+    _add_tenant_flag(reset)
     state.set_defaults(func=cmd_state)
 
     quarantine = sub.add_parser("quarantine", help="list or re-send what was quarantined")

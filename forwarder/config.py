@@ -115,6 +115,12 @@ VARIABLES: Tuple[Variable, ...] = (
         "CLI output: auto (progress and tables when stderr is a terminal, else JSON lines), json, text",
         "auto",
     ),
+    Variable(
+        "FORWARDER_TENANTS",
+        "tenants document: a JSON file, s3://bucket/key, secretsmanager:<id> or ssm:<name> "
+        "(empty: one organization from these variables)",
+    ),
+    Variable("FORWARDER_TENANT_CONCURRENCY", "tenants run at once (with FORWARDER_TENANTS)", "4"),
 )
 LOG_FORMATS = ("auto", "json", "text")
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from .jsonutil import dumps
@@ -522,6 +522,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: the default writes every request line to stderr."""
+
+
+@contextlib.contextmanager
+def organizations(orgs: List[Org], **knobs: Any) -> Iterator[List[Simulator]]:
+    """Several organizations, as a multi-tenant installation sees them: one simulator each, on its
+    own port, with its own credentials (``client_id`` ``org-<i>``, ``client_secret`` from
+    ``org_secret(i)``). ``knobs`` are given to every one."""
+    with contextlib.ExitStack() as stack:
+        yield [
+            stack.enter_context(Simulator(org, client_id=f"org-{i}", client_secret=org_secret(i), **knobs))
+            for i, org in enumerate(orgs)
+        ]
+
+
+def org_secret(index: int) -> str:
+    """The client secret of organization ``index`` of ``organizations`` (fake data only)."""
+    return f"org-{index}-demo-secret"
 
 
 def serve(argv: Optional[List[str]] = None) -> int:

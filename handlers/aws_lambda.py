@@ -9,6 +9,8 @@ the same way. What the invocation does:
 * starts the streams that waited longest first, and stops starting streams once fewer than
   ``FORWARDER_DEADLINE_MARGIN`` seconds are left, leaving them to the next invocation;
 * writes one CloudWatch embedded-metric log line and returns the run report;
+* with ``FORWARDER_TENANTS``, runs every tenant at once (``FORWARDER_TENANT_CONCURRENCY`` at a time),
+  each with its own state namespace, lease and metrics (dimension ``Tenant``), and reports them all;
 * fails (raises) when a stream or the run failed, so the Errors alarm fires. A run skipped because
   another run holds the lease is NOT a failure: with reserved concurrency 1 that only happens
   when an invocation overran, and failing would make EventBridge and Lambda retry into the lease.
@@ -20,16 +22,18 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from forwarder import credentials, jsonutil, stop
 from forwarder.app import run_once
-from forwarder.config import load_settings
+from forwarder.config import Settings, load_settings
 from forwarder.errors import ConfigError
 from forwarder.logs import configure
+from forwarder.multitenant import run_tenants, tenant_concurrency
 from forwarder.report import RunReport
 from forwarder.schedule import RunCursor
 from forwarder.state import open_store
+from forwarder.tenants import Tenant, load_tenants
 from forwarder.timeutil import parse_duration
 
 log = logging.getLogger("forwarder.lambda")
@@ -68,11 +72,14 @@ def deadline(context: Any, margin_s: float) -> Callable[[], bool]:
     return lambda: remaining() < margin_ms
 
 
-def metrics(report: RunReport, duration_s: float, function: str, namespace: str) -> Dict[str, Any]:
-    """One CloudWatch embedded-metric-format document for the run."""
+def metrics(
+    report: RunReport, duration_s: float, function: str, namespace: str, tenant: str = ""
+) -> Dict[str, Any]:
+    """One CloudWatch embedded-metric-format document for the run (of ``tenant``, when named: the
+    values then count both per function and per function and tenant)."""
     totals = report.totals()
     lags = [s.lag_seconds for s in report.streams if s.lag_seconds is not None]
-    values: Dict[str, Any] = {
+    values: Dict[str, Tuple[Any, str]] = {
         "ShippedEvents": (totals["shipped"], "Count"),
         "QuarantinedEvents": (totals["quarantined"], "Count"),  # refused for good, or unplaceable
         "FutureDatedRecords": (totals["future"], "Count"),  # a peer's clock ahead of ours
@@ -84,17 +91,38 @@ def metrics(report: RunReport, duration_s: float, function: str, namespace: str)
     if lags:  # no stream has delivered anything yet: no lag to report
         values["MaxLagSeconds"] = (max(lags), "Seconds")  # the stalest stream (idle users included)
         values["NewestRecordAgeSeconds"] = (min(lags), "Seconds")  # what the lag alarm watches
+    return emf(values, function, namespace, tenant)
+
+
+def emf(
+    values: Dict[str, Tuple[Any, str]], function: str, namespace: str, tenant: str = ""
+) -> Dict[str, Any]:
+    """A CloudWatch embedded-metric-format document of ``{name: (value, unit)}``; with ``tenant``
+    the values count both per function and per function and tenant."""
     definitions: List[Dict[str, str]] = [{"Name": k, "Unit": unit} for k, (_, unit) in values.items()]
+    dimensions = [["FunctionName"], ["FunctionName", "Tenant"]] if tenant else [["FunctionName"]]
     return {
         "_aws": {
             "Timestamp": int(time.time() * 1000),
-            "CloudWatchMetrics": [
-                {"Namespace": namespace, "Dimensions": [["FunctionName"]], "Metrics": definitions}
-            ],
+            "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": dimensions, "Metrics": definitions}],
         },
         "FunctionName": function,
+        **({"Tenant": tenant} if tenant else {}),
         **{k: v for k, (v, _) in values.items()},
     }
+
+
+def emit(document: Dict[str, Any]) -> None:
+    sys.stdout.write(jsonutil.dumps(document).decode() + "\n")  # EMF must be a line of its own
+    sys.stdout.flush()
+
+
+def function_name(context: Any, env: Mapping[str, str]) -> str:
+    return getattr(context, "function_name", None) or env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
+
+
+def metrics_namespace(env: Mapping[str, str]) -> str:
+    return env.get("FORWARDER_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
 
 
 def response(report: RunReport) -> Dict[str, Any]:
@@ -116,27 +144,32 @@ def summary(report: RunReport) -> str:
     return "run failed: " + "; ".join(p for p in problems if p) + more
 
 
+def run_with_cursor(settings: Settings, should_stop: Callable[[], bool]) -> RunReport:
+    """One run that starts with the streams that waited longest, and remembers what it left."""
+    store = open_store(settings.state)
+    cursor = RunCursor.for_store(store)
+    report = run_once(settings, should_stop=should_stop, order=cursor.order, store=store)
+    if not report.skipped:
+        cursor.save(report)
+    return report
+
+
 def handler(event: Any, context: Any) -> Dict[str, Any]:
     started = time.monotonic()
     stop.install()  # Lambda's shutdown SIGTERM: abandon the batch in flight uncommitted, start nothing
     env = os.environ
-    settings = load_settings(environment(env))  # ConfigError fails the invocation: alarms fire
+    resolved = environment(env)
+    tenants = load_tenants(resolved)  # ConfigError fails the invocation: alarms fire
+    if tenants is not None:
+        return tenants_handler(context, tenants, resolved, started)
+    settings = load_settings(resolved)
     margin_s = deadline_margin(env)
     configure(settings.log_level)
     trigger = event.get("detail-type", "manual") if isinstance(event, dict) else "manual"
     log.info("invocation", extra={"trigger": trigger})
 
-    store = open_store(settings.state)
-    cursor = RunCursor.for_store(store)
-    report = run_once(settings, should_stop=deadline(context, margin_s), order=cursor.order, store=store)
-    if not report.skipped:
-        cursor.save(report)
-
-    function = getattr(context, "function_name", None) or env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
-    namespace = env.get("FORWARDER_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
-    emf = metrics(report, time.monotonic() - started, function, namespace)
-    sys.stdout.write(jsonutil.dumps(emf).decode() + "\n")  # EMF must be a line of its own
-    sys.stdout.flush()
+    report = run_with_cursor(settings, deadline(context, margin_s))
+    emit(metrics(report, time.monotonic() - started, function_name(context, env), metrics_namespace(env)))
 
     result = response(report)
     if report.not_started:
@@ -147,3 +180,22 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
         credentials.forget()  # in case a secret was rotated: the next run fetches it again
         raise RunFailed(summary(report))
     return result
+
+
+def tenants_handler(
+    context: Any, tenants: List[Tenant], env: Mapping[str, str], started: float
+) -> Dict[str, Any]:
+    """Every tenant's run at once; one tenant's failure fails the invocation only after all ran."""
+    margin_s = deadline_margin(env)
+    concurrency = tenant_concurrency(env)
+    configure(tenants[0].settings.log_level)
+    should_stop = deadline(context, margin_s)
+    reports = run_tenants(tenants, lambda t: run_with_cursor(t.settings, should_stop), concurrency)
+    function, namespace = function_name(context, env), metrics_namespace(env)
+    for name, report in reports.items():
+        emit(metrics(report, time.monotonic() - started, function, namespace, tenant=name))
+    failed = {name: r for name, r in reports.items() if not r.ok}
+    if failed:
+        credentials.forget()
+        raise RunFailed("; ".join(f"tenant {name}: {summary(r)}" for name, r in failed.items()))
+    return {"ok": True, "tenants": {name: response(r) for name, r in reports.items()}}

@@ -37,3 +37,13 @@ def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
     yield moto_server
+
+
+@pytest.fixture
+def hec() -> Iterator[object]:
+    """The test HEC receiver on a free loopback port, taking the e2e helpers' token."""
+    from tests.e2e.helpers import HEC_TOKEN
+    from tests.receivers.hec import HecReceiver
+
+    with HecReceiver(token=HEC_TOKEN) as receiver:
+        yield receiver

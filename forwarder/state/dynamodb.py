@@ -8,6 +8,10 @@ creates it). Items:
   a lease whose run died long ago (acquiring never depends on that: TTL deletion is lazy);
 * ``run-cursor`` - where the next run starts (``forwarder.schedule``).
 
+``dynamodb://table/<namespace>`` (a tenant, ``forwarder.tenants``) puts ``<namespace>/`` in front of
+every key above, so tenants share one table without sharing an item; plain ``dynamodb://table``
+keeps the keys a single-organization install has always had.
+
 Each item holds the document as JSON text in ``doc`` (readable in the console) and a random
 ``revision``; every write is conditional on the revision read (or on the item being absent), so
 DynamoDB itself refuses a stale writer. An item is at most 400 KB: about 4,000 event ids in a
@@ -122,11 +126,14 @@ class _ItemSlot:
 class DynamoDBStore:
     """A ``StateStore`` in the table of ``dynamodb://table``."""
 
-    def __init__(self, client: Any, table: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, client: Any, table: str, clock: Callable[[], float] = time.time, namespace: str = ""
+    ) -> None:
         self._client = client
         self._table = table
         self._clock = clock
-        self.location = f"dynamodb://{table}"
+        self._prefix = f"{namespace}/" if namespace else ""
+        self.location = f"dynamodb://{table}/{namespace}" if namespace else f"dynamodb://{table}"
 
     def __repr__(self) -> str:
         return f"DynamoDBStore({self.location!r})"
@@ -144,10 +151,11 @@ class DynamoDBStore:
                 TableName=self._table,
                 ProjectionExpression=KEY,
                 FilterExpression=f"begins_with({KEY}, :stream)",
-                ExpressionAttributeValues={":stream": {"S": _STREAM}},
+                ExpressionAttributeValues={":stream": {"S": self._prefix + _STREAM}},
             )
+            skip = len(self._prefix + _STREAM)
             for page in pages:
-                found.extend(item[KEY]["S"][len(_STREAM) :] for item in page.get("Items", []))
+                found.extend(item[KEY]["S"][skip:] for item in page.get("Items", []))
         except (BotoCoreError, ClientError) as exc:
             raise StateError(
                 f"cannot list the streams in {self.location}: {error_code(exc) or exc}"
@@ -158,14 +166,14 @@ class DynamoDBStore:
         self._stream(key).remove()
 
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
-        lease = _ItemSlot(self._client, self._table, _LEASE, expiring=True)
+        lease = _ItemSlot(self._client, self._table, self._prefix + _LEASE, expiring=True)
         return acquire(lease, owner, ttl_seconds, self._clock)
 
     def cursor_slot(self) -> _ItemSlot:
         return self.slot(_CURSOR)
 
-    def slot(self, pk: str) -> _ItemSlot:
-        return _ItemSlot(self._client, self._table, pk)
+    def slot(self, name: str) -> _ItemSlot:
+        return _ItemSlot(self._client, self._table, self._prefix + name)
 
     def _stream(self, key: str) -> _ItemSlot:
         if not key:
@@ -174,9 +182,11 @@ class DynamoDBStore:
 
 
 def open_dynamodb(location: str, clock: Callable[[], float] = time.time) -> DynamoDBStore:
-    """``dynamodb://table``; boto3 finds region and credentials as usual."""
+    """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials."""
     parts = urlsplit(location)
-    table = parts.netloc
-    if parts.scheme.lower() != "dynamodb" or not table or parts.path.strip("/") or parts.query:
-        raise ValueError(f"state location {location!r}: expected dynamodb://table")
-    return DynamoDBStore(client("dynamodb"), table, clock)
+    table, namespace = parts.netloc, parts.path.strip("/")
+    if parts.scheme.lower() != "dynamodb" or not table or parts.query or "#" in namespace:
+        raise ValueError(
+            f"state location {location!r}: expected dynamodb://table or dynamodb://table/namespace"
+        )
+    return DynamoDBStore(client("dynamodb"), table, clock, namespace)

@@ -159,6 +159,10 @@ class LocalStore:
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
         return acquire(self._file(_LEASE), owner, ttl_seconds, self._clock, holder_gone=_process_gone)
 
+    def slot(self, name: str) -> _FileSlot:
+        """A small document of the run beside the state (``.<name>``, never listed as a stream)."""
+        return self._file("." + name)
+
     def _file(self, name: str) -> _FileSlot:
         return _FileSlot(os.path.join(self.location, name), self._locked)
 

@@ -24,7 +24,7 @@ def test_registry_opens_dynamodb_locations(table):
     assert store.location == f"dynamodb://{table}"
 
 
-@pytest.mark.parametrize("location", ["dynamodb://", "dynamodb://table/extra", "dynamodb://t?x=1"])
+@pytest.mark.parametrize("location", ["dynamodb://", "dynamodb://t?x=1"])
 def test_bad_locations_are_refused(location):
     with pytest.raises(ValueError, match="dynamodb://table"):
         open_dynamodb(location)

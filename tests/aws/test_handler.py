@@ -21,7 +21,6 @@ from handlers.aws_lambda import RunFailed, handler
 from tests.aws.conftest import make_bucket, make_table
 from tests.e2e.helpers import HEC_TOKEN, expected_ids
 from tests.receivers import hec as hec_receiver
-from tests.receivers.hec import HecReceiver
 
 LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 SCHEDULED = {
@@ -79,12 +78,6 @@ def org():
 def sim(org):
     with Simulator(org) as simulator:
         yield simulator
-
-
-@pytest.fixture
-def hec():
-    with HecReceiver(token=HEC_TOKEN) as receiver:
-        yield receiver
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ def sam():
 def translate(sam, **parameters):
     fragment = copy.deepcopy(json.loads(json.dumps(sam)))
     # what `sam package` / `sam deploy` do with the local CodeUri
-    fragment["Resources"]["ForwarderFunction"]["Properties"]["CodeUri"] = "s3://artifacts/forwarder.zip"
+    fragment["Globals"]["Function"]["CodeUri"] = "s3://artifacts/forwarder.zip"
     return transform(fragment, {**REQUIRED, **parameters}, NoManagedPolicies())
 
 
@@ -58,9 +58,14 @@ def test_the_sam_template_lints_clean():
 
 
 @pytest.mark.parametrize("backend", ["dynamodb", "s3"])
-def test_the_translated_template_lints_clean(sam, tmp_path, backend):
+@pytest.mark.parametrize("mode", ["single", "fanout"])
+@pytest.mark.parametrize(
+    "tenants", ["", "arn:aws:secretsmanager:us-east-1:123456789012:secret:tenants-AbCdEf"]
+)
+def test_the_translated_template_lints_clean(sam, tmp_path, backend, mode, tenants):
     out = tmp_path / "cloudformation.json"
-    out.write_text(json.dumps(translate(sam, StateBackend=backend), indent=1))
+    translated = translate(sam, StateBackend=backend, Mode=mode, TenantsSecretArn=tenants)
+    out.write_text(json.dumps(translated, indent=1))
     assert problems(out) == []
 
 
@@ -115,9 +120,95 @@ def test_alarms_on_errors_throttles_and_lag(sam):
     alarms = {
         r["Properties"]["MetricName"]: r["Properties"]
         for r in resources.values()
-        if r["Type"] == "AWS::CloudWatch::Alarm"
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r.get("Condition") != "FanOut"
     }
     assert set(alarms) == {"Errors", "Throttles", "NewestRecordAgeSeconds"}
     lag = alarms["NewestRecordAgeSeconds"]
     assert lag["Namespace"] == "EmailAuthForwarder"  # what handlers.aws_lambda writes
     assert lag["TreatMissingData"] == "breaching"  # no run at all is unhealthy too
+
+
+# -- fan-out mode ----------------------------------------------------------------------------------
+
+LAMBDA_ONLY = {
+    "FORWARDER_SINK_TOKEN_SECRET",
+    "FORWARDER_DEADLINE_MARGIN",
+    "FORWARDER_METRICS_NAMESPACE",
+    "FORWARDER_QUEUE_URL",
+    "FORWARDER_SHARD_SIZE",
+}
+
+
+def fanout_resources(sam):
+    resources = translate(sam, Mode="fanout")["Resources"]
+    return {k: v for k, v in resources.items() if v.get("Condition") != "Single"}
+
+
+def test_fanout_planner_on_the_schedule_and_workers_behind_a_fifo_queue(sam):
+    resources = fanout_resources(sam)
+    planner = resources["PlannerFunction"]["Properties"]
+    assert (
+        planner["Handler"] == "handlers.aws_planner.handler" and planner["ReservedConcurrentExecutions"] == 1
+    )
+    assert (
+        resources["PlannerFunctionScheduledRun"]["Properties"]["Targets"][0]["RetryPolicy"][
+            "MaximumRetryAttempts"
+        ]
+        == 0
+    )
+    worker = resources["WorkerFunction"]["Properties"]
+    assert worker["Handler"] == "handlers.aws_worker.handler"
+    mapping = next(
+        r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
+    )
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "WorkerConcurrency"}
+    assert sam["Parameters"]["WorkerConcurrency"]["Default"] == 10 and mapping["BatchSize"] == 1
+    queue = resources["WorkQueue"]["Properties"]
+    assert queue["FifoQueue"] is True and queue["ContentBasedDeduplication"] is False
+    assert queue["VisibilityTimeout"] >= 3 * worker["Timeout"]  # a live worker's item never reappears
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["WorkDeadLetterQueue", "Arn"]}
+    assert resources["WorkDeadLetterQueue"]["Properties"]["FifoQueue"] is True
+    alarm = resources["WorkDeadLetterAlarm"]["Properties"]
+    assert alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    for name in ("PlannerFunction", "WorkerFunction"):
+        env = sam["Resources"][name]["Properties"]["Environment"]["Variables"]
+        assert set(env) - {v.name for v in VARIABLES} <= LAMBDA_ONLY
+        assert env["FORWARDER_QUEUE_URL"] == {"Ref": "WorkQueue"}
+
+
+def statements(role):
+    return [s for p in role["Properties"]["Policies"] for s in p["PolicyDocument"]["Statement"]]
+
+
+def actions(role):
+    found = set()
+    for statement in statements(role):
+        text = json.dumps(statement.get("Action"))
+        found |= {a for a in text.split('"') if ":" in a}
+        for branch in ("Fn::If",):
+            if branch in statement:
+                found |= {a for a in json.dumps(statement[branch]).split('"') if ":" in a and "/" not in a}
+    return found
+
+
+def test_fanout_roles_reach_only_what_each_function_needs(sam):
+    resources = fanout_resources(sam)
+    planner, worker = resources["PlannerRole"], resources["WorkerRole"]
+    for role in (planner, worker):
+        assert '"Resource": "*"' not in json.dumps(role)
+        assert "dynamodb:Scan" not in actions(role) and "s3:*" not in actions(role)
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:SendMessage"} <= actions(worker)
+    assert "sqs:ReceiveMessage" not in actions(planner) and "dynamodb:DeleteItem" not in actions(planner)
+    assert "s3:PutObject" in actions(worker)  # quarantine
+
+
+def test_tenants_secret_and_its_prefix_replace_the_single_credentials(sam):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:tenants-AbCdEf"
+    resources = translate(sam, TenantsSecretArn=arn, CredentialsSecretArn="")["Resources"]
+    text = json.dumps(resources["ForwarderRole"])
+    assert '"Ref": "TenantsSecretArn"' in text and "secret:${TenantSecretsPrefix}*" in text
+    env = sam["Resources"]["ForwarderFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["FORWARDER_TENANTS"] == {
+        "Fn::If": ["HasTenants", {"Fn::Sub": "secretsmanager:${TenantsSecretArn}"}, ""]
+    }

@@ -57,3 +57,27 @@ def cli(*args: str, env: Optional[Dict[str, str]] = None, cwd: Any = None) -> su
         text=True,
         timeout=300,
     )
+
+
+def quiet_users(org: Any, n: int = 2) -> List[str]:
+    """The ``n`` users of a simulated organization with the fewest records: tenants that keep a
+    test or benchmark about streams, not about normalizing thousands of records."""
+    from forwarder.timeutil import now_us
+
+    counts = {u.email: len(org.records_for("user", u.email, now_us())) for u in org.users}
+    return sorted(counts, key=lambda e: (counts[e], e))[:n]
+
+
+def ids_by_index(envelopes: Iterable[Dict[str, Any]]) -> Dict[str, List[str]]:
+    """Event ids as a HEC receiver got them, by Splunk index (one index per tenant)."""
+    found: Dict[str, List[str]] = {}
+    for envelope in envelopes:
+        found.setdefault(envelope["index"], []).append(envelope["event"]["event"]["id"])
+    return found
+
+
+def expected_for_users(org: Any, users: Iterable[str]) -> List[str]:
+    """The ids of every record of these users' streams: what a full pull of them delivers."""
+    from forwarder.timeutil import now_us
+
+    return expected_ids(r for u in users for r in org.records_for("user", u, now_us()))

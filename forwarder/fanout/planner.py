@@ -1,0 +1,84 @@
+"""The planner's work: every tenant's streams, in shards, onto the queue (one cycle per tenant).
+
+A tenant whose previous cycle is still running is left alone this time (``cycle.py``); a tenant
+whose planning fails (bad credentials, users endpoint down) fails alone: the others are queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+from ..app import build_client, plan
+from ..errors import StateError
+from ..multitenant import run_tenants
+from ..state import open_store
+from ..tenants import Tenant
+from ..timeutil import now_us
+from . import cycle
+from .queue import WorkQueue
+from .workitem import shard_plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TenantPlan:
+    tenant: str
+    streams: int = 0
+    shards: int = 0
+    busy: Optional[str] = None  # why nothing was queued: the previous cycle is still running
+    error: Optional[str] = None
+
+
+def new_cycle(clock: Callable[[], float] = time.time) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock())) + "-" + secrets.token_hex(3)
+
+
+def plan_tenant(
+    tenant: Tenant, queue: WorkQueue, cycle_id: str, shard_size: int, max_age_s: int
+) -> TenantPlan:
+    settings = tenant.settings
+    store = open_store(settings.state)
+    slot = cycle.marker(store)
+    try:
+        busy = cycle.open_cycle_of(slot, now_us(), max_age_s)
+    except StateError as exc:
+        log.warning("fan-out cycle marker unreadable: planning anyway", extra={"error": str(exc)})
+        busy = None
+    if busy:
+        log.info("tenant still busy: not planned", extra={"tenant": tenant.name, "reason": busy})
+        return TenantPlan(tenant.name, busy=busy)
+    client = build_client(settings)
+    try:
+        planned = plan(settings, client)
+    finally:
+        client.close()
+    items = shard_plan(tenant.name, cycle_id, planned, shard_size)
+    if items:
+        cycle.open_cycle(slot, cycle_id, len(items), now_us())
+        try:
+            queue.send(items)
+        except Exception:
+            cycle.open_cycle(slot, cycle_id, 0, now_us())  # nothing of it runs: not busy next time
+            raise
+    log.info("tenant planned", extra={"tenant": tenant.name, "streams": len(planned), "shards": len(items)})
+    return TenantPlan(tenant.name, streams=len(planned), shards=len(items))
+
+
+def plan_tenants(
+    tenants: Sequence[Tenant], queue: WorkQueue, shard_size: int, max_age_s: int, concurrency: int
+) -> List[TenantPlan]:
+    cycle_id = new_cycle()
+    results = run_tenants(
+        tenants,
+        lambda t: plan_tenant(t, queue, cycle_id, shard_size, max_age_s),
+        concurrency,
+        failed=lambda message: TenantPlan("", error=message),
+    )
+    for name, result in results.items():
+        result.tenant = name
+    return list(results.values())

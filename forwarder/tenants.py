@@ -1,0 +1,291 @@
+"""The tenants document (``FORWARDER_TENANTS``): many organizations in one installation.
+
+A tenant is one organization of the platform: its own API credentials, streams, state namespace,
+quarantine folder, metrics dimension and, optionally, its own index (HEC), data-stream namespace
+(Elasticsearch) or key prefix (S3 sink). Every other setting comes from the environment as usual.
+Each tenant's ``Settings`` is built by ``config.load_settings`` from the base environment with the
+tenant's fields laid over it, so a tenant's values pass exactly the checks a single install's do.
+
+Without ``FORWARDER_TENANTS`` there are no tenants: the environment describes one organization and
+its state keys are the un-namespaced ones they always were.
+
+The document::
+
+    {"tenants": [
+      {"name": "acme", "credentials": "secretsmanager:forwarder/acme",
+       "api_url": "https://api.example.com", "users": ["a@acme.example"], "domains": ["acme.example"],
+       "filters": ["user.login"], "hec_index": "acme", "es_namespace": "acme", "s3_prefix": "acme/"}
+    ]}
+
+Validation is pure and collects every problem of every tenant, each naming the tenant and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .config import Settings, load_settings
+from .errors import ConfigError
+
+VARIABLE = "FORWARDER_TENANTS"
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")  # a path segment, a DynamoDB key part, an SQS group id
+NAMESPACE_ROOT = "tenant"
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
+
+# Document field -> the variable it sets for that tenant.
+FIELDS: Dict[str, str] = {
+    "api_url": "FORWARDER_API_URL",
+    "credentials": "FORWARDER_CREDENTIALS",
+    "client_id": "FORWARDER_CLIENT_ID",
+    "client_secret": "FORWARDER_CLIENT_SECRET",
+    "token_path": "FORWARDER_TOKEN_PATH",
+    "object_types": "FORWARDER_OBJECT_TYPES",
+    "users": "FORWARDER_USERS",
+    "domains": "FORWARDER_DOMAINS",
+    "discover_domains": "FORWARDER_DISCOVER_DOMAINS",
+    "filters": "FORWARDER_FILTERS",
+    "initial_lookback": "FORWARDER_INITIAL_LOOKBACK",
+    "concurrency": "FORWARDER_CONCURRENCY",
+    "hec_index": "FORWARDER_HEC_INDEX",
+    "es_namespace": "FORWARDER_ES_NAMESPACE",
+}
+_SPECIAL = ("name", "s3_prefix", "state_namespace")
+# One organization's own: never inherited from the environment by a tenant.
+PER_TENANT_ONLY = (
+    "FORWARDER_CREDENTIALS",
+    "FORWARDER_CLIENT_ID",
+    "FORWARDER_CLIENT_SECRET",
+    "FORWARDER_USERS",
+    "FORWARDER_DOMAINS",
+)
+_LISTS = ("object_types", "users", "domains", "filters")
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    settings: Settings
+    namespace: str  # "" only for a tenant that keeps the single-install state keys
+
+
+def namespaced(location: str, namespace: str) -> str:
+    """``location`` (a directory, ``file://``, ``s3://bucket/prefix`` or ``dynamodb://table``) with
+    ``namespace`` appended as a path; the location itself when the namespace is empty."""
+    if not namespace:
+        return location
+    if "://" in location:
+        return location.rstrip("/") + "/" + namespace
+    return os.path.join(location, namespace)
+
+
+def _text(field_name: str, value: Any) -> str:
+    """A field's value as the variable text load_settings reads; ValueError for a wrong type."""
+    if field_name in _LISTS and isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise ValueError("expected a list of strings")
+        return ",".join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int)) and not (field_name in _LISTS and isinstance(value, int)):
+        return str(value)
+    raise ValueError(f"expected {'a list of strings or a comma list' if field_name in _LISTS else 'text'}")
+
+
+def _sink_with_prefix(sink: str, prefix: str) -> str:
+    bucket = sink[len("s3://") :].split("/", 1)[0]
+    return f"s3://{bucket}/{prefix.strip('/')}"
+
+
+_FIELD_OF = {variable: name for name, variable in FIELDS.items()}
+
+
+def _tenant_problem(label: str, problem: str, given: Mapping[str, str]) -> Optional[str]:
+    """A load_settings problem ("FORWARDER_X: ...") in the tenant's words when X is the tenant's."""
+    variable, sep, rest = problem.partition(": ")
+    field_name = given.get(variable) or (_FIELD_OF[variable] if variable in PER_TENANT_ONLY else None)
+    if not sep or field_name is None:
+        return None
+    return f"{label}: {field_name}: {rest.replace(' (or set FORWARDER_CREDENTIALS)', ' (or credentials)')}"
+
+
+def _one(
+    index: int, entry: Any, base: Mapping[str, str], seen: Dict[str, int]
+) -> Tuple[Optional[Tenant], List[str], List[str]]:
+    """One tenant entry: (tenant or None, its own problems, problems of the shared environment)."""
+    if not isinstance(entry, dict):
+        return None, [f"tenants[{index}]: expected an object, got {type(entry).__name__}"], []
+    name = entry.get("name")
+    label = f"tenant {name!r}" if isinstance(name, str) and name else f"tenants[{index}]"
+    own: List[str] = []
+    if not isinstance(name, str) or not NAME.match(name):
+        own.append(
+            f"{label}: name: required, 1-63 of a-z 0-9 _ - starting with a letter or digit (got {name!r})"
+        )
+    elif name in seen:
+        own.append(f"{label}: name: also used by tenants[{seen[name]}]")
+    else:
+        seen[name] = index
+    unknown = sorted(set(entry) - set(FIELDS) - set(_SPECIAL))
+    own.extend(
+        f"{label}: {f}: unknown field (known: {', '.join(sorted([*FIELDS, *_SPECIAL]))})" for f in unknown
+    )
+
+    env = {k: v for k, v in base.items() if k not in PER_TENANT_ONLY}
+    given: Dict[str, str] = {}  # variable -> field, for the tenant's own values
+    for field_name, variable in FIELDS.items():
+        if field_name in entry:
+            try:
+                env[variable] = _text(field_name, entry[field_name])
+            except ValueError as exc:
+                own.append(f"{label}: {field_name}: {exc}")
+                continue
+            given[variable] = field_name
+    no_credentials = not any(f in entry for f in ("credentials", "client_id", "client_secret"))
+    if no_credentials:
+        own.append(f"{label}: credentials: required (secretsmanager:<id> or ssm:<name>)")
+
+    default_namespace = f"{NAMESPACE_ROOT}/{name}" if isinstance(name, str) and NAME.match(name) else ""
+    namespace = entry.get("state_namespace", default_namespace)
+    if not isinstance(namespace, str) or (namespace and not _NAMESPACE.match(namespace)):
+        own.append(f"{label}: state_namespace: expected path segments of A-Z a-z 0-9 _ - joined by /")
+        namespace = default_namespace
+    env["FORWARDER_STATE"] = namespaced(base.get("FORWARDER_STATE") or "./state", namespace)
+    env["FORWARDER_QUARANTINE"] = namespaced(base.get("FORWARDER_QUARANTINE") or "./quarantine", namespace)
+
+    prefix = entry.get("s3_prefix")
+    if prefix is not None:
+        sink = (base.get("FORWARDER_SINK") or "").strip()
+        if not isinstance(prefix, str) or not prefix.strip("/"):
+            own.append(f"{label}: s3_prefix: expected a non-empty key prefix")
+        elif not sink.lower().startswith("s3://"):
+            own.append(f"{label}: s3_prefix: FORWARDER_SINK is not an s3:// sink")
+        else:
+            env["FORWARDER_SINK"] = _sink_with_prefix(sink, prefix)
+
+    shared: List[str] = []
+    settings: Optional[Settings] = None
+    try:
+        settings = load_settings(env)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            mine = _tenant_problem(label, problem, given)
+            if no_credentials and problem.startswith(("FORWARDER_CLIENT_ID:", "FORWARDER_CLIENT_SECRET:")):
+                continue  # already said: credentials required
+            if mine is not None:
+                own.append(mine)
+            else:
+                shared.append(problem)
+    if own or shared or settings is None or not isinstance(name, str):
+        return None, own, shared
+    return Tenant(name, settings, namespace), own, shared
+
+
+def parse_tenants(doc: Any, base: Mapping[str, str]) -> List[Tenant]:
+    """Every tenant of the document, checked; ConfigError listing every problem of every tenant."""
+    entries = doc.get("tenants") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError([f'{VARIABLE}: expected {{"tenants": [...]}} with at least one tenant'])
+    problems: List[str] = []
+    stray = [v for v in PER_TENANT_ONLY if (base.get(v) or "").strip()]
+    problems.extend(f"{v}: set it per tenant in {VARIABLE}, not in the environment" for v in stray)
+    shared: List[str] = []
+    tenants: List[Tenant] = []
+    seen: Dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        tenant, own, common = _one(index, entry, base, seen)
+        problems.extend(own)
+        shared.extend(p for p in common if p not in shared)
+        if tenant is not None:
+            tenants.append(tenant)
+    owners: Dict[str, str] = {}
+    for t in tenants:  # two tenants in one namespace would share (and overwrite) each other's state
+        if t.namespace in owners:
+            shown = repr(t.namespace) if t.namespace else '"" (the un-namespaced state)'
+            problems.append(
+                f"tenant {t.name!r}: state_namespace: {shown} is also tenant {owners[t.namespace]!r}'s"
+            )
+        owners.setdefault(t.namespace, t.name)
+    if problems or shared:
+        raise ConfigError(shared + problems)
+    return tenants
+
+
+def read_document(ref: str) -> Any:
+    """The parsed document at ``ref``: a file path, ``s3://bucket/key``, ``secretsmanager:<id>`` or
+    ``ssm:<name>``. ConfigError naming FORWARDER_TENANTS when it cannot be read or parsed."""
+    kind = ref.split(":", 1)[0].lower()
+    if kind in ("secretsmanager", "ssm"):
+        from .credentials import load_secret
+
+        text = load_secret(ref, VARIABLE)
+    elif kind == "s3":
+        text = _read_s3(ref)
+    else:
+        path = ref[len("file://") :] if ref.lower().startswith("file://") else ref
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                [f"{VARIABLE}: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"]
+            ) from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        # Only the position: the parser's message may quote the document, which may hold secrets.
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ConfigError([f"{VARIABLE}: {ref} is not valid JSON{where}"]) from None
+
+
+def _read_s3(ref: str) -> str:
+    from . import aws
+
+    try:
+        bucket, key = aws.parse_s3_uri(ref, VARIABLE)
+    except ValueError as exc:
+        raise ConfigError([str(exc)]) from None
+    if not key:
+        raise ConfigError([f"{VARIABLE}: {ref} names a bucket, not an object"])
+    try:
+        body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    except aws.failures() as exc:
+        raise ConfigError(
+            [f"{VARIABLE}: cannot read {ref}: {aws.error_code(exc) or type(exc).__name__}"]
+        ) from None
+    try:
+        return str(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError([f"{VARIABLE}: {ref} is not UTF-8 text"]) from None
+
+
+def load_tenants(env: Mapping[str, str]) -> Optional[List[Tenant]]:
+    """The tenants ``FORWARDER_TENANTS`` names, or None for a single-organization install."""
+    ref = (env.get(VARIABLE) or "").strip()
+    if not ref:
+        return None
+    return parse_tenants(read_document(ref), env)
+
+
+def select(tenants: Sequence[Tenant], name: Optional[str]) -> List[Tenant]:
+    """All tenants, or the one named; ConfigError naming the known ones otherwise."""
+    if name is None:
+        return list(tenants)
+    chosen = [t for t in tenants if t.name == name]
+    if not chosen:
+        known = ", ".join(t.name for t in tenants)
+        raise ConfigError([f"--tenant: no tenant {name!r} in {VARIABLE} (tenants: {known})"])
+    return chosen
+
+
+SINGLE = "default"
+
+
+def tenants_or_single(env: Mapping[str, str]) -> List[Tenant]:
+    """The document's tenants, or the environment's one organization as tenant ``default`` with
+    the un-namespaced state a single install has always used (so moving to fan-out re-sends nothing)."""
+    tenants = load_tenants(env)
+    return tenants if tenants is not None else [Tenant(SINGLE, load_settings(env), "")]

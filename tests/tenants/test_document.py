@@ -1,0 +1,143 @@
+"""The tenants document: every problem of every tenant at once, each naming tenant and field;
+per-tenant locations and sink settings; reading it from a file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forwarder.errors import ConfigError
+from forwarder.tenants import load_tenants, namespaced, parse_tenants, read_document, select
+
+BASE = {
+    "FORWARDER_API_URL": "https://api.example.com",
+    "FORWARDER_STATE": "dynamodb://forwarder-state",
+    "FORWARDER_QUARANTINE": "s3://data/quarantine",
+    "FORWARDER_SINK": "hec+https://splunk.example.com:8088",
+}
+
+
+def tenant(name, **fields):
+    return {"name": name, "credentials": f"secretsmanager:forwarder/{name}", **fields}
+
+
+def problems_of(doc, base=BASE):
+    with pytest.raises(ConfigError) as err:
+        parse_tenants(doc, base)
+    return err.value.problems
+
+
+def test_each_tenant_gets_its_own_settings_and_namespaced_locations():
+    doc = {
+        "tenants": [
+            tenant("acme", users=["A@acme.example"], hec_index="acme", filters="user.login"),
+            tenant("globex", api_url="https://eu.api.example.com", domains=["xn--bcher-kva.example"]),
+        ]
+    }
+    acme, globex = parse_tenants(doc, BASE)
+    assert acme.settings.users == ("A@acme.example",) and acme.settings.sink.index == "acme"
+    assert acme.settings.filters == ("user.login",) and acme.settings.api_url == "https://api.example.com"
+    assert acme.settings.state == "dynamodb://forwarder-state/tenant/acme"
+    assert acme.settings.quarantine == "s3://data/quarantine/tenant/acme"
+    assert acme.settings.credentials_ref == "secretsmanager:forwarder/acme"
+    assert globex.settings.api_url == "https://eu.api.example.com"
+    assert globex.settings.domains == ("bücher.example",) and globex.settings.sink.index is None
+    assert globex.settings.state == "dynamodb://forwarder-state/tenant/globex"
+
+
+def test_every_problem_of_every_tenant_is_named_at_once():
+    doc = {
+        "tenants": [
+            tenant("acme", api_url="http://api.example.com", users=["not-an-email"]),
+            {"name": "Bad Name", "client_id": "x"},
+            tenant("acme"),
+            tenant("globex", concurrency="many", colour="red", s3_prefix="g/"),
+            "nope",
+        ]
+    }
+    problems = problems_of(doc)
+    expected = [
+        "tenant 'acme': api_url: must use https",
+        "tenant 'acme': users: 'not-an-email' is not an email address",
+        "tenant 'Bad Name': name: required",
+        "tenant 'Bad Name': client_secret: required",
+        "tenant 'acme': name: also used by tenants[0]",
+        "tenant 'globex': concurrency: expected a whole number",
+        "tenant 'globex': colour: unknown field",
+        "tenant 'globex': s3_prefix: FORWARDER_SINK is not an s3:// sink",
+        "tenants[4]: expected an object",
+    ]
+    for text in expected:
+        assert any(p.startswith(text) for p in problems), (text, problems)
+
+
+def test_a_shared_problem_is_named_once_by_its_variable():
+    problems = problems_of({"tenants": [tenant("a"), tenant("b")]}, {**BASE, "FORWARDER_FORMAT": "xml"})
+    assert [p for p in problems if p.startswith("FORWARDER_FORMAT")] == [problems[0]]
+    assert len(problems) == 1
+
+
+def test_credentials_and_streams_are_per_tenant_only():
+    problems = problems_of({"tenants": [tenant("a")]}, {**BASE, "FORWARDER_USERS": "x@y.example"})
+    assert problems == ["FORWARDER_USERS: set it per tenant in FORWARDER_TENANTS, not in the environment"]
+    problems = problems_of({"tenants": [{"name": "a"}]})
+    assert problems[0].startswith("tenant 'a': credentials: required")
+
+
+def test_s3_prefix_and_es_namespace_per_tenant():
+    base = {**BASE, "FORWARDER_SINK": "s3://siem-lake/emailauth"}
+    [one] = parse_tenants({"tenants": [tenant("acme", s3_prefix="/acme/audit/", es_namespace="acme")]}, base)
+    assert one.settings.sink.uri == "s3://siem-lake/acme/audit" and one.settings.sink.es_namespace == "acme"
+
+
+def test_one_tenant_may_keep_the_single_install_state_keys():
+    doc = {"tenants": [tenant("legacy", state_namespace=""), tenant("new")]}
+    legacy, new = parse_tenants(doc, BASE)
+    assert legacy.settings.state == "dynamodb://forwarder-state" and legacy.namespace == ""
+    assert new.settings.state == "dynamodb://forwarder-state/tenant/new"
+    both = {"tenants": [tenant("a", state_namespace=""), tenant("b", state_namespace="")]}
+    assert problems_of(both) == [
+        "tenant 'b': state_namespace: \"\" (the un-namespaced state) is also tenant 'a''s"
+    ]
+    clash = {"tenants": [tenant("a"), tenant("b", state_namespace="tenant/a")]}
+    assert problems_of(clash) == ["tenant 'b': state_namespace: 'tenant/a' is also tenant 'a''s"]
+    assert any(
+        "state_namespace" in p for p in problems_of({"tenants": [tenant("a", state_namespace="../x")]})
+    )
+
+
+@pytest.mark.parametrize(
+    "location,expected",
+    [
+        ("./state", "./state/tenant/a"),
+        ("file:///var/lib/fwd/", "file:///var/lib/fwd/tenant/a"),
+        ("s3://b/p", "s3://b/p/tenant/a"),
+        ("s3://b", "s3://b/tenant/a"),
+        ("dynamodb://t", "dynamodb://t/tenant/a"),
+    ],
+)
+def test_namespaced_locations(location, expected):
+    assert namespaced(location, "tenant/a") == expected
+    assert namespaced(location, "") == location
+
+
+def test_the_document_from_a_file_and_selecting_a_tenant(tmp_path):
+    path = tmp_path / "tenants.json"
+    path.write_text(json.dumps({"tenants": [tenant("a"), tenant("b")]}))
+    tenants = load_tenants({**BASE, "FORWARDER_TENANTS": str(path)})
+    assert [t.name for t in select(tenants, None)] == ["a", "b"]
+    assert [t.name for t in select(tenants, "b")] == ["b"]
+    with pytest.raises(ConfigError, match=r"no tenant 'c' .*\(tenants: a, b\)"):
+        select(tenants, "c")
+    assert load_tenants(BASE) is None
+
+
+def test_an_unreadable_document_names_the_variable_and_never_quotes_it(tmp_path):
+    with pytest.raises(ConfigError, match="FORWARDER_TENANTS: cannot read"):
+        read_document(str(tmp_path / "missing.json"))
+    path = tmp_path / "broken.json"
+    path.write_text('{"tenants": [{"client_secret": "s3cr3t-value" oops')
+    with pytest.raises(ConfigError) as err:
+        read_document(str(path))
+    assert "line 1 column" in str(err.value) and "s3cr3t" not in str(err.value)
