@@ -15,6 +15,7 @@ BASE = {
     "FORWARDER_STATE": "dynamodb://forwarder-state",
     "FORWARDER_QUARANTINE": "s3://data/quarantine",
     "FORWARDER_SINK": "hec+https://splunk.example.com:8088",
+    "FORWARDER_SINK_TOKEN": "hec-token",
 }
 
 
