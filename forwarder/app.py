@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Callable, List, Optional
 
 from .api.client import ApiClient, Credentials
-from .api.paging import PageOutcome
+from .api.trail import TrailReader
 from .config import Settings, to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import register_secrets
@@ -26,20 +26,6 @@ from .streams import Ownership, Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
-
-
-class ApiSource:
-    """The pipeline's RecordSource over the platform API."""
-
-    def __init__(self, client: ApiClient, settings: Settings) -> None:
-        self.client = client
-        self.settings = settings
-
-    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterable[List[Any]]:
-        s = self.settings
-        return self.client.audits(
-            stream.object_type, stream.name, stream.filter, start_us, s.page_limit, s.max_pages, outcome
-        )
 
 
 def credentials_for(settings: Settings) -> Credentials:
@@ -127,7 +113,7 @@ def run_once(
         streams = order(plan(settings, client))  # e.g. the streams that waited longest first
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
-            source=ApiSource(client, settings),
+            source=TrailReader(client, settings.page_limit, settings.max_pages),
             store=store,
             sink=sink,
             formatter=get_formatter(settings.format),

@@ -11,7 +11,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
 from .api.paging import PageOutcome
 from .errors import ForwarderError, StateError
@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 class RecordSource(Protocol):
     def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterable[List[Any]]:
-        """Pages of raw audit records of ``stream``; ``start_us`` is a hint the service may ignore."""
+        """Pages of raw audit records of ``stream``; ``start_us`` is a hint the service may ignore.
+        ``outcome`` carries where offset paging resumes, and hears what the reader saw."""
         ...
 
 
@@ -88,18 +89,26 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
+    outcome: Optional[PageOutcome] = None,
 ) -> Selection:
-    """Scan every page and keep the oldest ``max_records_per_pass`` new records.
+    """Keep the oldest ``max_records_per_pass`` new records of the pages.
 
     Memory stays bounded by twice that number whatever the backlog: past it, the newest are
-    dropped from memory and the next pass picks them up.
+    dropped from memory and the next pass picks them up. Once the cap is held, reading stops where
+    every record still unread is known to be newer (oldest-first pages, or the end of a time
+    window). After each page ``outcome`` hears what was read, for the source's stop rules.
     """
+    outcome = outcome if outcome is not None else PageOutcome()
     cap = limits.max_records_per_pass
     window_us = limits.window_s * 1_000_000
     chosen: Dict[str, AuditRecord] = {}
+    read: Set[int] = set()  # hashes of the ids read in this pass: a page adding none ends paging
     complete = ascending = True
     last_ts = -(2**63)
-    for page_no, page in enumerate(pages, 1):
+    oldest: Optional[int] = None
+    iterator = iter(pages)
+    for page_no, page in enumerate(iterator, 1):
+        added = 0
         for index, raw in enumerate(page, 1):
             report.fetched += 1
             try:
@@ -107,8 +116,13 @@ def select_new(
             except InvalidRecord as exc:
                 report.invalid += 1
                 raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+            key = hash(record.event_id)
+            if key not in read:
+                read.add(key)
+                added += 1
             ascending = ascending and record.ts_us >= last_ts
             last_ts = record.ts_us
+            oldest = last_ts if oldest is None else min(oldest, last_ts)
             if record.event_id in chosen:
                 continue
             if not state.is_new(record, floor_us, window_us) or not keeps(stream, record):
@@ -118,6 +132,15 @@ def select_new(
             if len(chosen) >= 2 * cap:
                 chosen = {r.event_id: r for r in sorted(chosen.values(), key=_sort_key)[:cap]}
                 complete = False
+        outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
+        if page:
+            outcome.last_us = last_ts
+        if len(chosen) >= cap and (outcome.boundary or (outcome.sorted_request and ascending)):
+            complete = False  # the rest is newer than what is held: the next pass resumes here
+            break
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()  # no more pages wanted: a generator source stops fetching now
     records = sorted(chosen.values(), key=_sort_key)
     if len(records) > cap:
         records, complete = records[:cap], False
@@ -133,6 +156,21 @@ def _start_hint(state: StreamState, floor_us: int, window_us: int) -> int:
     return floor_us if state.watermark_us is None else state.watermark_us - window_us
 
 
+def _next_pass(
+    outcome: PageOutcome, selection: Selection, state: StreamState
+) -> Tuple[Optional[int], PageOutcome]:
+    """Where the pass after this one starts, inside the same run.
+
+    A pass cut off by the cap leaves unshipped only records at or after the new watermark (it read
+    every older one), some on the last page it read; a pass the source stopped (page cap, windows
+    left) goes on where it stopped. Late records older than that are the next run's: its look-back
+    window covers them.
+    """
+    if not selection.complete:
+        return state.watermark_us, PageOutcome(start_offset=outcome.page_offset)
+    return outcome.resume_us, PageOutcome(start_offset=outcome.start_offset + outcome.items)
+
+
 def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     report = StreamReport(stream.key)
     state: Optional[StreamState] = None
@@ -141,10 +179,12 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         state, version = loaded.state, loaded.version
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
+        start: Optional[int] = _start_hint(state, floor_us, window_us)
+        outcome = PageOutcome()
+        position: Tuple[Any, ...] = ()
         while True:
             report.passes += 1
-            outcome = PageOutcome()
-            pages = ctx.source.pages(stream, _start_hint(state, floor_us, window_us), outcome)
+            pages = ctx.source.pages(stream, start, outcome)
             selection = select_new(
                 pages,
                 stream,
@@ -153,9 +193,12 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 limits=ctx.limits,
                 keeps=ctx.ownership.keeps,
                 report=report,
+                outcome=outcome,
             )
             report.truncated = report.truncated or outcome.truncated
-            if outcome.truncated and not selection.ascending:
+            report.strategy = outcome.strategy or report.strategy
+            report.api_calls += outcome.pages
+            if outcome.truncated and not outcome.more and not selection.ascending:
                 raise StreamFailed(
                     f"{outcome.reason} before the end of the stream, and the service does not return "
                     "records oldest-first, so older records may be unseen: nothing shipped "
@@ -164,10 +207,14 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
             state, version = _ship(ctx, stream, selection.records, state, version, report)
-            if selection.complete or not selection.records or ctx.should_stop():
+            if (selection.complete and not outcome.more) or ctx.should_stop():
                 break
-            if (state.watermark_us, len(state.seen), state.delivered_total) == before:
+            shipped = (state.watermark_us, len(state.seen), state.delivered_total) != before
+            start, following = _next_pass(outcome, selection, state)
+            if not shipped and (start, following.start_offset, outcome.strategy) == position:
                 raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
+            position = (start, following.start_offset, outcome.strategy)
+            outcome = following
     except ForwarderError as exc:
         report.error = str(exc)
         log.error("stream failed", extra={"stream": stream.key, "error": report.error})

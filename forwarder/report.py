@@ -16,6 +16,10 @@ class StreamReport:
     skipped: int = 0  # already delivered, before the first-run window, or owned by another stream
     invalid: int = 0  # records without a usable created_at (the stream fails on them)
     passes: int = 0
+    api_calls: int = 0  # audits requests, every pass
+    # How the trail was read: ascending+start_date, offset, time-windows or full-scan (the service
+    # honours neither order nor time bounds: every pass read the whole trail).
+    strategy: str = ""
     truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
     watermark: Optional[str] = None
     lag_seconds: Optional[float] = None  # now minus the newest delivered record's time

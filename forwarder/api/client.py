@@ -6,7 +6,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional
+from functools import partial
+from typing import Any, Dict, List, Optional
 
 import requests
 
@@ -14,7 +15,6 @@ from .. import jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
-from ..timeutil import format_us
 from .paging import PageOutcome, extract_items, iter_pages
 from .token import TokenProvider, reuse_key
 
@@ -24,7 +24,7 @@ AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec: used only with FORWARDER_DISCOVER_DOMAINS
 # Optional parameters, in the order they are given up when the service answers 400 to them.
-_OPTIONAL = ("sort", "start_date", "limit", "offset")
+_OPTIONAL = ("sort", "end_date", "start_date", "limit", "offset")
 
 
 @dataclass
@@ -225,60 +225,42 @@ class ApiClient:
                         extra={"path": path, "parameter": ",".join(new), "error": str(exc)},
                     )
 
-    def paged(
+    def sends(self, path: str, parameter: str) -> bool:
+        """Whether an optional parameter is still sent to ``path`` (the service has not refused it)."""
+        with self._lock:
+            return (path, parameter) not in self._unsupported
+
+    def page(
         self,
         path: str,
         plural: str,
         base: Dict[str, Any],
         optional: Dict[str, Any],
-        limit: int,
-        max_pages: int,
-        outcome: PageOutcome,
-    ) -> Iterator[List[Any]]:
-        """Pages of a list endpoint. ``optional`` parameters are sent while the service accepts them."""
-
-        def fetch(page_limit: Optional[int], offset: Optional[int]) -> List[Any]:
-            extra = dict(optional)
-            if page_limit is not None:
-                extra.update(limit=page_limit, offset=offset or 0)
-            # Past the first page the parameters are known to be accepted: a 400 there is the
-            # service's offset ceiling, not a parameter to give up.
-            body = self._get_with_fallback(path, base, extra, fallback=not offset)
-            return extract_items(body, plural)
-
-        try:
-            yield from iter_pages(fetch, limit, max_pages, outcome)
-        except ApiError as exc:
-            # A 400 deep into the pages is an offset ceiling (one integration saw 9,900): keep what
-            # was read; the watermark and start_date carry the next pass forward.
-            if exc.status != 400 or outcome.pages == 0:
-                raise
-            outcome.truncated = True
-            outcome.reason = f"service refused offset {outcome.items}"
-            log.warning("paging stopped by the service", extra={"path": path, "items": outcome.items})
-
-    def audits(
-        self,
-        object_type: str,
-        name: str,
-        flt: Optional[str],
-        start_us: Optional[int],
-        limit: int,
-        max_pages: int,
-        outcome: PageOutcome,
-    ) -> Iterator[List[Any]]:
-        base: Dict[str, Any] = {"object_type": object_type, "name": name}
-        if flt:
-            base["filter"] = flt
-        optional: Dict[str, Any] = {"sort": "created_at ASC"}
-        if start_us is not None:
-            optional["start_date"] = format_us(start_us)[:19] + "Z"
-        return self.paged(AUDITS_PATH, "audits", base, optional, limit, max_pages, outcome)
+        limit: Optional[int],
+        offset: Optional[int],
+    ) -> List[Any]:
+        """One page of a list endpoint. ``optional`` parameters are sent while the service accepts them.
+        Past the first page the parameters are known to be accepted: a 400 there is the service's
+        offset ceiling, not a parameter to give up, and is raised."""
+        extra = dict(optional)
+        if limit is not None:
+            extra.update(limit=limit, offset=offset or 0)
+        return extract_items(self._get_with_fallback(path, base, extra, fallback=not offset), plural)
 
     def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
         """Every element of a list endpoint (users, domains)."""
         outcome = PageOutcome()
-        return [item for page in self.paged(path, plural, {}, {}, limit, max_pages, outcome) for item in page]
+        items: List[Any] = []
+        try:
+            for page in iter_pages(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
+                items.extend(page)
+        except ApiError as exc:
+            # A 400 deep into the pages is an offset ceiling (one integration saw 9,900): keep what
+            # was read rather than fail the whole run.
+            if exc.status != 400 or outcome.pages == 0:
+                raise
+            log.warning("paging stopped by the service", extra={"path": path, "items": len(items)})
+        return items
 
     def users(self, limit: int, max_pages: int) -> List[Any]:
         return self.listing(USERS_PATH, "users", limit, max_pages)
