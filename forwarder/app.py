@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Callable, List, Optional
 
 from .api.client import ApiClient, Credentials
+from .api.ratelimit import RateLimiter
 from .api.trail import TrailReader
 from .config import Settings, to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
@@ -48,6 +49,7 @@ def build_client(settings: Settings) -> ApiClient:
         token_path=settings.token_path,
         timeout=settings.http_timeout_s,
         retry=RetryPolicy(attempts=settings.max_attempts),
+        limiter=RateLimiter(settings.max_rps, settings.concurrency),
     )
 
 

@@ -156,18 +156,16 @@ def _start_hint(state: StreamState, floor_us: int, window_us: int) -> int:
     return floor_us if state.watermark_us is None else state.watermark_us - window_us
 
 
-def _next_pass(
-    outcome: PageOutcome, selection: Selection, state: StreamState
-) -> Tuple[Optional[int], PageOutcome]:
+def _next_pass(outcome: PageOutcome, selection: Selection) -> Tuple[Optional[int], PageOutcome]:
     """Where the pass after this one starts, inside the same run.
 
-    A pass cut off by the cap leaves unshipped only records at or after the new watermark (it read
-    every older one), some on the last page it read; a pass the source stopped (page cap, windows
-    left) goes on where it stopped. Late records older than that are the next run's: its look-back
-    window covers them.
+    A pass cut off by the cap leaves unshipped only records at or after the newest one it selected
+    (it read every older one in its range), some on the last page it read; a pass the source
+    stopped (page cap, windows left) goes on where it stopped. Late records older than that are
+    the next run's: its look-back window covers them.
     """
     if not selection.complete:
-        return state.watermark_us, PageOutcome(start_offset=outcome.page_offset)
+        return selection.records[-1].ts_us, PageOutcome(start_offset=outcome.page_offset)
     return outcome.resume_us, PageOutcome(start_offset=outcome.start_offset + outcome.items)
 
 
@@ -210,10 +208,12 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             if (selection.complete and not outcome.more) or ctx.should_stop():
                 break
             shipped = (state.watermark_us, len(state.seen), state.delivered_total) != before
-            start, following = _next_pass(outcome, selection, state)
-            if not shipped and (start, following.start_offset, outcome.strategy) == position:
+            start, following = _next_pass(outcome, selection)
+            # A pass may ship nothing and still move on (a page cap, a strategy that changed),
+            # but never twice from the same place for the same reason.
+            if not shipped and (start, following.start_offset, outcome.reason) == position:
                 raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
-            position = (start, following.start_offset, outcome.strategy)
+            position = (start, following.start_offset, outcome.reason)
             outcome = following
     except ForwarderError as exc:
         report.error = str(exc)

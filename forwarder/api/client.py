@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Dict, List, Optional
@@ -16,6 +15,7 @@ from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from .paging import PageOutcome, extract_items, iter_pages
+from .ratelimit import RateLimiter
 from .token import TokenProvider, reuse_key
 
 log = logging.getLogger(__name__)
@@ -31,24 +31,6 @@ _OPTIONAL = ("sort", "end_date", "start_date", "limit", "offset")
 class Credentials:
     client_id: str
     client_secret: str = field(repr=False)
-
-
-class _Throttle:
-    """Shared across threads: a 429 on one stream pauses every stream until the wait is over."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._resume_at = 0.0
-
-    def wait(self) -> None:
-        with self._lock:
-            delay = self._resume_at - time.monotonic()
-        if delay > 0:
-            retry.sleep(delay)
-
-    def pause(self, seconds: float) -> None:
-        with self._lock:
-            self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
 
 def _error_text(response: requests.Response) -> str:
@@ -74,6 +56,7 @@ class ApiClient:
         timeout: float = DEFAULT_TIMEOUT[1],
         retry: Optional[RetryPolicy] = None,
         session: Optional[requests.Session] = None,
+        limiter: Optional[RateLimiter] = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._credentials = credentials
@@ -81,7 +64,7 @@ class ApiClient:
         self._timeout = (min(DEFAULT_TIMEOUT[0], timeout), timeout)
         self._retry = retry or RetryPolicy()
         self._session = session or new_session()
-        self._throttle = _Throttle()
+        self._limiter = limiter or RateLimiter()
         self._tokens = TokenProvider(
             self._request_token,
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
@@ -105,9 +88,9 @@ class ApiClient:
         """One request with retries on 429/5xx/connection errors; other statuses are returned."""
         url = self.base_url + path
         for attempt in range(1, self._retry.attempts + 1):
-            self._throttle.wait()
             try:
-                response = self._session.request(method, url, timeout=self._timeout, **kwargs)
+                with self._limiter.request():
+                    response = self._session.request(method, url, timeout=self._timeout, **kwargs)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if attempt == self._retry.attempts:
                     raise ApiError(
@@ -129,7 +112,7 @@ class ApiClient:
                 extra={"path": path, "wait_s": round(delay, 2)},
             )
             if response.status_code == 429:
-                self._throttle.pause(delay)  # every stream waits, this one at the top of the loop
+                self._limiter.throttled(delay)  # every stream waits and fewer run at once
             else:
                 retry.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import ApiError
+from ..jsonutil import canonical
 from ..streams import Stream
 from ..timeutil import format_us, now_us, parse_iso
 from .client import AUDITS_PATH, ApiClient
@@ -141,9 +142,9 @@ class TrailReader:
                 raise
             outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
             outcome.reason = f"service refused offset {outcome.items}"
-        if outcome.truncated and outcome.last_us is not None:
-            outcome.more = with_start  # the next pass resumes from the last record read
-            outcome.resume_us = outcome.last_us
+        last = outcome.last_us
+        if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
+            outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
 
     def _windows(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
         """Oldest window first, each asked to fit one page: a full page splits the window."""
@@ -157,15 +158,6 @@ class TrailReader:
             high = min(low + span, end_us)
             items = self._get(stream, self.limit, 0, sort=False, start_us=low, end_us=high)
             outcome.pages += 1
-            if len(items) == self.limit and high - low > _SECOND:
-                span = max(_SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
-                continue
-            while len(items) % self.limit == 0 and items and outcome.pages < self.max_pages:
-                more = self._get(stream, self.limit, len(items), sort=False, start_us=low, end_us=high)
-                outcome.pages += 1  # a second holding a full page: page through it
-                items += more
-                if len(more) < self.limit:
-                    break
             times = [record_time(r) for r in items]
             if any(t is not None and not low - 2 * _SECOND <= t <= high + 2 * _SECOND for t in times):
                 # The bounds are ignored: the next pass (and stream) scans instead, from here.
@@ -173,6 +165,15 @@ class TrailReader:
                 outcome.more, outcome.resume_us = True, low
                 outcome.reason = "the service ignores start_date/end_date"
                 return
+            if len(items) > self.limit:
+                self.honoured.paging = False  # every answer is whole: a full page is too
+            full = len(items) == self.limit and self.honoured.paging is not False
+            if full and high - low > _SECOND:
+                span = max(_SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
+                continue
+            if full:  # a second holding a full page: page through it
+                items += self._rest_of_window(stream, low, high, items, outcome)
+                times = [record_time(r) for r in items]
             inside = [r for r, t in zip(items, times) if t is None or low <= t < high]
             outcome.items += len(inside)
             outcome.boundary = True
@@ -186,6 +187,24 @@ class TrailReader:
             outcome.truncated = outcome.more = True
             outcome.resume_us = low
             outcome.reason = f"page cap of {self.max_pages} reached"
+
+    def _rest_of_window(
+        self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
+    ) -> List[Any]:
+        seen = {canonical(r) for r in first}
+        rest: List[Any] = []
+        while outcome.pages < self.max_pages:
+            page = self._get(
+                stream, self.limit, len(first) + len(rest), sort=False, start_us=low, end_us=high
+            )
+            outcome.pages += 1
+            fresh = [r for r in page if canonical(r) not in seen]
+            seen.update(canonical(r) for r in fresh)
+            rest += fresh
+            if len(page) != self.limit or not fresh:
+                return rest
+        outcome.truncated = True
+        return rest
 
     def _full_scan(
         self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
@@ -201,6 +220,8 @@ class TrailReader:
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             return self._get(stream, limit, offset or 0, sort=False, start_us=start_us)
+
+        outcome.start_offset = 0  # no order: no page can be skipped
 
         yield from iter_pages(fetch, self.limit, self.max_pages, outcome)
 
