@@ -104,6 +104,7 @@ def select_new(
     chosen: Dict[str, AuditRecord] = {}
     read: Set[int] = set()  # hashes of the ids read in this pass: a page adding none ends paging
     complete = ascending = True
+    rose = False  # a later record was newer: the order is shown, not only claimed
     last_ts = -(2**63)
     oldest: Optional[int] = None
     iterator = iter(pages)
@@ -121,6 +122,7 @@ def select_new(
                 read.add(key)
                 added += 1
             ascending = ascending and record.ts_us >= last_ts
+            rose = rose or (oldest is not None and record.ts_us > last_ts)
             last_ts = record.ts_us
             oldest = last_ts if oldest is None else min(oldest, last_ts)
             if record.event_id in chosen:
@@ -135,7 +137,7 @@ def select_new(
         outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
         if page:
             outcome.last_us = last_ts
-        if len(chosen) >= cap and (outcome.boundary or (outcome.sorted_request and ascending)):
+        if len(chosen) >= cap and (outcome.boundary or (outcome.sorted_request and ascending and rose)):
             complete = False  # the rest is newer than what is held: the next pass resumes here
             break
     close = getattr(iterator, "close", None)

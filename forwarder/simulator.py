@@ -136,6 +136,7 @@ class Simulator:
         honour_start_date: bool = True,
         honour_sort: bool = True,
         shuffle: bool = False,  # a different order on every call, whatever sort asks (see unordered())
+        case_sensitive_names: bool = False,  # name matches the trail's spelling exactly
         strict_params: bool = False,  # 400 on parameters (and token form fields) outside the spec
         require_grant_type: bool = False,  # an OAuth-style token endpoint: 400 without grant_type
         takes_limit: bool = True,  # False: pages are always default_limit long (strict: 400 on limit)
@@ -158,6 +159,7 @@ class Simulator:
         self.honour_start_date = honour_start_date
         self.honour_sort = honour_sort
         self.shuffle = shuffle
+        self.case_sensitive_names = case_sensitive_names
         self._shuffler = random.Random(0)
         self.strict_params = strict_params
         self.require_grant_type = require_grant_type
@@ -368,6 +370,9 @@ class Simulator:
         if self.honour_start_date:  # canonical timestamps compare correctly as text
             start, end = _time_param(query, "start_date"), _time_param(query, "end_date")
         records = self.records_for(object_type, name, start or "", end or "~")
+        if self.case_sensitive_names:
+            field = "user" if object_type == "user" else "object"
+            records = [r for r in records if r[field] == name]
         if prefix:  # a "starts with" match, as the product's activity search does
             records = [r for r in records if r["filterable_action"].startswith(prefix)]
         if self.shuffle:

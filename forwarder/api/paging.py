@@ -11,6 +11,9 @@ from ..jsonutil import canonical
 
 # Keys that hold the list in the enveloped style; the resource's plural comes first.
 _LIST_KEYS = ("data", "items", "results", "records")
+# Page sizes a service may cap pages at, below the limit asked: a short page of one of these may
+# not be the last.
+_SERVICE_CAPS = frozenset({25, 50, 100})
 
 
 def extract_items(body: Any, plural: str) -> List[Any]:
@@ -79,9 +82,9 @@ def iter_pages(
     ``limit`` None means the service does not page: one request. The end is an empty page, a page
     longer than ``limit`` (the service ignores paging: that was everything), a page that brings no
     record new to this pass (as the reader reports in ``outcome.added``; without a reader, a page
-    that repeats the previous one), or a short page. A short page whose length is a multiple of 25
-    might be the service's own page cap (25 is the documented default), so one more request
-    confirms it rather than risk stopping early.
+    that repeats the previous one), or a short page. A short page of 25, 50 or 100 records might be
+    the service's own page cap (25 is the documented default), so one more request confirms it
+    rather than risk stopping early.
     """
     offset = outcome.start_offset
     previous = ""
@@ -108,7 +111,7 @@ def iter_pages(
         if outcome.added == 0:
             outcome.reason = "page brought no new record (the service ignores offset)"
             return
-        if len(items) < limit and len(items) % 25 != 0:
+        if len(items) < limit and len(items) not in _SERVICE_CAPS:
             outcome.reason = "short page"
             return
         offset += len(items)

@@ -136,7 +136,7 @@ class TrailReader:
             return items
 
         try:
-            yield from iter_pages(fetch, self.limit, self.max_pages, outcome)
+            yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
         except ApiError as exc:
             if exc.status != 400 or outcome.pages == 0:
                 raise
@@ -223,7 +223,7 @@ class TrailReader:
 
         outcome.start_offset = 0  # no order: no page can be skipped
 
-        yield from iter_pages(fetch, self.limit, self.max_pages, outcome)
+        yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
 
     # -- helpers --------------------------------------------------------------------------------------
 
@@ -250,13 +250,17 @@ class TrailReader:
             self.honoured.time_bounds = False
         return items
 
+    def _page_limit(self) -> Optional[int]:
+        """None once the service was seen to ignore paging: every answer is whole, ask once."""
+        return None if self.honoured.paging is False else self.limit
+
     def _learn(self, outcome: PageOutcome, start_us: Optional[int]) -> None:
         """What this pass showed about the service, for the passes and streams after it."""
         h = self.honoured
         if outcome.sorted_request and outcome.pages and not outcome.ascending:
             h.order = False
-        elif outcome.sorted_request and outcome.items > 1 and h.order is None:
-            h.order = True
+        elif outcome.sorted_request and h.order is None and (outcome.last_us or 0) > (outcome.oldest_us or 0):
+            h.order = True  # oldest-first, shown by a rise
         if start_us is not None and outcome.oldest_us is not None:
             if outcome.oldest_us < start_us - 2 * _SECOND:
                 h.start_date = False
