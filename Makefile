@@ -36,6 +36,7 @@ unit: $(STAMP) $(APPINSPECT)
 bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
 	$(BIN)/python bench/hec_sink.py
+	$(BIN)/python bench/backlog.py
 
 clean:
 	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

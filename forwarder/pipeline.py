@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
-from .api.paging import PageOutcome
+from .api.paging import PageOutcome, ReadAgain
 from .errors import ForwarderError, StateError
 from .normalize import Formatter, NormalizeOptions
 from .quarantine import Quarantine
@@ -80,6 +80,11 @@ class Selection:
     ascending: bool  # the pages came oldest-first, so a cut-off left only newer records unseen
 
 
+# Records read in order (with a rise) before an oldest-first claim is believed enough to stop a
+# pass early: a service that ignores sort cannot pass that by chance.
+_ORDER_EVIDENCE = 20
+
+
 def select_new(
     pages: Iterable[List[Any]],
     stream: Stream,
@@ -105,6 +110,7 @@ def select_new(
     read: Set[int] = set()  # hashes of the ids read in this pass: a page adding none ends paging
     complete = ascending = True
     rose = False  # a later record was newer: the order is shown, not only claimed
+    fetched_before = report.fetched
     last_ts = -(2**63)
     oldest: Optional[int] = None
     iterator = iter(pages)
@@ -137,7 +143,10 @@ def select_new(
         outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
         if page:
             outcome.last_us = last_ts
-        if len(chosen) >= cap and (outcome.boundary or (outcome.sorted_request and ascending and rose)):
+        if ascending and rose and report.fetched - fetched_before >= _ORDER_EVIDENCE:
+            outcome.order_shown = True
+        shown = ascending and outcome.order_shown and outcome.sorted_request
+        if len(chosen) >= cap and (outcome.boundary or shown):
             complete = False  # the rest is newer than what is held: the next pass resumes here
             break
     close = getattr(iterator, "close", None)
@@ -185,16 +194,21 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         while True:
             report.passes += 1
             pages = ctx.source.pages(stream, start, outcome)
-            selection = select_new(
-                pages,
-                stream,
-                state,
-                floor_us=floor_us,
-                limits=ctx.limits,
-                keeps=ctx.ownership.keeps,
-                report=report,
-                outcome=outcome,
-            )
+            try:
+                selection = select_new(
+                    pages,
+                    stream,
+                    state,
+                    floor_us=floor_us,
+                    limits=ctx.limits,
+                    keeps=ctx.ownership.keeps,
+                    report=report,
+                    outcome=outcome,
+                )
+            except ReadAgain:  # the source learnt the order was not as asked: same start, new way
+                report.api_calls += outcome.pages
+                outcome = PageOutcome(start_offset=outcome.start_offset)
+                continue
             report.truncated = report.truncated or outcome.truncated
             report.strategy = outcome.strategy or report.strategy
             report.api_calls += outcome.pages

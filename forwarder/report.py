@@ -48,6 +48,9 @@ class RunReport:
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
         totals["streams"] = len(self.streams)
         totals["failed_streams"] = sum(1 for s in self.streams if not s.ok)
+        totals["api_calls"] = sum(s.api_calls for s in self.streams)
+        # Streams the service made read whole on every pass (it honours neither order nor time bounds).
+        totals["full_scan_streams"] = sum(1 for s in self.streams if s.strategy == "full-scan")
         lags = [s.lag_seconds for s in self.streams if s.lag_seconds is not None]
         totals["max_lag_seconds"] = max(lags) if lags else None
         return totals

@@ -36,6 +36,11 @@ def extract_items(body: Any, plural: str) -> List[Any]:
     raise MalformedResponse(f"response object holds no {plural!r} list (keys: {keys or 'none'})")
 
 
+class ReadAgain(Exception):
+    """Pages asked oldest-first turned out in another order after some were read: what was read
+    cannot be trusted to hold the oldest new records, so the pass starts over another way."""
+
+
 @dataclass
 class PageOutcome:
     """One pass over a stream: what the source asked and found, and what its reader saw.
@@ -51,6 +56,7 @@ class PageOutcome:
     # -- set by the source
     strategy: str = ""  # how the pass reads the stream: ascending+start_date, offset, time-windows, ...
     sorted_request: bool = False  # pages were asked oldest-first: once they prove it, a pass may stop
+    order_shown: bool = False  # enough records came oldest-first (this pass or an earlier one)
     boundary: bool = False  # the page just yielded closes a time window: every later record is newer
     more: bool = False  # the source stopped before the end of its range; ``resume_us`` says where
     resume_us: Optional[int] = None

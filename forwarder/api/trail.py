@@ -27,7 +27,7 @@ from ..jsonutil import canonical
 from ..streams import Stream
 from ..timeutil import format_us, now_us, parse_iso
 from .client import AUDITS_PATH, ApiClient
-from .paging import PageOutcome, iter_pages
+from .paging import PageOutcome, ReadAgain, iter_pages
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class Honoured:
 
 
 class _Unordered(Exception):
-    """The first page of an oldest-first request came in another order and more pages follow."""
+    """Pages asked oldest-first came in another order, and more pages follow."""
 
 
 def bound(us: int, up: bool = False) -> str:
@@ -89,8 +89,10 @@ class TrailReader:
                     yield from self._ascending(stream, start_us, outcome)
                     return
                 except _Unordered:
-                    outcome.pages += 1  # that page was fetched, and is read again another way
                     self.honoured.order = False
+                    outcome.sorted_request = False
+                    if outcome.items:
+                        raise ReadAgain() from None
             if start_us is not None and self.honoured.time_bounds is not False:
                 yield from self._windows(stream, start_us, outcome)
             else:
@@ -107,6 +109,7 @@ class TrailReader:
         with_start = with_start and self.client.sends(AUDITS_PATH, "start_date")
         outcome.strategy = "ascending+start_date" if with_start else "offset"
         outcome.sorted_request = True
+        outcome.order_shown = self.honoured.order is True
         if with_start:
             outcome.start_offset = 0
         anchor = start_us if with_start else None
@@ -115,6 +118,8 @@ class TrailReader:
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             nonlocal anchor, base, first
+            if not outcome.ascending and outcome.sorted_request:
+                raise _Unordered()  # the pages read so far were not oldest-first, and more follow
             try:
                 items = self._get(stream, limit, (offset or 0) - base, sort=True, start_us=anchor)
             except ApiError as exc:
@@ -129,7 +134,8 @@ class TrailReader:
                 anchor, base = last, offset or 0
                 items = self._get(stream, limit, 0, sort=True, start_us=anchor)
             if first and len(items) == limit and not _ascending(items):
-                raise _Unordered()  # nothing yielded yet: the caller reads the trail another way
+                outcome.pages += 1  # fetched, and read again another way
+                raise _Unordered()
             first = False
             if not self.client.sends(AUDITS_PATH, "sort"):
                 outcome.sorted_request = False
@@ -174,7 +180,10 @@ class TrailReader:
             if full:  # a second holding a full page: page through it
                 items += self._rest_of_window(stream, low, high, items, outcome)
                 times = [record_time(r) for r in items]
-            inside = [r for r, t in zip(items, times) if t is None or low <= t < high]
+            # A record without a usable time goes with the first window only (the reader reports it).
+            inside = [
+                r for r, t in zip(items, times) if (low <= t < high if t is not None else low == start_us)
+            ]
             outcome.items += len(inside)
             outcome.boundary = True
             yield inside
@@ -259,8 +268,8 @@ class TrailReader:
         h = self.honoured
         if outcome.sorted_request and outcome.pages and not outcome.ascending:
             h.order = False
-        elif outcome.sorted_request and h.order is None and (outcome.last_us or 0) > (outcome.oldest_us or 0):
-            h.order = True  # oldest-first, shown by a rise
+        elif outcome.sorted_request and outcome.order_shown:
+            h.order = True
         if start_us is not None and outcome.oldest_us is not None:
             if outcome.oldest_us < start_us - 2 * _SECOND:
                 h.start_date = False
