@@ -78,6 +78,7 @@ class Selection:
     records: List[AuditRecord]  # oldest first
     complete: bool  # every new record seen fits in ``records``
     ascending: bool  # the pages came oldest-first, so a cut-off left only newer records unseen
+    resume_offset: int = 0  # oldest-first pages: the first one that may hold a record left unshipped
 
 
 # Records read in order (with a rise) before an oldest-first claim is believed enough to stop a
@@ -113,6 +114,7 @@ def select_new(
     fetched_before = report.fetched
     last_ts = -(2**63)
     oldest: Optional[int] = None
+    page_ends: List[Tuple[int, int]] = []  # (created_at of the page's last record, its offset)
     iterator = iter(pages)
     for page_no, page in enumerate(iterator, 1):
         added = 0
@@ -143,6 +145,7 @@ def select_new(
         outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
         if page:
             outcome.last_us = last_ts
+            page_ends.append((last_ts, outcome.page_offset))
         if ascending and rose and report.fetched - fetched_before >= _ORDER_EVIDENCE:
             outcome.order_shown = True
         shown = ascending and outcome.order_shown and outcome.sorted_request
@@ -155,7 +158,10 @@ def select_new(
     records = sorted(chosen.values(), key=_sort_key)
     if len(records) > cap:
         records, complete = records[:cap], False
-    return Selection(records, complete, ascending)
+    # Every record on a page ending before the newest selected one was read and shipped or skipped.
+    newest = records[-1].ts_us if records else None
+    resume = next((offset for end, offset in page_ends if newest is None or end >= newest), 0)
+    return Selection(records, complete, ascending, resume)
 
 
 def _sort_key(record: AuditRecord) -> Tuple[int, str]:
@@ -171,12 +177,12 @@ def _next_pass(outcome: PageOutcome, selection: Selection) -> Tuple[Optional[int
     """Where the pass after this one starts, inside the same run.
 
     A pass cut off by the cap leaves unshipped only records at or after the newest one it selected
-    (it read every older one in its range), some on the last page it read; a pass the source
+    (it read every older one in its range), from ``resume_offset`` on in oldest-first pages; a pass the source
     stopped (page cap, windows left) goes on where it stopped. Late records older than that are
     the next run's: its look-back window covers them.
     """
     if not selection.complete:
-        return selection.records[-1].ts_us, PageOutcome(start_offset=outcome.page_offset)
+        return selection.records[-1].ts_us, PageOutcome(start_offset=selection.resume_offset)
     return outcome.resume_us, PageOutcome(start_offset=outcome.start_offset + outcome.items)
 
 
