@@ -11,7 +11,10 @@ contender runs in its own child process (the servers stay in this one), so its p
   of one plain audits GET per stream with the same concurrency. Prints audits calls per stream and
   latency / floor.
 
-    python bench/backlog.py [--records N] [--repeat R] [--case all|backlog|idle]
+* unordered: the bare, unordered, unpaged service style over the generated organization: failed
+  streams and audits calls per stream and pass.
+
+    python bench/backlog.py [--records N] [--repeat R] [--case all|backlog|idle|unordered]
 """
 
 from __future__ import annotations
@@ -205,11 +208,29 @@ def idle(repeat: int) -> None:
     )
 
 
+def unordered() -> None:
+    """The bare, unordered, unpaged service: the whole trail as a list, a new order on each call."""
+    org = generate_org(5)
+    domains = ",".join(d.name for d in org.domains if d.destroyed_us is None)
+    # Pages of 50: most trails are longer than a page, which the service ignores.
+    env = {"FORWARDER_DOMAINS": domains, "FORWARDER_LOG_LEVEL": "ERROR", "FORWARDER_PAGE_LIMIT": "50"}
+    sim, hec = Simulator.unordered(org), HecReceiver(token=HEC_TOKEN)
+    with sim, hec, tempfile.TemporaryDirectory() as tmp:
+        spec = {"role": "run", "api": sim.base_url, "hec": hec.url, "state": tmp + "/s", "env": env}
+        report = spawn(spec)["report"]
+        calls = sim.calls()
+    streams = report["streams"]
+    passes = sum(s.get("passes", 1) for s in streams)
+    failed = sum(1 for s in streams if s["error"])
+    print(f"unordered unpaged service: {len(streams)} streams, {failed} failed", report["error"] or "")
+    print(f"  audits calls: {calls} for {passes} passes ({calls / passes:.2f} per stream and pass)")
+
+
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--case", choices=("all", "backlog", "idle"), default="all")
+    parser.add_argument("--case", choices=("all", "backlog", "idle", "unordered"), default="all")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -219,6 +240,8 @@ def main(argv: List[str] | None = None) -> None:
         backlog(args.records, args.repeat)
     if args.case in ("all", "idle"):
         idle(max(args.repeat, 3))
+    if args.case in ("all", "unordered"):
+        unordered()
 
 
 if __name__ == "__main__":
