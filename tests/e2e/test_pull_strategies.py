@@ -83,6 +83,7 @@ def test_a_bare_unordered_unpaged_service_one_request_per_stream_and_pass(tmp_pa
             str(tmp_path / "state"),
             FORWARDER_DOMAINS=all_domains(org),
             FORWARDER_MAX_RECORDS_PER_PASS="40",  # several passes per stream
+            FORWARDER_PAGE_LIMIT="50",  # most trails are longer than a page
         )
         for run in range(3):
             before = sim.calls()
