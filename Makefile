@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hec_sink.py
 	$(BIN)/python bench/progress.py
 	$(BIN)/python bench/shallow_streams.py
+	$(BIN)/python bench/backlog.py
 
 clean:
 	rm -rf $(VENV) $(VENV39) $(APPINSPECT_VENV) $(UCC_VENV) out state quarantine dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Callable, List, Optional
 
 from . import stop
 from .api.client import ApiClient, Credentials
-from .api.paging import PageOutcome
+from .api.ratelimit import RateLimiter
+from .api.trail import TrailReader
 from .config import Settings, to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import redact, register_secrets
@@ -28,20 +29,6 @@ from .streams import Ownership, Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
-
-
-class ApiSource:
-    """The pipeline's RecordSource over the platform API."""
-
-    def __init__(self, client: ApiClient, settings: Settings) -> None:
-        self.client = client
-        self.settings = settings
-
-    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterable[List[Any]]:
-        s = self.settings
-        return self.client.audits(
-            stream.object_type, stream.name, stream.filter, start_us, s.page_limit, s.max_pages, outcome
-        )
 
 
 def credentials_for(settings: Settings) -> Credentials:
@@ -64,6 +51,7 @@ def build_client(settings: Settings) -> ApiClient:
         token_path=settings.token_path,
         timeout=settings.http_timeout_s,
         retry=RetryPolicy(attempts=settings.max_attempts),
+        limiter=RateLimiter(settings.max_rps, settings.concurrency),
     )
 
 
@@ -138,7 +126,7 @@ def run_once(
         observer.started(streams, lambda: api.requests_sent)
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
-            source=ApiSource(client, settings),
+            source=TrailReader(client, settings.page_limit, settings.max_pages),
             store=store,
             sink=sink,
             formatter=get_formatter(settings.format),

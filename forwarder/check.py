@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .api.paging import PageOutcome
+from .api.probe import probe
 from .app import build_client, plan
 from .config import Settings
 from .errors import ForwarderError
 from .logs import redact, register_secrets
-from .records import InvalidRecord, parse_record
 from .sinks import open_sink
 from .state import open_store
-from .timeutil import format_us
 
 
 def check(settings: Settings, out: TextIO) -> bool:
@@ -42,24 +40,12 @@ def check(settings: Settings, out: TextIO) -> bool:
         say(True, f"streams: {len(streams)} planned")
         if not streams:
             return say(False, "streams: nothing to pull (set FORWARDER_USERS or FORWARDER_DOMAINS)")
-        first = streams[0]
-        outcome = PageOutcome()
-        page = next(
-            iter(
-                client.audits(
-                    first.object_type, first.name, first.filter, None, settings.page_limit, 1, outcome
-                )
-            ),
-            [],
-        )
-        times = []
-        for raw in page:
-            try:
-                times.append(parse_record(raw, first.object_type).ts_us)
-            except InvalidRecord as exc:
-                return say(False, f"audits {first.key}: {exc}")
-        newest = f", newest {format_us(max(times))}" if times else ""
-        return say(True, f"audits {first.key}: {len(page)} records on the first page{newest}")
+        findings = probe(client, streams)
+        if findings is None:
+            return say(True, f"audits: the first streams hold no records yet ({streams[0].key}, ...)")
+        for line in findings.lines():
+            say(True, line)
+        return True
     except ForwarderError as exc:
         return say(False, str(exc))
     finally:

@@ -106,6 +106,10 @@ VARIABLES: Tuple[Variable, ...] = (
     Variable("FORWARDER_MAX_PAGES", "page cap per stream and pass", "1000"),
     Variable("FORWARDER_MAX_RECORDS_PER_PASS", "new records held in memory per stream and pass", "5000"),
     Variable("FORWARDER_CONCURRENCY", "streams pulled at once", "4"),
+    Variable(
+        "FORWARDER_MAX_RPS",
+        "API requests per second at most, shared by every stream (empty: unlimited), e.g. 1 or 0.5",
+    ),
     Variable("FORWARDER_HTTP_TIMEOUT", "seconds to wait for an HTTP response", "60"),
     Variable("FORWARDER_MAX_ATTEMPTS", "tries per HTTP request (429/5xx/connection errors)", "5"),
     Variable("FORWARDER_LEASE_TTL", "seconds a run's lease lasts unless renewed", "900"),
@@ -162,6 +166,7 @@ class Settings:
     max_pages: int
     max_records_per_pass: int
     concurrency: int
+    max_rps: Optional[float]
     http_timeout_s: float
     max_attempts: int
     lease_ttl_s: int
@@ -171,6 +176,19 @@ class Settings:
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
         return [s for s in (self.client_secret, self.sink.token, *self.sink.headers.values()) if s]
+
+
+def _rate(text: str) -> Optional[float]:
+    """Requests per second, or None (unlimited) when empty."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"expected a positive number of requests per second, got {text!r}")
+    return value
 
 
 def to_unicode_domain(name: str) -> str:
@@ -402,6 +420,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         max_pages=r.integer("FORWARDER_MAX_PAGES", 1),
         max_records_per_pass=r.integer("FORWARDER_MAX_RECORDS_PER_PASS", 1),
         concurrency=r.integer("FORWARDER_CONCURRENCY", 1, 64),
+        max_rps=r.convert("FORWARDER_MAX_RPS", _rate, None),  # type: ignore[arg-type]
         http_timeout_s=timeout_s,
         max_attempts=r.integer("FORWARDER_MAX_ATTEMPTS", 1, 20),
         lease_ttl_s=r.integer("FORWARDER_LEASE_TTL", 30),

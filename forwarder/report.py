@@ -17,6 +17,10 @@ class StreamReport:
     invalid: int = 0  # records that cannot be placed (no usable created_at...): quarantined raw
     future: int = 0  # records dated past the clock: shipped once, the watermark held at the clock
     passes: int = 0
+    api_calls: int = 0  # audits requests, every pass
+    # How the trail was read: ascending+start_date, offset, time-windows or full-scan (the service
+    # honours neither order nor time bounds: every pass read the whole trail).
+    strategy: str = ""
     truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
     stopped: bool = False  # abandoned on a stop request (SIGTERM) after its last committed batch
     watermark: Optional[str] = None
@@ -46,6 +50,9 @@ class RunReport:
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
         totals["streams"] = len(self.streams)
         totals["failed_streams"] = sum(1 for s in self.streams if not s.ok)
+        totals["api_calls"] = sum(s.api_calls for s in self.streams)
+        # Streams the service made read whole on every pass (it honours neither order nor time bounds).
+        totals["full_scan_streams"] = sum(1 for s in self.streams if s.strategy == "full-scan")
         lags = [s.lag_seconds for s in self.streams if s.lag_seconds is not None]
         totals["max_lag_seconds"] = max(lags) if lags else None
         return totals

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import functools
 import hmac
+import random
 import secrets
 import socket
 import sys
@@ -138,6 +139,8 @@ class Simulator:
         max_limit: int = 200,
         honour_start_date: bool = True,
         honour_sort: bool = True,
+        shuffle: bool = False,  # a different order on every call, whatever sort asks (see unordered())
+        case_sensitive_names: bool = False,  # name matches the trail's spelling exactly
         strict_params: bool = False,  # 400 on parameters (and token form fields) outside the spec
         require_grant_type: bool = False,  # an OAuth-style token endpoint: 400 without grant_type
         takes_limit: bool = True,  # False: pages are always default_limit long (strict: 400 on limit)
@@ -159,6 +162,9 @@ class Simulator:
         self.max_limit = max_limit
         self.honour_start_date = honour_start_date
         self.honour_sort = honour_sort
+        self.shuffle = shuffle
+        self.case_sensitive_names = case_sensitive_names
+        self._shuffler = random.Random(0)
         self.strict_params = strict_params
         self.require_grant_type = require_grant_type
         self.takes_limit = takes_limit
@@ -183,6 +189,16 @@ class Simulator:
         self._rewrites: List[_Fault] = []
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
+
+    @classmethod
+    def unordered(cls, org: Optional[Org] = None, *, time_bounds: bool = False, **knobs: Any) -> Simulator:
+        """A service that answers every audits query with the whole trail as a bare list, in a
+        different order on each call, ignoring limit, offset and sort; with ``time_bounds`` it still
+        honours start_date/end_date (and pages, though the order changes between pages)."""
+        knobs.setdefault("style", "bare")
+        return cls(
+            org, paging=time_bounds, honour_sort=False, honour_start_date=time_bounds, shuffle=True, **knobs
+        )
 
     # -- life cycle ---------------------------------------------------------------------------------
 
@@ -259,9 +275,18 @@ class Simulator:
         with self._lock:
             self._tokens.clear()
 
-    def records_for(self, object_type: str, name: str) -> List[Record]:
+    def records_for(self, object_type: str, name: str, start: str = "", end: str = "~") -> List[Record]:
         """The trail the audits endpoint scopes for this query now, oldest first, before paging."""
-        return self.org.records_for(object_type, name, int(self._clock() * 1_000_000))
+        return self.org.records_for(object_type, name, int(self._clock() * 1_000_000), start, end)
+
+    def calls(self, path: str = AUDITS_PATH, **query: str) -> int:
+        """How many requests reached ``path`` (with these query values, e.g. ``name=...``)."""
+        with self._lock:
+            return sum(
+                1
+                for r in self.requests
+                if r.path == path and all(r.query.get(k) == v for k, v in query.items())
+            )
 
     # -- request handling ---------------------------------------------------------------------------
 
@@ -375,17 +400,19 @@ class Simulator:
             raise _BadRequest("object_type must be user or domain")
         if not name:
             raise _BadRequest("name is required")
-        records = self.records_for(object_type, name)
-        if prefix:  # a "starts with" match, as the product's activity search does
-            records = [r for r in records if r["filterable_action"].startswith(prefix)]
+        start = end = None
         if self.honour_start_date:  # canonical timestamps compare correctly as text
             start, end = _time_param(query, "start_date"), _time_param(query, "end_date")
-            records = [
-                r
-                for r in records
-                if not isinstance(r.get("created_at"), str)  # a hostile record: served whatever the bounds
-                or (start or "") <= r["created_at"] <= (end or "~")
-            ]
+        records = self.records_for(object_type, name, start or "", end or "~")
+        if self.case_sensitive_names:
+            field = "user" if object_type == "user" else "object"
+            records = [r for r in records if r.get(field) == name]
+        if prefix:  # a "starts with" match, as the product's activity search does
+            records = [r for r in records if r["filterable_action"].startswith(prefix)]
+        if self.shuffle:
+            with self._lock:
+                self._shuffler.shuffle(records)
+            return records
         order = _one(query, "sort") if self.honour_sort else None
         if order is None:
             return records[::-1]  # newest first, as the portal lists activity

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from .config import to_unicode_domain
 from .records import AuditRecord
@@ -19,7 +19,8 @@ DOMAIN_HISTORY_S = 390 * 86400
 
 @dataclass(frozen=True, order=True)
 class Stream:
-    """One query of the audits endpoint."""
+    """One query of the audits endpoint. ``name`` is sent as given (a service may match it
+    case-sensitively); the stream's identity, ``key``, is case-insensitive."""
 
     object_type: str
     name: str
@@ -27,7 +28,7 @@ class Stream:
 
     @property
     def key(self) -> str:
-        base = f"{self.object_type}/{self.name}"
+        base = f"{self.object_type}/{self.name.lower()}"
         return f"{base}/{self.filter}" if self.filter else base
 
     def matches(self, action: str) -> bool:
@@ -70,17 +71,20 @@ def filters_for(object_type: str, filters: Sequence[str]) -> List[Optional[str]]
 def plan_streams(
     object_types: Sequence[str], users: Iterable[str], domains: Iterable[str], filters: Sequence[str]
 ) -> List[Stream]:
-    """Every (object_type, name, filter) to pull, deduplicated case-insensitively, in a stable order."""
-    streams = set()
-    names = {
-        "user": {u.lower() for u in users if u},
-        "domain": {d.lower() for d in domains if d},
+    """Every (object_type, name, filter) to pull, deduplicated case-insensitively (the first
+    spelling wins), in a stable order."""
+    names = {"user": _first_spellings(users), "domain": _first_spellings(domains)}
+    streams = {
+        Stream(object_type, name, flt)
+        for object_type in object_types
+        for name in names.get(object_type, [])
+        for flt in filters_for(object_type, filters)
     }
-    for object_type in object_types:
-        for name in names.get(object_type, set()):
-            for flt in filters_for(object_type, filters):
-                streams.add(Stream(object_type, name, flt))
-    return sorted(streams)
+    return sorted(streams, key=lambda s: (s.object_type, s.name.lower(), s.filter or ""))
+
+
+def _first_spellings(names: Iterable[str]) -> List[str]:
+    return list({n.lower(): n for n in reversed([n for n in names if n])}.values())
 
 
 class Ownership:
@@ -94,23 +98,26 @@ class Ownership:
     """
 
     def __init__(self, plan: Sequence[Stream], now_s: float) -> None:
-        self._domain_streams = [s for s in plan if s.object_type == "domain"]
-        self._user_streams = [s for s in plan if s.object_type == "user"]
+        # Streams by lowercased name: one lookup per record, whatever the number of streams.
+        self._domain_streams: Dict[str, List[Stream]] = {}
+        self._user_streams: Dict[str, List[Stream]] = {}
+        for stream in plan:
+            by_name = self._domain_streams if stream.object_type == "domain" else self._user_streams
+            by_name.setdefault(stream.name.lower(), []).append(stream)
         self._history_floor_us = int((now_s - DOMAIN_HISTORY_S) * 1_000_000)
 
     def owner(self, record: AuditRecord, fetched_by: Stream) -> Stream:
         action = record.action
         if action.startswith("domain.") and record.ts_us >= self._history_floor_us:
             try:
-                domain: Optional[str] = to_unicode_domain(record.object)
+                domain = to_unicode_domain(record.object)
             except (UnicodeError, ValueError):
-                domain = None
-            for stream in self._domain_streams:
-                if stream.name == domain and stream.matches(action):
+                domain = ""
+            for stream in self._domain_streams.get(domain, ()):
+                if stream.matches(action):
                     return stream
-        actor = record.actor.lower()
-        for stream in self._user_streams:
-            if stream.name == actor and stream.matches(action):
+        for stream in self._user_streams.get(record.actor.lower(), ()):
+            if stream.matches(action):
                 return stream
         return fetched_by
 

@@ -48,7 +48,9 @@ def test_check_reports_each_step_and_ships_nothing(sim, tmp_path):
     sink = (tmp_path / "events.ndjson").as_uri()
     result = cli("check", env=env_for(sim.base_url, sink, str(tmp_path / "state")))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ok   token: obtained" in result.stdout and "records on the first page" in result.stdout
+    assert "ok   token: obtained" in result.stdout
+    assert "paging yes, order oldest-first, start_date yes, end_date yes" in result.stdout
+    assert "ok   strategy: ascending+start_date" in result.stdout
     assert (tmp_path / "events.ndjson").read_bytes() == b""  # opened to prove it is writable; nothing sent
     bad = cli(
         "check",

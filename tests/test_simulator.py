@@ -535,3 +535,39 @@ def test_serve_prints_the_url_and_stops_on_ctrl_c():
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0
     assert err == ""  # no request logging
+
+
+def test_a_deep_stream_pages_by_bisection_and_counts_calls(clock):
+    org = generate_org(7, NOW_US)
+    deep = "deep@" + ORG_DOMAIN
+    org.add_deep_stream(deep, 5000, NOW_US)
+    assert deep in [u["email"] for u in org.user_list()]
+    with Simulator(org, clock=clock) as sim:
+        trail = sim.records_for("user", deep)
+        assert len(trail) == 5000 and len({r["created_at"] for r in trail}) < 5000  # some ties
+        mid = trail[2500]["created_at"]
+        body = get(
+            sim, AUDITS_PATH, object_type="user", name=deep, start_date=mid, sort="created_at ASC", limit=200
+        )
+        assert body.json()["audits"][0]["created_at"] >= mid and body.json()["count"] == 200
+        assert sim.calls() == 1 and sim.calls(name=deep) == 1 and sim.calls(name="x") == 0
+
+
+def test_the_unordered_style_returns_every_record_in_a_new_order_each_call(org, clock):
+    user = org.users[0].email
+    with Simulator.unordered(org, clock=clock) as sim:
+        ask = dict(
+            object_type="user",
+            name=user,
+            limit=5,
+            offset=5,
+            sort="created_at ASC",
+            start_date=format_us(NOW_US),
+        )
+        first, second = (get(sim, AUDITS_PATH, **ask).json() for _ in range(2))
+        assert isinstance(first, list) and len(first) == len(sim.records_for("user", user)) > 5
+        assert first != second and sorted(map(str, first)) == sorted(map(str, second))
+    with Simulator.unordered(org, time_bounds=True, clock=clock) as sim:
+        mid = sim.records_for("user", user)[10]["created_at"]
+        got = get(sim, AUDITS_PATH, object_type="user", name=user, start_date=mid, limit=200).json()
+        assert got and all(r["created_at"] >= mid for r in got)

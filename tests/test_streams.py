@@ -78,3 +78,27 @@ def test_domain_records_past_the_history_go_to_the_actor_so_each_is_shipped_once
     own = Ownership([user, domain], time.time())
     assert [own.keeps(user, old), own.keeps(domain, old)] == [True, False]
     assert Ownership([domain], time.time()).keeps(domain, old)
+
+
+def test_names_keep_the_first_spelling_and_ownership_matches_any_case():
+    plan = plan_streams(["user"], ["Alice@Example.com", "alice@example.com", "bob@x.y"], [], [])
+    assert [(s.name, s.key) for s in plan] == [
+        ("Alice@Example.com", "user/alice@example.com"),
+        ("bob@x.y", "user/bob@x.y"),
+    ]
+    ownership = Ownership(plan, time.time())
+    bob = plan[1]
+    assert ownership.owner(record("user.login", "x", actor="ALICE@example.COM"), bob) == plan[0]
+    assert ownership.keeps(bob, record("user.login", "x", actor="carol@x.y"))  # nobody else pulls carol
+
+
+def test_ownership_looks_each_record_up_once_whatever_the_plan_size():
+    users = [f"user{i}@example.com" for i in range(5000)]
+    plan = plan_streams(["user", "domain"], users, ["example.com"], [])
+    ownership = Ownership(plan, time.time())
+    assert len(ownership._user_streams) == 5000 and ownership._user_streams["user42@example.com"] == [
+        Stream("user", "user42@example.com")
+    ]
+    assert ownership.owner(record("domain.update", "Example.COM"), plan[-1]) == Stream(
+        "domain", "example.com"
+    )

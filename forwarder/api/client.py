@@ -6,7 +6,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional
+from functools import partial
+from typing import Any, Dict, List, Optional
 
 import requests
 
@@ -14,8 +15,8 @@ from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
-from ..timeutil import format_us
 from .paging import PageOutcome, extract_items, iter_pages
+from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key
 
 log = logging.getLogger(__name__)
@@ -24,31 +25,13 @@ AUDITS_PATH = "/v1/cp/audits"
 USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec: used only with FORWARDER_DISCOVER_DOMAINS
 # Optional parameters, in the order they are given up when the service answers 400 to them.
-_OPTIONAL = ("sort", "start_date", "limit", "offset")
+_OPTIONAL = ("sort", "end_date", "start_date", "limit", "offset")
 
 
 @dataclass
 class Credentials:
     client_id: str
     client_secret: str = field(repr=False)
-
-
-class _Throttle:
-    """Shared across threads: a 429 on one stream pauses every stream until the wait is over."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._resume_at = 0.0
-
-    def wait(self) -> None:
-        with self._lock:
-            delay = self._resume_at - time.monotonic()
-        if delay > 0:
-            retry.sleep(delay)
-
-    def pause(self, seconds: float) -> None:
-        with self._lock:
-            self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
 
 def _error_text(response: requests.Response) -> str:
@@ -74,6 +57,7 @@ class ApiClient:
         timeout: float = DEFAULT_TIMEOUT[1],
         retry: Optional[RetryPolicy] = None,
         session: Optional[requests.Session] = None,
+        limiter: Optional[RateLimiter] = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._credentials = credentials
@@ -81,7 +65,7 @@ class ApiClient:
         self._timeout = (min(DEFAULT_TIMEOUT[0], timeout), timeout)
         self._retry = retry or RetryPolicy()
         self._session = session or new_session()
-        self._throttle = _Throttle()
+        self._limiter = limiter or RateLimiter()
         self._tokens = TokenProvider(
             self._request_token,
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
@@ -113,13 +97,18 @@ class ApiClient:
         url = self.base_url + path
 
         def attempt() -> requests.Response:
-            self._throttle.wait()
             with self._lock:
                 self.requests_sent += 1
             try:
-                response = deadline.request(
-                    self._session, method, url, timeout=self._timeout, deadline_s=self._timeout[1], **kwargs
-                )
+                with self._limiter.request():
+                    response = deadline.request(
+                        self._session,
+                        method,
+                        url,
+                        timeout=self._timeout,
+                        deadline_s=self._timeout[1],
+                        **kwargs,
+                    )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
                 raise ApiError(f"{method} {path}: TLS failed: {exc}") from None
             if response.status_code in RETRYABLE_STATUS:
@@ -134,7 +123,7 @@ class ApiClient:
 
         def wait(delay: float, failure: retry.Failure) -> None:
             if failure.last is not None and failure.last.result.status_code == 429:
-                self._throttle.pause(delay)  # every stream waits, this one before its next try
+                self._limiter.throttled(delay)  # every stream waits and fewer run at once
             else:
                 retry.sleep(delay)
 
@@ -231,60 +220,42 @@ class ApiClient:
                         extra={"path": path, "parameter": ",".join(new), "error": str(exc)},
                     )
 
-    def paged(
+    def sends(self, path: str, parameter: str) -> bool:
+        """Whether an optional parameter is still sent to ``path`` (the service has not refused it)."""
+        with self._lock:
+            return (path, parameter) not in self._unsupported
+
+    def page(
         self,
         path: str,
         plural: str,
         base: Dict[str, Any],
         optional: Dict[str, Any],
-        limit: int,
-        max_pages: int,
-        outcome: PageOutcome,
-    ) -> Iterator[List[Any]]:
-        """Pages of a list endpoint. ``optional`` parameters are sent while the service accepts them."""
-
-        def fetch(page_limit: Optional[int], offset: Optional[int]) -> List[Any]:
-            extra = dict(optional)
-            if page_limit is not None:
-                extra.update(limit=page_limit, offset=offset or 0)
-            # Past the first page the parameters are known to be accepted: a 400 there is the
-            # service's offset ceiling, not a parameter to give up.
-            body = self._get_with_fallback(path, base, extra, fallback=not offset)
-            return extract_items(body, plural)
-
-        try:
-            yield from iter_pages(fetch, limit, max_pages, outcome)
-        except ApiError as exc:
-            # A 400 deep into the pages is an offset ceiling (one integration saw 9,900): keep what
-            # was read; the watermark and start_date carry the next pass forward.
-            if exc.status != 400 or outcome.pages == 0:
-                raise
-            outcome.truncated = True
-            outcome.reason = f"service refused offset {outcome.items}"
-            log.warning("paging stopped by the service", extra={"path": path, "items": outcome.items})
-
-    def audits(
-        self,
-        object_type: str,
-        name: str,
-        flt: Optional[str],
-        start_us: Optional[int],
-        limit: int,
-        max_pages: int,
-        outcome: PageOutcome,
-    ) -> Iterator[List[Any]]:
-        base: Dict[str, Any] = {"object_type": object_type, "name": name}
-        if flt:
-            base["filter"] = flt
-        optional: Dict[str, Any] = {"sort": "created_at ASC"}
-        if start_us is not None:
-            optional["start_date"] = format_us(start_us)[:19] + "Z"
-        return self.paged(AUDITS_PATH, "audits", base, optional, limit, max_pages, outcome)
+        limit: Optional[int],
+        offset: Optional[int],
+    ) -> List[Any]:
+        """One page of a list endpoint. ``optional`` parameters are sent while the service accepts them.
+        Past the first page the parameters are known to be accepted: a 400 there is the service's
+        offset ceiling, not a parameter to give up, and is raised."""
+        extra = dict(optional)
+        if limit is not None:
+            extra.update(limit=limit, offset=offset or 0)
+        return extract_items(self._get_with_fallback(path, base, extra, fallback=not offset), plural)
 
     def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
         """Every element of a list endpoint (users, domains)."""
         outcome = PageOutcome()
-        return [item for page in self.paged(path, plural, {}, {}, limit, max_pages, outcome) for item in page]
+        items: List[Any] = []
+        try:
+            for page in iter_pages(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
+                items.extend(page)
+        except ApiError as exc:
+            # A 400 deep into the pages is an offset ceiling (one integration saw 9,900): keep what
+            # was read rather than fail the whole run.
+            if exc.status != 400 or outcome.pages == 0:
+                raise
+            log.warning("paging stopped by the service", extra={"path": path, "items": len(items)})
+        return items
 
     def users(self, limit: int, max_pages: int) -> List[Any]:
         return self.listing(USERS_PATH, "users", limit, max_pages)

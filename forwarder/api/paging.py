@@ -11,6 +11,9 @@ from ..jsonutil import ascii_text
 
 # Keys that hold the list in the enveloped style; the resource's plural comes first.
 _LIST_KEYS = ("data", "items", "results", "records")
+# Page sizes a service may cap pages at, below the limit asked: a short page of one of these may
+# not be the last.
+_SERVICE_CAPS = frozenset({25, 50, 100})
 
 
 def extract_items(body: Any, plural: str) -> List[Any]:
@@ -33,12 +36,37 @@ def extract_items(body: Any, plural: str) -> List[Any]:
     raise MalformedResponse(f"response object holds no {plural!r} list (keys: {keys or 'none'})")
 
 
+class ReadAgain(Exception):
+    """Pages asked oldest-first turned out in another order after some were read: what was read
+    cannot be trusted to hold the oldest new records, so the pass starts over another way."""
+
+
 @dataclass
 class PageOutcome:
+    """One pass over a stream: what the source asked and found, and what its reader saw.
+
+    The source (the API reader) fills the request side; the reader of the pages
+    (``pipeline.select_new``) reports after every page, before the source asks for the next one.
+    """
+
     pages: int = 0
     items: int = 0
     truncated: bool = False  # stopped by the page cap or an offset limit, not by the end of data
     reason: str = ""
+    # -- set by the source
+    strategy: str = ""  # how the pass reads the stream: ascending+start_date, offset, time-windows, ...
+    sorted_request: bool = False  # pages were asked oldest-first: once they prove it, a pass may stop
+    order_shown: bool = False  # enough records came oldest-first (this pass or an earlier one)
+    boundary: bool = False  # the page just yielded closes a time window: every later record is newer
+    more: bool = False  # the source stopped before the end of its range; ``resume_us`` says where
+    resume_us: Optional[int] = None
+    start_offset: int = 0  # where offset paging starts (a pass resumed without start_date)
+    page_offset: int = 0  # offset of the page just yielded
+    # -- reported by the reader after each page
+    added: Optional[int] = None  # records on the page not seen before in this pass
+    ascending: bool = True  # every record so far was at least as new as the one before
+    last_us: Optional[int] = None  # created_at of the last record read
+    oldest_us: Optional[int] = None
 
 
 def _fingerprint(items: List[Any]) -> str:
@@ -55,14 +83,16 @@ def iter_pages(
     max_pages: int,
     outcome: PageOutcome,
 ) -> Iterator[List[Any]]:
-    """Yield pages from ``fetch(limit, offset)`` until the data ends.
+    """Yield pages from ``fetch(limit, offset)`` until the data ends, from ``outcome.start_offset``.
 
     ``limit`` None means the service does not page: one request. The end is an empty page, a page
-    that repeats the previous one (the service ignores offset), or a short page. A short page whose
-    length is a multiple of 25 might be the service's own page cap (25 is the documented default), so
-    one more request confirms it rather than risk stopping early.
+    longer than ``limit`` (the service ignores paging: that was everything), a page that brings no
+    record new to this pass (as the reader reports in ``outcome.added``; without a reader, a page
+    that repeats the previous one), or a short page. A short page of 25, 50 or 100 records might be
+    the service's own page cap (25 is the documented default), so one more request confirms it
+    rather than risk stopping early.
     """
-    offset = 0
+    offset = outcome.start_offset
     previous = ""
     while outcome.pages < max_pages:
         items = fetch(limit, offset if limit is not None else None)
@@ -70,17 +100,24 @@ def iter_pages(
         if not items:
             outcome.reason = "empty page"
             return
-        fp = _fingerprint(items)
-        if fp == previous:
+        fp = _fingerprint(items) if outcome.added is None else ""
+        if fp and fp == previous:
             outcome.reason = "repeated page"
             return
         previous = fp
         outcome.items += len(items)
+        outcome.page_offset = offset
         yield items
         if limit is None:
             outcome.reason = "single response"
             return
-        if len(items) < limit and len(items) % 25 != 0:
+        if len(items) > limit:
+            outcome.reason = "page longer than the limit asked (the service ignores paging)"
+            return
+        if outcome.added == 0:
+            outcome.reason = "page brought no new record (the service ignores offset)"
+            return
+        if len(items) < limit and len(items) not in _SERVICE_CAPS:
             outcome.reason = "short page"
             return
         offset += len(items)

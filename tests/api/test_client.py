@@ -7,9 +7,11 @@ import pytest
 from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.paging import PageOutcome
+from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError, AuthError, MalformedResponse
 from forwarder.simdata import IDN_DOMAIN, generate_org
 from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.streams import Stream
 from forwarder.timeutil import parse_iso
 
 
@@ -29,7 +31,8 @@ def client_for(sim, secret=DEMO_CLIENT_SECRET, **kw):
 
 def trail(client, object_type, name, flt=None, start_us=None, limit=200):
     outcome = PageOutcome()
-    items = [r for page in client.audits(object_type, name, flt, start_us, limit, 100, outcome) for r in page]
+    pages = TrailReader(client, limit, 100).pages(Stream(object_type, name, flt), start_us, outcome)
+    items = [r for page in pages for r in page]
     return items, outcome
 
 

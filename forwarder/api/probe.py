@@ -1,0 +1,109 @@
+"""What the audits endpoint honours (paging, order, start_date, end_date), found with a few small
+requests, for ``audit-forwarder check``: users see which strategy a run will use before it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..jsonutil import canonical
+from ..streams import Stream
+from .client import AUDITS_PATH, ApiClient
+from .trail import bound, record_time
+
+_PROBE_LIMIT = 5
+_SECOND = 1_000_000
+
+
+@dataclass
+class Findings:
+    stream: str
+    records: int  # records the first page held
+    paging: str  # "yes", "no (limit ignored)", "no (offset ignored)", "unknown"
+    order: str  # "oldest-first", "newest-first", "none", "refused", "unknown"
+    start_date: str  # "yes", "no", "refused", "unknown"
+    end_date: str
+
+    @property
+    def strategy(self) -> str:
+        """The strategy a run will use, as TrailReader decides it."""
+        if self.order == "oldest-first":
+            return "ascending+start_date" if self.start_date != "no" else "offset"
+        if self.start_date != "no" and self.end_date != "no":
+            return "time-windows"
+        return "full-scan (every pass reads the whole trail)"
+
+    def lines(self) -> List[str]:
+        return [
+            f"service behaviour ({self.stream}, {self.records} records probed): paging {self.paging}, "
+            f"order {self.order}, start_date {self.start_date}, end_date {self.end_date}",
+            f"strategy: {self.strategy}",
+        ]
+
+
+def _get(client: ApiClient, stream: Stream, optional: Dict[str, Any], offset: int = 0) -> List[Any]:
+    base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
+    if stream.filter:
+        base["filter"] = stream.filter
+    return client.page(AUDITS_PATH, "audits", base, optional, _PROBE_LIMIT, offset)
+
+
+def _times(items: List[Any]) -> List[int]:
+    return [t for t in map(record_time, items) if t is not None]
+
+
+def _order(times: List[int]) -> str:
+    if len(set(times)) < 2:
+        return "unknown"
+    if all(a <= b for a, b in zip(times, times[1:])):
+        return "oldest-first"
+    if all(a >= b for a, b in zip(times, times[1:])):
+        return "newest-first"
+    return "none"
+
+
+def _bound_honoured(client: ApiClient, stream: Stream, name: str, pivot: int, keeps: Any) -> str:
+    """Ask from (or up to) ``pivot``, in the order that would show an ignored bound first."""
+    up = name == "end_date"
+    items = _get(
+        client, stream, {"sort": "created_at DESC" if up else "created_at ASC", name: bound(pivot, up=up)}
+    )
+    if not client.sends(AUDITS_PATH, name):
+        return "refused"
+    return "yes" if all(keeps(t) for t in _times(items)) else "no"
+
+
+def probe(client: ApiClient, streams: Sequence[Stream], tries: int = 5) -> Optional[Findings]:
+    """Probe the first of ``streams`` (up to ``tries``) whose trail holds records; None if none does."""
+    for stream in streams[:tries]:
+        first = _get(client, stream, {"sort": "created_at ASC"})
+        if first:
+            return _probe(client, stream, first)
+    return None
+
+
+def _probe(client: ApiClient, stream: Stream, first: List[Any]) -> Findings:
+    sorted_sent = client.sends(AUDITS_PATH, "sort")
+    fresh: List[Any] = []
+    if len(first) > _PROBE_LIMIT:
+        paging, seen = "no (limit ignored)", first
+    elif len(first) < _PROBE_LIMIT:
+        paging, seen = "unknown", first
+    else:
+        second = _get(client, stream, {"sort": "created_at ASC"}, offset=_PROBE_LIMIT)
+        ids = {canonical(r) for r in first}
+        fresh = [r for r in second if canonical(r) not in ids]
+        paging = (
+            "yes"
+            if second and len(fresh) == len(second)
+            else ("no (offset ignored)" if second else "unknown")
+        )
+        seen = first + fresh
+    times = _times(seen)
+    order = _order(_times(first) + _times(fresh)) if sorted_sent else "refused"
+    start = end = "unknown"
+    if len(set(times)) >= 2:
+        pivot = sorted(times)[len(times) // 2]
+        start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * _SECOND)
+        end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * _SECOND)
+    return Findings(stream.key, len(first), paging, order, start, end)

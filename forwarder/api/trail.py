@@ -1,0 +1,285 @@
+"""Reading one stream's audit trail with the fewest calls the service's behaviour allows.
+
+Nothing in the spec says the audits endpoint pages, sorts or honours time bounds, so the reader
+asks for the best (oldest-first pages from ``start_date``) and learns from the answers, once per run
+for every stream:
+
+* ``ascending+start_date``: pages come oldest-first, so a pass may stop once it holds its cap and the
+  next pass resumes from the new watermark; an offset ceiling re-anchors ``start_date`` at the last
+  ``created_at`` read.
+* ``offset``: oldest-first without ``start_date``: the next pass resumes at the offset it stopped at.
+* ``time-windows``: no order, but ``start_date``/``end_date`` are honoured: the trail is read window
+  by window, each sized to fit one page, oldest window first.
+* ``full-scan``: none of the above: every pass reads the whole trail (said in the run report).
+
+The watermark filter always runs on the client; a window's records are also cut to the window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional
+
+from ..errors import ApiError
+from ..jsonutil import canonical
+from ..streams import Stream
+from ..timeutil import format_us, now_us, parse_iso
+from .client import AUDITS_PATH, ApiClient
+from .paging import PageOutcome, ReadAgain, iter_pages
+
+log = logging.getLogger(__name__)
+
+_SECOND = 1_000_000
+_SKEW_US = 300 * _SECOND  # the newest window reaches past the local clock by this much
+
+
+@dataclass
+class Honoured:
+    """What the service was seen to honour this run; None while unknown."""
+
+    order: Optional[bool] = None  # sort=created_at ASC
+    start_date: Optional[bool] = None
+    time_bounds: Optional[bool] = None  # start_date and end_date together, as filters
+    paging: Optional[bool] = None  # limit and offset
+
+
+class _Unordered(Exception):
+    """Pages asked oldest-first came in another order, and more pages follow."""
+
+
+def bound(us: int, up: bool = False) -> str:
+    """A time bound as the integrations send it (whole seconds, ``Z``), widened by one second so
+    that the service's rounding and inclusiveness cannot leave out a record we asked for."""
+    us = us + 2 * _SECOND - 1 if up else us - _SECOND
+    return format_us(us)[:19] + "Z"
+
+
+def record_time(raw: Any) -> Optional[int]:
+    """created_at of a raw record; None when unusable (the reader reports those)."""
+    created = raw.get("created_at") if isinstance(raw, dict) else None
+    try:
+        return parse_iso(created) if isinstance(created, str) else None
+    except ValueError:
+        return None
+
+
+def _ascending(items: List[Any]) -> bool:
+    times = [t for t in map(record_time, items) if t is not None]
+    return all(a <= b for a, b in zip(times, times[1:]))
+
+
+class TrailReader:
+    """The pipeline's source of pages for one run; ``honoured`` is shared by every stream."""
+
+    def __init__(self, client: ApiClient, page_limit: int, max_pages: int) -> None:
+        self.client = client
+        self.limit = page_limit
+        self.max_pages = max_pages
+        self.honoured = Honoured()
+        self._lock = threading.Lock()
+        self._said_full_scan = False
+        self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
+
+    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterator[List[Any]]:
+        try:
+            if self.honoured.order is not False:
+                try:
+                    yield from self._ascending(stream, start_us, outcome)
+                    return
+                except _Unordered:
+                    self.honoured.order = False
+                    outcome.sorted_request = False
+                    if outcome.items:
+                        raise ReadAgain() from None
+            if start_us is not None and self.honoured.time_bounds is not False:
+                yield from self._windows(stream, start_us, outcome)
+            else:
+                yield from self._full_scan(stream, start_us, outcome)
+        finally:
+            self._learn(outcome, start_us)
+
+    # -- strategies -----------------------------------------------------------------------------------
+
+    def _ascending(
+        self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
+    ) -> Iterator[List[Any]]:
+        with_start = start_us is not None and self.honoured.start_date is not False
+        with_start = with_start and self.client.sends(AUDITS_PATH, "start_date")
+        outcome.strategy = "ascending+start_date" if with_start else "offset"
+        outcome.sorted_request = True
+        outcome.order_shown = self.honoured.order is True
+        if with_start:
+            outcome.start_offset = 0
+        anchor = start_us if with_start else None
+        base = 0  # the offset iter_pages counts at which the current anchor began
+        first = True
+
+        def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
+            nonlocal anchor, base, first
+            if not outcome.ascending and outcome.sorted_request:
+                raise _Unordered()  # the pages read so far were not oldest-first, and more follow
+            try:
+                items = self._get(stream, limit, (offset or 0) - base, sort=True, start_us=anchor)
+            except ApiError as exc:
+                # A 400 deep into the pages is an offset ceiling (one integration saw 9,900):
+                # start again from the last created_at read (the look-back ids cover the ties).
+                last = outcome.last_us
+                if exc.status != 400 or not offset or not with_start or last is None or last == anchor:
+                    raise
+                log.info(
+                    "offset ceiling: re-anchoring start_date", extra={"stream": stream.key, "offset": offset}
+                )
+                anchor, base = last, offset or 0
+                items = self._get(stream, limit, 0, sort=True, start_us=anchor)
+            if first and len(items) == limit and not _ascending(items):
+                outcome.pages += 1  # fetched, and read again another way
+                raise _Unordered()
+            first = False
+            if not self.client.sends(AUDITS_PATH, "sort"):
+                outcome.sorted_request = False
+            return items
+
+        try:
+            yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
+        except ApiError as exc:
+            if exc.status != 400 or outcome.pages == 0:
+                raise
+            outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
+            outcome.reason = f"service refused offset {outcome.items}"
+        last = outcome.last_us
+        if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
+            outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
+
+    def _windows(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
+        """Oldest window first, each asked to fit one page: a full page splits the window."""
+        outcome.strategy = "time-windows"
+        end_us = now_us() + _SKEW_US
+        low = start_us
+        # The first window asks for everything (an idle stream costs one call); later ones are sized
+        # from what the last one held, carried across passes.
+        span = self._spans.get(stream.key, end_us - low)
+        while low < end_us and outcome.pages < self.max_pages:
+            high = min(low + span, end_us)
+            items = self._get(stream, self.limit, 0, sort=False, start_us=low, end_us=high)
+            outcome.pages += 1
+            times = [record_time(r) for r in items]
+            if any(t is not None and not low - 2 * _SECOND <= t <= high + 2 * _SECOND for t in times):
+                # The bounds are ignored: the next pass (and stream) scans instead, from here.
+                self.honoured.time_bounds = False
+                outcome.more, outcome.resume_us = True, low
+                outcome.reason = "the service ignores start_date/end_date"
+                return
+            if len(items) > self.limit:
+                self.honoured.paging = False  # every answer is whole: a full page is too
+            full = len(items) == self.limit and self.honoured.paging is not False
+            if full and high - low > _SECOND:
+                span = max(_SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
+                continue
+            if full:  # a second holding a full page: page through it
+                items += self._rest_of_window(stream, low, high, items, outcome)
+                times = [record_time(r) for r in items]
+            # A record without a usable time goes with the first window only (the reader reports it).
+            inside = [
+                r for r, t in zip(items, times) if (low <= t < high if t is not None else low == start_us)
+            ]
+            outcome.items += len(inside)
+            outcome.boundary = True
+            yield inside
+            outcome.boundary = False
+            low = high
+            fill = max(len(items), 1) / self.limit
+            span = max(_SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
+            self._spans[stream.key] = span
+        if low < end_us:
+            outcome.truncated = outcome.more = True
+            outcome.resume_us = low
+            outcome.reason = f"page cap of {self.max_pages} reached"
+
+    def _rest_of_window(
+        self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
+    ) -> List[Any]:
+        seen = {canonical(r) for r in first}
+        rest: List[Any] = []
+        while outcome.pages < self.max_pages:
+            page = self._get(
+                stream, self.limit, len(first) + len(rest), sort=False, start_us=low, end_us=high
+            )
+            outcome.pages += 1
+            fresh = [r for r in page if canonical(r) not in seen]
+            seen.update(canonical(r) for r in fresh)
+            rest += fresh
+            if len(page) != self.limit or not fresh:
+                return rest
+        outcome.truncated = True
+        return rest
+
+    def _full_scan(
+        self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
+    ) -> Iterator[List[Any]]:
+        outcome.strategy = "full-scan"
+        with self._lock:
+            first, self._said_full_scan = not self._said_full_scan, True
+        if first:
+            log.warning(
+                "the service honours neither order nor time bounds: every pass reads whole trails",
+                extra={"stream": stream.key},
+            )
+
+        def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
+            return self._get(stream, limit, offset or 0, sort=False, start_us=start_us)
+
+        outcome.start_offset = 0  # no order: no page can be skipped
+
+        yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
+
+    # -- helpers --------------------------------------------------------------------------------------
+
+    def _get(
+        self,
+        stream: Stream,
+        limit: Optional[int],
+        offset: int,
+        *,
+        sort: bool,
+        start_us: Optional[int],
+        end_us: Optional[int] = None,
+    ) -> List[Any]:
+        base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
+        if stream.filter:
+            base["filter"] = stream.filter
+        optional: Dict[str, Any] = {"sort": "created_at ASC"} if sort else {}
+        if start_us is not None:
+            optional["start_date"] = bound(start_us)
+        if end_us is not None:
+            optional["end_date"] = bound(end_us, up=True)
+        items = self.client.page(AUDITS_PATH, "audits", base, optional, limit, offset)
+        if end_us is not None and not self.client.sends(AUDITS_PATH, "end_date"):
+            self.honoured.time_bounds = False
+        return items
+
+    def _page_limit(self) -> Optional[int]:
+        """None once the service was seen to ignore paging: every answer is whole, ask once."""
+        return None if self.honoured.paging is False else self.limit
+
+    def _learn(self, outcome: PageOutcome, start_us: Optional[int]) -> None:
+        """What this pass showed about the service, for the passes and streams after it."""
+        h = self.honoured
+        if outcome.sorted_request and outcome.pages and not outcome.ascending:
+            h.order = False
+        elif outcome.sorted_request and outcome.order_shown:
+            h.order = True
+        if start_us is not None and outcome.oldest_us is not None:
+            if outcome.oldest_us < start_us - 2 * _SECOND:
+                h.start_date = False
+            elif h.start_date is None and outcome.strategy != "offset":
+                h.start_date = True
+        if not self.client.sends(AUDITS_PATH, "start_date"):
+            h.start_date = h.time_bounds = False
+        if h.start_date is False:
+            h.time_bounds = False
+        if outcome.reason.startswith("page longer") or outcome.reason.startswith("page brought"):
+            h.paging = False
+        elif outcome.pages > 1 and h.paging is None:
+            h.paging = True

@@ -1,0 +1,152 @@
+"""The read strategies as a property: whatever the service honours (order, start_date/end_date,
+paging, an offset ceiling), the real TrailReader and pipeline deliver every record once across runs
+with new records in between, and count their calls."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections import Counter
+from typing import Any, Dict, List, Optional
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from forwarder.api.trail import TrailReader
+from forwarder.errors import ApiError
+from forwarder.normalize import NormalizeOptions
+from forwarder.pipeline import Limits, RunContext, run_stream
+from forwarder.quarantine import LocalQuarantine
+from forwarder.records import event_id
+from forwarder.streams import Ownership
+from forwarder.timeutil import format_us, now_us, parse_iso
+from tests.fakes import MemorySink, MemoryStore
+from tests.pipeline.test_delivery_property import STREAM, formatter, make_records
+
+
+class FakeService:
+    """The audits endpoint at the client's interface (``page``/``sends``), in memory.
+
+    ``order``: "asc" honours sort, "desc" always answers newest-first, "random" answers in a new
+    order on every call. A service in random order that pages but ignores time bounds cannot be
+    read completely by any client, so the tests leave that one out.
+    """
+
+    def __init__(
+        self,
+        order: str,
+        time_bounds: bool,
+        paging: bool,
+        max_offset: Optional[int] = None,
+        seed: int = 0,
+    ) -> None:
+        self.records: List[Dict[str, Any]] = []
+        self.order, self.time_bounds, self.paging, self.max_offset = order, time_bounds, paging, max_offset
+        self.calls = 0
+        self.rng = random.Random(seed)
+
+    def sends(self, path: str, parameter: str) -> bool:
+        return True
+
+    def page(self, path, plural, base, optional, limit, offset) -> List[Any]:
+        self.calls += 1
+        items = sorted(self.records, key=lambda r: r["created_at"])
+        if self.time_bounds and "start_date" in optional:
+            items = [r for r in items if r["created_at"] >= _canonical(optional["start_date"])]
+        if self.time_bounds and "end_date" in optional:
+            items = [r for r in items if r["created_at"] <= _canonical(optional["end_date"])]
+        if self.order == "desc":
+            items.reverse()
+        elif self.order == "random":
+            self.rng.shuffle(items)
+        if self.paging and limit is not None:
+            if self.max_offset is not None and offset and offset > self.max_offset:
+                raise ApiError("offset must be at most the ceiling", 400)
+            items = items[offset : offset + limit]
+        return items
+
+
+def _canonical(text: str) -> str:
+    return format_us(parse_iso(text))
+
+
+def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: MemorySink, limits: Limits) -> Any:
+    """One run of the stream: a new TrailReader, as every run builds one."""
+    ctx = RunContext(
+        source=TrailReader(api, page_limit, max_pages=10_000),  # type: ignore[arg-type]
+        store=store,
+        sink=sink,
+        formatter=formatter,
+        quarantine=LocalQuarantine(tempfile.mkdtemp()),
+        limits=limits,
+        ownership=Ownership([STREAM], time.time()),
+        options=NormalizeOptions(ingest_time_us=0),
+    )
+    return run_stream(ctx, STREAM)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    offsets=st.lists(st.integers(0, 400), min_size=1, max_size=120),
+    arrivals=st.data(),
+    runs=st.integers(1, 3),
+    service=st.sampled_from(
+        [
+            ("asc", True, True),
+            ("asc", False, True),
+            ("asc", True, False),
+            ("desc", True, True),
+            ("desc", False, True),
+            ("random", True, True),
+            ("random", True, False),
+            ("random", False, False),
+        ]
+    ),
+    page_limit=st.integers(1, 30),
+    cap=st.integers(1, 40),
+    max_offset=st.one_of(st.none(), st.integers(10, 60)),
+)
+def test_every_record_once_whatever_the_service_honours(
+    offsets, arrivals, runs, service, page_limit, cap, max_offset
+):
+    order, time_bounds, paging = service
+    # Re-anchoring at an offset ceiling needs fewer records than the ceiling in any two seconds.
+    crowd = max(Counter(o // 2 for o in offsets).values())  # records in the busiest two seconds
+    assume(max_offset is None or crowd * 2 < max_offset)
+    # In a new order on every call, pages are only whole if a window fits one: no client can read
+    # more records than a page holds inside the smallest window (a second) of such a service.
+    assume(service != ("random", True, True) or crowd < page_limit)
+    records = make_records(offsets, now_us() - 3600 * 1_000_000)
+    arrive = [arrivals.draw(st.integers(0, runs - 1)) for _ in records]
+    api = FakeService(order, time_bounds, paging, max_offset if order == "asc" and time_bounds else None)
+    store, sink = MemoryStore(), MemorySink(max_batch_events=7)
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
+
+    for run in range(runs):
+        api.records = [r for r, a in zip(records, arrive) if a <= run]
+        report = run_with(api, page_limit, store, sink, limits)
+        assert report.ok, report.error
+        assert report.api_calls <= api.calls
+    delivered = Counter(sink.delivered)
+    assert set(delivered) == {event_id(r) for r in records}, "a record was lost"
+    assert max(delivered.values()) == 1, "a record was delivered twice"
+    if not paging and len(records) < page_limit:  # (a window holding exactly a page is split)
+        assert report.api_calls <= 2 * report.passes  # one request a pass, one more to learn the bounds
+
+
+@given(count=st.integers(40, 400), page_limit=st.integers(5, 40), cap=st.integers(5, 120))
+@settings(max_examples=60, deadline=None)
+def test_an_oldest_first_backlog_costs_about_one_call_per_page(count, page_limit, cap):
+    records = make_records(list(range(count)), now_us() - 3600 * 1_000_000)
+    api = FakeService("asc", True, True)
+    api.records = records
+    sink = MemorySink()
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
+    report = run_with(api, page_limit, MemoryStore(), sink, limits)
+    assert report.ok and len(sink.delivered) == count
+    assert report.strategy == "ascending+start_date"
+    pages = count // page_limit + 1
+    # Each pass re-reads at most its boundary page (and the second before the watermark).
+    assert api.calls <= pages + 2 * report.passes
+    assert report.passes <= count // cap + 2
