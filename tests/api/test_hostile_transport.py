@@ -10,9 +10,11 @@ import pytest
 from forwarder import retry, stop
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.paging import PageOutcome
+from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
 from forwarder.simdata import generate_org
 from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
+from forwarder.streams import Stream
 
 ORG = generate_org(4)
 USER = ORG.users[0].email
@@ -31,7 +33,8 @@ def client_for(sim, **kw):
 
 
 def audits(client):
-    return [r for page in client.audits("user", USER, None, None, 200, 10, PageOutcome()) for r in page]
+    pages = TrailReader(client, 200, 10).pages(Stream("user", USER, None), None, PageOutcome())
+    return [r for page in pages for r in page]
 
 
 @pytest.mark.parametrize("path", ["/v1/ep/token", USERS_PATH, AUDITS_PATH])
