@@ -152,6 +152,8 @@ def assert_todays_json_lines(stderr: str) -> None:
         "skipped",
         "invalid",
         "future",
+        "api_calls",
+        "full_scan_streams",
         "streams",
         "failed_streams",
         "max_lag_seconds",
