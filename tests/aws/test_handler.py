@@ -323,4 +323,10 @@ def test_quarantined_and_future_dated_records_show_in_the_metrics(lambda_env, or
     result = handler(SCHEDULED, FakeContext())
     [emf] = metric_lines(capsys)
     assert emf["QuarantinedEvents"] == result["totals"]["quarantined"] > 0
-    assert emf["FutureDatedRecords"] == result["totals"]["future"] == 1
+    # The garbled page may be the dated record's own stream: a short page ends that pass, and the
+    # next run reads on. Across the two runs the record is shipped, and counted, exactly once.
+    again = handler(SCHEDULED, FakeContext())
+    [emf_again] = metric_lines(capsys)
+    assert emf["FutureDatedRecords"] == result["totals"]["future"]
+    assert emf_again["FutureDatedRecords"] == again["totals"]["future"]
+    assert result["totals"]["future"] + again["totals"]["future"] == 1
