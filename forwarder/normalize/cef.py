@@ -29,7 +29,6 @@ a weakened DMARC policy, ``low`` (3) for logins, ``medium`` (5) for everything e
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -59,7 +58,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
-    doc = to_ecs(record, dataclasses.replace(opts, include_original=False))
+    doc = to_ecs(record, opts, include_original=False)
     signature = doc["event"].get("action") or "unknown"
     name = as_text(record.raw.get("action")) or signature
     header = [

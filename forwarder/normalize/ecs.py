@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import idna
@@ -41,7 +42,7 @@ import idna
 from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
-from ..timeutil import format_us
+from ..timeutil import format_us, iso_text
 from . import NormalizeOptions
 from .changes import as_keyword, as_pair, as_text, flatten, role_diff, role_list, safe_names
 from .dmarc import analyze
@@ -60,88 +61,121 @@ _PHRASES = {
     "domain.destroy": "deleted domain",
 }
 _MESSAGE_MAX = 1024
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
+_NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+# Per-value caches: an organization has few users, domains and actions, and a backlog repeats them.
+_CACHE_SIZE = 4096
+
+
+class _Identity(NamedTuple):
+    """ECS user fields for one user identifier, and its form in ``related.user``. Cached, so shared:
+    ``fields`` is copied before it is changed."""
+
+    fields: Dict[str, str]
+    related: str
+
+
+_NOBODY = _Identity({}, "")
+
+
+class _Kind(NamedTuple):
+    """What the action decides: the object type and ``event.category``/``event.type``."""
+
+    object_type: str
+    category: str
+    types: Tuple[str, ...]
 
 
 def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(id=record.event_id, time_us=record.ts_us, body=jsonutil.dumps(to_ecs(record, opts)))
+    return Event(record.event_id, record.ts_us, jsonutil.dumps(to_ecs(record, opts)))
 
 
-def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
+def to_ecs(
+    record: AuditRecord, opts: NormalizeOptions, include_original: Optional[bool] = None
+) -> Dict[str, Any]:
+    """The ECS event; ``include_original`` overrides the option (CEF and OCSF build on this event)."""
     raw = record.raw
     action = as_text(raw.get("filterable_action")) or as_text(raw.get("action")) or ""
-    object_type = _object_type(action, record.object_type)
-    change_map: Mapping[str, Any] = raw["changes"] if isinstance(raw.get("changes"), dict) else {}
-    roles = _roles(change_map)
+    changes = raw.get("changes")
+    kind = _kind(action, record.object_type, bool(changes))
+    object_type = kind.object_type
+    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
+    roles = _roles(change_map) if change_map else None
     audit = _audit(raw, object_type, change_map, roles)
     actor = _identity(raw.get("user"))
     target = _target_user(raw.get("object"), action, object_type)
     domain = _domain(raw.get("object")) if object_type == "domain" else None
 
-    doc: Dict[str, Any] = {
-        "@timestamp": format_us(record.ts_us),
-        "ecs": {"version": ECS_VERSION},
-        "message": _message(raw, action, domain, audit),
-        "event": _event(record, opts, action, object_type),
-        "observer": {"vendor": opts.vendor, "product": opts.product},
-    }
-    user: Dict[str, Any] = dict(actor)
-    if target and action != "user.login":
-        user["target"] = dict(target)
-        _profile_changes(user, change_map, roles)
-    if user:
-        doc["user"] = user
-    if domain:
-        doc["entity"] = {
-            "target": {"type": ["domain"], "name": domain.given, "id": domain.unicode or domain.given}
-        }
-    related = {"user": _related_users(actor, target, change_map), "hosts": domain.hosts() if domain else []}
-    if any(related.values()):
-        doc["related"] = {key: value for key, value in related.items() if value}
-    doc["emailauth"] = {"audit": audit}
-    return doc
-
-
-def _event(record: AuditRecord, opts: NormalizeOptions, action: str, object_type: str) -> Dict[str, Any]:
-    category, types = _classify(action, object_type, bool(record.raw.get("changes")))
     event: Dict[str, Any] = {
         "kind": "event",
         "module": "emailauth",
         "dataset": "emailauth.audit",
         "provider": "audit",
-        "category": category,
-        "type": types,
+        "category": [kind.category],
+        "type": list(kind.types),
         "outcome": "success",  # an audit record records an action that was carried out
         "id": record.event_id,
-        "created": format_us(opts.ingest_time_us),
+        "created": _ingest_text(opts.ingest_time_us),
     }
     if action:
         event["action"] = action
-    if opts.include_original:
-        event["original"] = jsonutil.canonical(record.raw).decode("utf-8")
-    return event
+    if opts.include_original if include_original is None else include_original:
+        event["original"] = jsonutil.canonical(raw).decode("utf-8")
+    doc: Dict[str, Any] = {
+        "@timestamp": iso_text(raw["created_at"], record.ts_us),
+        "ecs": {"version": ECS_VERSION},
+        "message": _message(raw, action, domain, audit),
+        "event": event,
+        "observer": {"vendor": opts.vendor, "product": opts.product},
+    }
+    if target.fields and action != "user.login":
+        user: Dict[str, Any] = actor.fields.copy()
+        user["target"] = target.fields.copy()
+        _profile_changes(user, change_map, roles)
+        doc["user"] = user
+    elif actor.fields:
+        doc["user"] = actor.fields.copy()
+    if domain:
+        doc["entity"] = {
+            "target": {"type": ["domain"], "name": domain.given, "id": domain.unicode or domain.given}
+        }
+    related: Dict[str, Any] = {}
+    related_users = _related_users(actor, target, change_map)
+    if related_users:
+        related["user"] = related_users
+    if domain and domain.hosts:
+        related["hosts"] = list(domain.hosts)
+    if related:
+        doc["related"] = related
+    doc["emailauth"] = {"audit": audit}
+    return doc
 
 
-def _object_type(action: str, stream_type: str) -> str:
+@functools.lru_cache(maxsize=8)  # one ingest time per run
+def _ingest_text(us: int) -> str:
+    return format_us(us)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _kind(action: str, stream_type: str, has_changes: bool) -> _Kind:
+    """The object type (``user.*`` and ``domain.*`` say it, else the stream's), the category by
+    object type and the type by the action's verb."""
     prefix = action.partition(".")[0]
-    return prefix if prefix in ("user", "domain") and "." in action else stream_type
-
-
-def _classify(action: str, object_type: str, has_changes: bool) -> Tuple[List[str], List[str]]:
+    object_type = prefix if prefix in ("user", "domain") and "." in action else stream_type
     if action == "user.login":
-        return ["authentication"], ["start"]
+        return _Kind(object_type, "authentication", ("start",))
     verb = action.rpartition(".")[2]
     if verb == "create":
-        kind = "creation"
+        change = "creation"
     elif verb in ("destroy", "delete"):
-        kind = "deletion"
+        change = "deletion"
     elif verb.startswith("update") or has_changes:
-        kind = "change"
+        change = "change"
     else:
-        kind = "info"
+        change = "info"
     if object_type == "user":
-        return ["iam"], ["user", kind]
-    return ["configuration"], [kind]
+        return _Kind(object_type, "iam", ("user", change))
+    return _Kind(object_type, "configuration", (change,))
 
 
 def _audit(
@@ -152,8 +186,9 @@ def _audit(
 ) -> Dict[str, Any]:
     audit: Dict[str, Any] = {"created_at": raw["created_at"], "object_type": object_type}
     for name in ("object", "action", "filterable_action"):
-        if raw.get(name) is not None:
-            audit[name] = as_keyword(raw[name])
+        value = raw.get(name)
+        if value is not None:
+            audit[name] = value if isinstance(value, str) else as_keyword(value)
     if change_map:
         audit["changes"] = flatten(change_map)
     elif raw.get("changes") not in (None, {}):
@@ -161,11 +196,11 @@ def _audit(
     if roles:
         added, removed = role_diff(*roles)
         audit["roles"] = {"added": added, "removed": removed}
-    dmarc = _dmarc(change_map)
+    dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
     if dmarc:
         audit["dmarc"] = dmarc
-    extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
-    if extra:
+    if not _SPEC_FIELDS.issuperset(raw):
+        extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
     return audit
 
@@ -195,24 +230,27 @@ def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     return out
 
 
-def _identity(value: Any) -> Dict[str, str]:
+def _identity(value: Any) -> _Identity:
     """ECS user fields for one user identifier (non-strings are kept as their JSON text)."""
     text = as_text(value)
-    if not text:
-        return {}
+    return _identity_of(text) if text else _NOBODY
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _identity_of(text: str) -> _Identity:
     match = _EMAIL.match(text)
     if match:
-        return {"id": text, "email": text, "domain": match.group(1).lower()}
-    return {"id": text, "name": text}
+        return _Identity({"id": text, "email": text, "domain": match.group(1).lower()}, text.lower())
+    return _Identity({"id": text, "name": text}, text)
 
 
-def _target_user(value: Any, action: str, object_type: str) -> Dict[str, str]:
+def _target_user(value: Any, action: str, object_type: str) -> _Identity:
     """The affected user. A user stream also returns other objects' actions under unknown names
     (``dkim_record_source.update`` on a domain): for those only an email address is taken as a user."""
     if object_type != "user":
-        return {}
+        return _NOBODY
     target = _identity(value)
-    return target if action.startswith("user.") or "email" in target else {}
+    return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
 def _profile_changes(
@@ -235,9 +273,9 @@ def _profile_changes(
         user["changes"] = changed
 
 
-def _related_users(actor: Dict[str, str], target: Dict[str, str], change_map: Mapping[str, Any]) -> List[str]:
-    idents = [ident for ident in (actor, target) if ident]
-    found = {ident["email"].lower() if "email" in ident else ident["id"] for ident in idents}
+def _related_users(actor: _Identity, target: _Identity, change_map: Mapping[str, Any]) -> List[str]:
+    found = {actor.related, target.related}
+    found.discard("")
     for key, value in change_map.items():
         if str(key) == "email" or str(key).endswith("_email"):
             sides = as_pair(value) or [value]
@@ -249,14 +287,10 @@ class _Domain(NamedTuple):
     given: str
     unicode: str
     ascii: Optional[str]  # None when some label has no ASCII form
-
-    def hosts(self) -> List[str]:
-        """Every form, lowercased and without the root dot: what related.hosts should match."""
-        forms = (self.given.lower().rstrip("."), self.unicode, self.ascii)
-        return sorted({form for form in forms if form})
+    hosts: Tuple[str, ...]  # every form, lowercased and without the root dot: for related.hosts
 
 
-@functools.lru_cache(maxsize=4096)  # an organization has few domains; IDNA is the costly part
+@functools.lru_cache(maxsize=_CACHE_SIZE)  # IDNA is the costly part
 def _label_forms(label: str) -> Tuple[str, str]:
     """(Unicode, ASCII) forms of one label."""
     try:
@@ -271,29 +305,25 @@ def _label_forms(label: str) -> Tuple[str, str]:
 
 
 def _domain(value: Any) -> Optional[_Domain]:
+    given = as_text(value)
+    return _domain_of(given) if given else None
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _domain_of(given: str) -> _Domain:
     """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
     a broken ``xn--`` label)."""
-    given = as_text(value)
-    if not given:
-        return None
     forms = [_label_forms(label) for label in given.rstrip(".").split(".")]
     ascii_form = ".".join(asc for _, asc in forms)
-    unicode_labels = [uni for uni, _ in forms]
-    return _Domain(given, ".".join(unicode_labels), ascii_form if ascii_form.isascii() else None)
+    unicode_form = ".".join(uni for uni, _ in forms)
+    ascii_form_or_none = ascii_form if ascii_form.isascii() else None
+    hosts = (given.lower().rstrip("."), unicode_form, ascii_form_or_none)
+    return _Domain(given, unicode_form, ascii_form_or_none, tuple(sorted({host for host in hosts if host})))
 
 
 def _message(raw: Mapping[str, Any], action: str, domain: Optional[_Domain], audit: Dict[str, Any]) -> str:
     """One line: who did what to what, and the gist of the change."""
-    actor = as_text(raw.get("user")) or "unknown user"
-    phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
-    target = as_text(raw.get("object")) or ""
-    if domain and domain.unicode != domain.given.lower().rstrip("."):
-        target = f"{domain.given} ({domain.unicode})"
-    if action == "user.login" or not target:
-        text = f"{actor} {phrase}"
-    else:
-        text = f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}"
-
+    text = _headline(as_text(raw.get("user")), action, as_text(raw.get("object")), domain)
     display = as_text(raw.get("action"))
     if "roles" in audit:
         roles = audit["roles"]
@@ -303,10 +333,24 @@ def _message(raw: Mapping[str, Any], action: str, domain: Optional[_Domain], aud
         text += f": {display}"
     elif "changes" in audit:
         text += ": " + ", ".join(sorted(audit["changes"]))
-    dmarc = audit.get("dmarc", {})
-    if dmarc.get("weakened"):
+    dmarc = audit.get("dmarc")
+    if dmarc and dmarc["weakened"]:
         text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
-    if dmarc.get("visibility_reduced"):
+    if dmarc and dmarc["visibility_reduced"]:
         text += " (DMARC reports lost: " + ", ".join(dmarc["visibility_reasons"]) + ")"
-    text = _CONTROL.sub(" ", text)
+    if not text.isprintable():
+        text = _CONTROL.sub(" ", text)
     return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[_Domain]) -> str:
+    """Who did what to what."""
+    actor = actor or "unknown user"
+    phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
+    target = target or ""
+    if domain and domain.unicode != domain.given.lower().rstrip("."):
+        target = f"{domain.given} ({domain.unicode})"
+    if action == "user.login" or not target:
+        return f"{actor} {phrase}"
+    return f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}"

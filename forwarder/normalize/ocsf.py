@@ -28,7 +28,6 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .. import jsonutil
@@ -68,7 +67,7 @@ def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-    ecs = to_ecs(record, dataclasses.replace(opts, include_original=False))
+    ecs = to_ecs(record, opts, include_original=False)
     audit = ecs["emailauth"]["audit"]
     action = ecs["event"].get("action", "")
     class_uid, activity_id = classify(action, audit)
