@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .jsonutil import canonical
 from .timeutil import parse_iso
@@ -14,14 +13,21 @@ class InvalidRecord(ValueError):
     """A record that cannot be placed in time (no usable created_at) or is not an object."""
 
 
-@dataclass(frozen=True)
-class AuditRecord:
-    """One audit record. ``raw`` is exactly what the API returned; the rest is derived from it."""
+class AuditRecord(NamedTuple):
+    """One audit record. ``raw`` is exactly what the API returned; the rest is derived from it.
 
-    raw: Mapping[str, Any] = field(repr=False)
+    A named tuple: immutable like a frozen dataclass, at a third of its cost to build (one per record).
+    """
+
+    raw: Mapping[str, Any]
     event_id: str
     ts_us: int
     object_type: str = "user"  # the object_type of the stream that fetched it
+
+    def __repr__(self) -> str:  # without the raw record: it can be long
+        return (
+            f"AuditRecord(event_id={self.event_id!r}, ts_us={self.ts_us}, object_type={self.object_type!r})"
+        )
 
     @property
     def action(self) -> str:
@@ -60,4 +66,4 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
         ts = parse_iso(created)
     except ValueError as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
-    return AuditRecord(raw=raw, event_id=event_id(raw), ts_us=ts, object_type=object_type)
+    return AuditRecord(raw, event_id(raw), ts, object_type)

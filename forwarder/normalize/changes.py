@@ -16,6 +16,7 @@ or objects) becomes its JSON text with sorted keys.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -29,7 +30,12 @@ _UNSAFE = re.compile(r"[^a-z0-9_]+")
 
 def safe_name(key: Any) -> str:
     """One key as a field-name segment (see the module docstring); not yet made unique."""
-    text = unicodedata.normalize("NFKD", str(key))
+    return _safe_name(str(key))
+
+
+@functools.lru_cache(maxsize=4096)  # records repeat their change keys and DMARC tags
+def _safe_name(key: str) -> str:
+    text = unicodedata.normalize("NFKD", key)
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
     name = _UNSAFE.sub("_", text).strip("_")[:MAX_NAME].rstrip("_")
     return name or "unnamed"

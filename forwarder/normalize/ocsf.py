@@ -1,5 +1,5 @@
-"""Audit record -> OCSF 1.8.0 event (MAPPING.md, section OCSF). Pure, built from the ECS event so
-every format tells the same story.
+"""Audit record -> OCSF 1.8.0 event (MAPPING.md, section OCSF). Pure, built from the record's facts
+(``facts.py``) and the ECS user fields, as the ECS event is, so every format tells the same story.
 
 Classes (category 3, Identity & Access Management) by filterable_action:
 
@@ -34,9 +34,10 @@ from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .cef import severity
+from .cef import severity_of
 from .changes import as_text
-from .ecs import to_ecs
+from .ecs import user_fields
+from .facts import Domain, facts
 
 OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
@@ -63,17 +64,17 @@ UNKNOWN_USER = {"name": "unknown"}
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(id=record.event_id, time_us=record.ts_us, body=jsonutil.dumps(to_ocsf(record, opts)))
+    return Event(record.event_id, record.ts_us, jsonutil.dumps(to_ocsf(record, opts)))
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-    ecs = to_ecs(record, opts, include_original=False)
-    audit = ecs["emailauth"]["audit"]
-    action = ecs["event"].get("action", "")
+    found = facts(record)
+    audit = {"created_at": record.raw["created_at"], **found.audit}  # ECS emailauth.audit
+    action = found.action
     class_uid, activity_id = classify(action, audit)
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-    severity_id, severity_name = SEVERITY[severity(ecs)]
+    severity_id, severity_name = SEVERITY[severity_of(action, audit)]
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": record.event_id,
@@ -98,13 +99,13 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         "severity": severity_name,
         "status_id": 1,
         "status": "Success",
-        "message": ecs["message"],
+        "message": found.message,
         "metadata": metadata,
     }
-    actor = ecs.get("user", {})
+    actor = user_fields(found)  # the ECS user: actor, target, changes
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}
-    doc.update(_class_fields(class_uid, activity_id, ecs, opts))
+    doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
     doc["unmapped"] = audit
     if opts.include_original:
         doc["raw_data"] = jsonutil.canonical(record.raw).decode("utf-8")
@@ -127,11 +128,15 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
 
 
 def _class_fields(
-    class_uid: int, activity_id: int, ecs: Mapping[str, Any], opts: NormalizeOptions
+    class_uid: int,
+    activity_id: int,
+    actor: Mapping[str, Any],
+    audit: Mapping[str, Any],
+    domain: Optional[Domain],
+    opts: NormalizeOptions,
 ) -> Dict[str, Any]:
-    actor = ecs.get("user", {})
+    """``actor`` is the ECS user, ``audit`` the ECS emailauth.audit."""
     target = actor.get("target")
-    audit = ecs["emailauth"]["audit"]
     if class_uid == AUTHENTICATION:
         return {"user": _user(actor) if actor.get("id") else UNKNOWN_USER, "service": {"name": opts.product}}
     if class_uid == USER_ACCESS:
@@ -147,7 +152,7 @@ def _class_fields(
             target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
         )
         return {"user": _user(target), "user_result": _user(new)}
-    entity = _entity(ecs)
+    entity = _entity(audit, domain)
     fields = {"entity": dict(entity, **_side(audit, "before"))}
     if activity_id != 4:
         fields["entity_result"] = dict(entity, **_side(audit, "after"))
@@ -164,11 +169,9 @@ def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:
     return user
 
 
-def _entity(ecs: Mapping[str, Any]) -> Dict[str, Any]:
-    audit = ecs["emailauth"]["audit"]
-    domain: Optional[Mapping[str, Any]] = ecs.get("entity", {}).get("target")
-    if domain:
-        return {"name": domain["name"], "uid": domain["id"], "type": "domain"}
+def _entity(audit: Mapping[str, Any], domain: Optional[Domain]) -> Dict[str, Any]:
+    if domain:  # as ECS entity.target
+        return {"name": domain.given, "uid": domain.unicode or domain.given, "type": "domain"}
     name = as_text(audit.get("object"))  # a list keeps its JSON text
     return {"name": name or "unknown", "type": audit["object_type"]}
 
