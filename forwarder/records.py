@@ -23,6 +23,10 @@ class AuditRecord(NamedTuple):
     event_id: str
     ts_us: int
     object_type: str = "user"  # the object_type of the stream that fetched it
+    # raw serialized canonically, the bytes event_id hashes (b"" in a record built by hand): carried so
+    # that event.original and the raw format do not serialize the record again. A pass holds at most
+    # FORWARDER_MAX_RECORDS_PER_PASS records per stream, so this costs little memory.
+    serialized: bytes = b""
 
     def __repr__(self) -> str:  # without the raw record: it can be long
         return (
@@ -46,13 +50,22 @@ class AuditRecord(NamedTuple):
         return value if isinstance(value, str) else ""
 
     @property
+    def canonical(self) -> bytes:
+        """``raw`` serialized canonically (sorted keys, compact, UTF-8): the SHA-256 of it is event_id."""
+        return self.serialized or canonical(self.raw)
+
+    @property
     def sort_key(self) -> tuple[int, str]:
         return (self.ts_us, self.event_id)
 
 
 def event_id(raw: Mapping[str, Any]) -> str:
     """Lowercase hex SHA-256 of the record serialized canonically (sorted keys, compact, UTF-8)."""
-    return hashlib.sha256(canonical(raw)).hexdigest()
+    return _digest(canonical(raw))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
@@ -66,4 +79,5 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
         ts = parse_iso(created)
     except ValueError as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
-    return AuditRecord(raw, event_id(raw), ts, object_type)
+    data = canonical(raw)
+    return AuditRecord(raw, _digest(data), ts, object_type, data)

@@ -67,9 +67,7 @@ def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
         + _signature_header(signature, name)
         + _SEVERITY_TEXT[severity_of(found.action, found.audit)]
     )
-    return (
-        header + "|" + " ".join([f"{key}={escape_value(value)}" for key, value in extension(record, found)])
-    )
+    return header + "|" + extension(record, found)
 
 
 @functools.lru_cache(maxsize=8)  # one product per run
@@ -82,21 +80,41 @@ def _signature_header(signature: str, name: str) -> str:
     return escape_header(signature, SIGNATURE_LIMIT) + "|" + escape_header(name, NAME_LIMIT) + "|"
 
 
-def extension(record: AuditRecord, found: Facts) -> List[Tuple[str, str]]:
-    """The extension as (key, unescaped value) pairs, in order, within ArcSight's lengths."""
+def extension(record: AuditRecord, found: Facts) -> str:
+    """The extension, escaped: ``key=value`` in order, within ArcSight's lengths, empty values left out."""
+    parts = [
+        f"rt={record.ts_us // 1000}",
+        _subject(
+            found.action,
+            found.actor.fields.get("id"),
+            found.target.fields.get("id") if found.action != "user.login" else None,
+            found.domain.given if found.domain else None,
+            found.kind.category,
+        ),
+    ]
+    parts += [f"{key}={escape_value(value)}" for key, value in _custom_strings(record, record.event_id)]
+    parts.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
+    return " ".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions
+def _subject(
+    action: str, suser: Optional[str], duser: Optional[str], dhost: Optional[str], category: str
+) -> str:
+    """``act``, ``suser``, ``duser``, ``dhost``, ``cat`` and ``outcome``, escaped."""
     fields = (
-        ("rt", str(record.ts_us // 1000)),
-        ("act", found.action),
-        ("suser", found.actor.fields.get("id")),
-        ("duser", found.target.fields.get("id") if found.action != "user.login" else None),
-        ("dhost", found.domain.given if found.domain else None),
-        ("cat", found.kind.category),
+        ("act", action),
+        ("suser", suser),
+        ("duser", duser),
+        ("dhost", dhost),
+        ("cat", category),
         ("outcome", "success"),
     )
-    pairs = [(key, cut(value, LIMITS[key]) if key in LIMITS else value) for key, value in fields if value]
-    pairs += _custom_strings(record, record.event_id)
-    pairs.append(("msg", cut(found.message, LIMITS["msg"])))
-    return pairs
+    return " ".join(
+        f"{key}={escape_value(cut(value, LIMITS[key]) if key in LIMITS else value)}"
+        for key, value in fields
+        if value
+    )
 
 
 def _custom_strings(record: AuditRecord, event_id: str) -> List[Tuple[str, str]]:

@@ -43,17 +43,23 @@ def _safe_name(key: str) -> str:
 
 def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
     """Map every key to a unique safe name; sorted order decides who gets the plain name."""
-    names: Dict[Any, str] = {}
+    ordered = sorted(keys, key=str)
+    return dict(zip(ordered, _unique_names(tuple(map(str, ordered)))))
+
+
+@functools.lru_cache(maxsize=4096)  # records of one kind carry the same set of keys
+def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
+    names: List[str] = []
     taken: set[str] = set()
-    for key in sorted(keys, key=str):
-        base = name = safe_name(key)
+    for key in keys:
+        base = name = _safe_name(key)
         n = 2
         while name in taken:
             name = f"{base}_{n}"
             n += 1
         taken.add(name)
-        names[key] = name
-    return names
+        names.append(name)
+    return tuple(names)
 
 
 def _is_scalar(value: Any) -> bool:

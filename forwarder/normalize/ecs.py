@@ -51,16 +51,11 @@ def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
     return Event(record.event_id, record.ts_us, jsonutil.dumps(to_ecs(record, opts)))
 
 
-def to_ecs(
-    record: AuditRecord, opts: NormalizeOptions, include_original: Optional[bool] = None
-) -> Dict[str, Any]:
-    """The ECS event; ``include_original`` overrides the option (OCSF builds on this event)."""
-    return render(record, facts(record), opts, include_original)
+def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
+    return render(record, facts(record), opts)
 
 
-def render(
-    record: AuditRecord, found: Facts, opts: NormalizeOptions, include_original: Optional[bool] = None
-) -> Dict[str, Any]:
+def render(record: AuditRecord, found: Facts, opts: NormalizeOptions) -> Dict[str, Any]:
     """The ECS event from the record's facts."""
     raw = record.raw
     action = found.action
@@ -77,8 +72,8 @@ def render(
     }
     if action:
         event["action"] = action
-    if opts.include_original if include_original is None else include_original:
-        event["original"] = jsonutil.canonical(raw).decode("utf-8")
+    if opts.include_original:
+        event["original"] = record.canonical.decode("utf-8")
     doc: Dict[str, Any] = {
         "@timestamp": iso_text(raw["created_at"], record.ts_us),
         "ecs": {"version": ECS_VERSION},

@@ -108,7 +108,7 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
     doc["unmapped"] = audit
     if opts.include_original:
-        doc["raw_data"] = jsonutil.canonical(record.raw).decode("utf-8")
+        doc["raw_data"] = record.canonical.decode("utf-8")
     return doc
 
 
