@@ -92,7 +92,9 @@ def extension(record: AuditRecord, found: Facts) -> str:
             found.kind.category,
         ),
     ]
-    parts += [f"{key}={escape_value(value)}" for key, value in _custom_strings(record, record.event_id)]
+    parts += [
+        f"{key}={escape_value(value)}" for key, value in _custom_strings(found.change_map, record.event_id)
+    ]
     parts.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
     return " ".join(parts)
 
@@ -117,22 +119,22 @@ def _subject(
     )
 
 
-def _custom_strings(record: AuditRecord, event_id: str) -> List[Tuple[str, str]]:
-    changes = record.raw.get("changes")
-    if not changes or not isinstance(changes, dict):
-        return [(f"cs{EVENT_ID_SLOT}Label", "eventId"), (f"cs{EVENT_ID_SLOT}", event_id)]
-    change_map: Mapping[str, Any] = changes
-    names = safe_names(change_map)
-    ordered = sorted(names, key=lambda key: (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key]))
-    slots: List[Tuple[str, str]] = []
-    for key in [key for key in ordered if as_pair(change_map[key])][:PAIR_SLOTS]:
-        for side, value in zip(("before", "after"), as_pair(change_map[key]) or ()):
-            slots.append((f"{names[key]} {side}", as_text(value) or ""))
+def _custom_strings(change_map: Mapping[str, Any], event_id: str) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
-    for number, (label, value) in enumerate(slots, start=1):
-        if value:
-            out += [(f"cs{number}Label", label), (f"cs{number}", cut(value, CS_LIMIT))]
-    if names:
+    if change_map:
+        names = safe_names(change_map)
+        ranked = sorted(
+            (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
+            for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
+            if pair  # names are unique: the pairs themselves are never compared
+        )
+        number = 0
+        for _, name, pair in ranked[:PAIR_SLOTS]:
+            for side, value in zip(("before", "after"), pair):
+                number += 1
+                text = as_text(value)
+                if text:
+                    out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
         changed = ",".join(sorted(names.values()))
         out += [
             (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),

@@ -19,7 +19,7 @@ import idna
 
 from ..records import AuditRecord
 from .changes import as_keyword, as_pair, as_text, flatten, role_diff, role_list, safe_names
-from .dmarc import analyze
+from .dmarc import analyze, parse_tags
 
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
 _DMARC_KEY = "dmarc_txt_record"
@@ -198,14 +198,21 @@ def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     result = analyze(pair[0], pair[1])
     out: Dict[str, Any] = {}
-    for side, tags in (("before", result.before), ("after", result.after)):
-        if tags:
-            out[side] = {name: tags[key] for key, name in safe_names(tags).items()}
+    for side, text, tags in (("before", pair[0], result.before), ("after", pair[1], result.after)):
+        if text and tags:
+            out[side] = _field_tags(text).copy()
     out["weakened"] = result.weakened
     out["weakened_reasons"] = result.weakened_reasons
     out["visibility_reduced"] = result.visibility_reduced
     out["visibility_reasons"] = result.visibility_reasons
     return out
+
+
+@functools.lru_cache(maxsize=1024)  # a trail holds each DMARC record twice: after one change, before the next
+def _field_tags(text: str) -> Dict[str, str]:
+    """A DMARC record's tags under field-safe names (shared: copy it)."""
+    tags = parse_tags(text)
+    return {name: tags[key] for key, name in safe_names(tags).items()}
 
 
 def _identity(value: Any) -> Identity:
