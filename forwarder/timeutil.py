@@ -21,6 +21,11 @@ def parse_iso(value: str) -> int:
     """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
     if _CANONICAL.fullmatch(value):
         return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+    return parse_iso_any(value)
+
+
+def parse_iso_any(value: str) -> int:
+    """``parse_iso`` without its fast path for the canonical form."""
     m = _ISO.match(value.strip())
     if not m:
         raise ValueError(f"not an ISO 8601 timestamp: {value[:64]!r}")

@@ -60,7 +60,7 @@ ACTIVITY_NAMES = {
 }
 OTHER = 99
 SEVERITY = {"low": (2, "Low"), "medium": (3, "Medium"), "high": (4, "High")}
-UNKNOWN_USER = {"name": "unknown"}
+UNKNOWN_USER = {"name": "unknown"}  # copied into each event: events share no container
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -138,16 +138,19 @@ def _class_fields(
     """``actor`` is the ECS user, ``audit`` the ECS emailauth.audit."""
     target = actor.get("target")
     if class_uid == AUTHENTICATION:
-        return {"user": _user(actor) if actor.get("id") else UNKNOWN_USER, "service": {"name": opts.product}}
+        return {
+            "user": _user(actor) if actor.get("id") else dict(UNKNOWN_USER),
+            "service": {"name": opts.product},
+        }
     if class_uid == USER_ACCESS:
         roles = audit.get("roles", {})
         privileges = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
-        return {"user": _user(target) if target else UNKNOWN_USER, "privileges": privileges}
+        return {"user": _user(target) if target else dict(UNKNOWN_USER), "privileges": privileges}
     if class_uid == ACCOUNT_CHANGE:
         if not target:
-            return {"user": UNKNOWN_USER}
+            return {"user": dict(UNKNOWN_USER)}
         new = dict(
             target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
         )
