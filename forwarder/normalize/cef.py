@@ -65,7 +65,7 @@ def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     header = (
         _product_header(opts.vendor, opts.product, opts.product_version)
         + _signature_header(signature, name)
-        + _SEVERITY_TEXT[severity_of(found.action, found.audit)]
+        + _SEVERITY_TEXT[severity(found.action, found.audit)]
     )
     return header + "|" + extension(record, found)
 
@@ -92,9 +92,9 @@ def extension(record: AuditRecord, found: Facts) -> str:
             found.kind.category,
         ),
     ]
-    parts += [
-        f"{key}={escape_value(value)}" for key, value in _custom_strings(found.change_map, record.event_id)
-    ]
+    if found.change_map:
+        parts += [f"{key}={escape_value(value)}" for key, value in _change_strings(found.change_map)]
+    parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}={escape_value(record.event_id)}")
     parts.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
     return " ".join(parts)
 
@@ -119,37 +119,31 @@ def _subject(
     )
 
 
-def _custom_strings(change_map: Mapping[str, Any], event_id: str) -> List[Tuple[str, str]]:
+def _change_strings(change_map: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped."""
+    names = safe_names(change_map)
+    ranked = sorted(
+        (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
+        for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
+        if pair  # names are unique: the pairs themselves are never compared
+    )
     out: List[Tuple[str, str]] = []
-    if change_map:
-        names = safe_names(change_map)
-        ranked = sorted(
-            (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
-            for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
-            if pair  # names are unique: the pairs themselves are never compared
-        )
-        number = 0
-        for _, name, pair in ranked[:PAIR_SLOTS]:
-            for side, value in zip(("before", "after"), pair):
-                number += 1
-                text = as_text(value)
-                if text:
-                    out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
-        changed = ",".join(sorted(names.values()))
-        out += [
-            (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
-            (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
-        ]
-    out += [(f"cs{EVENT_ID_SLOT}Label", "eventId"), (f"cs{EVENT_ID_SLOT}", event_id)]
+    number = 0
+    for _, name, pair in ranked[:PAIR_SLOTS]:
+        for side, value in zip(("before", "after"), pair):
+            number += 1
+            text = as_text(value)
+            if text:
+                out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
+    changed = ",".join(sorted(names.values()))
+    out += [
+        (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
+        (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
+    ]
     return out
 
 
-def severity(doc: Mapping[str, Any]) -> str:
-    """``low``, ``medium`` or ``high`` for an ECS event (see the module docstring)."""
-    return severity_of(doc["event"].get("action"), doc["emailauth"]["audit"])
-
-
-def severity_of(action: Optional[str], audit: Mapping[str, Any]) -> str:
+def severity(action: Optional[str], audit: Mapping[str, Any]) -> str:
     """``low``, ``medium`` or ``high`` for an action and its ``emailauth.audit`` fields."""
     if action == "user.login":
         return "low"

@@ -34,7 +34,7 @@ from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .cef import severity_of
+from .cef import severity
 from .changes import as_text
 from .ecs import user_fields
 from .facts import Domain, facts
@@ -74,7 +74,7 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     class_uid, activity_id = classify(action, audit)
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-    severity_id, severity_name = SEVERITY[severity_of(action, audit)]
+    severity_id, severity_name = SEVERITY[severity(action, audit)]
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": record.event_id,
