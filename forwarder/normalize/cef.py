@@ -64,7 +64,7 @@ def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     name = as_text(record.raw.get("action")) or signature
     header = (
         _product_header(opts.vendor, opts.product, opts.product_version)
-        + _signature_header(signature, name)
+        + (_signature_header if found.cacheable else _signature_header.__wrapped__)(signature, name)
         + _SEVERITY_TEXT[severity(found.action, found.audit)]
     )
     return header + "|" + extension(record, found)
@@ -75,7 +75,7 @@ def _product_header(vendor: str, product: str, version: str) -> str:
     return "|".join(["CEF:0", escape_header(vendor), escape_header(product), escape_header(version), ""])
 
 
-@functools.lru_cache(maxsize=4096)  # few actions
+@functools.lru_cache(maxsize=4096)  # few actions; called with short strings only
 def _signature_header(signature: str, name: str) -> str:
     return escape_header(signature, SIGNATURE_LIMIT) + "|" + escape_header(name, NAME_LIMIT) + "|"
 
@@ -84,7 +84,7 @@ def extension(record: AuditRecord, found: Facts) -> str:
     """The extension, escaped: ``key=value`` in order, within ArcSight's lengths, empty values left out."""
     parts = [
         f"rt={record.ts_us // 1000}",
-        _subject(
+        (_subject if found.cacheable else _subject.__wrapped__)(
             found.action,
             found.actor.fields.get("id"),
             found.target.fields.get("id") if found.action != "user.login" else None,
@@ -99,7 +99,7 @@ def extension(record: AuditRecord, found: Facts) -> str:
     return " ".join(parts)
 
 
-@functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions
+@functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions; short strings only
 def _subject(
     action: str, suser: Optional[str], duser: Optional[str], dhost: Optional[str], category: str
 ) -> str:

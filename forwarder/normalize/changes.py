@@ -16,11 +16,12 @@ or objects) becomes its JSON text with sorted keys.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import unicodedata
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+from .memo import text_cache
 
 Keyword = Union[None, str, List[Optional[str]]]
 
@@ -33,7 +34,7 @@ def safe_name(key: Any) -> str:
     return _safe_name(str(key))
 
 
-@functools.lru_cache(maxsize=4096)  # records repeat their change keys and DMARC tags
+@text_cache(4096)  # records repeat their change keys and DMARC tags
 def _safe_name(key: str) -> str:
     text = unicodedata.normalize("NFKD", key)
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
@@ -47,7 +48,7 @@ def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
     return dict(zip(ordered, _unique_names(tuple(map(str, ordered)))))
 
 
-@functools.lru_cache(maxsize=4096)  # records of one kind carry the same set of keys
+@text_cache(4096)  # records of one kind carry the same set of keys
 def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
     names: List[str] = []
     taken: set[str] = set()

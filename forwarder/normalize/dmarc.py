@@ -17,9 +17,10 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
+
+from .memo import text_cache
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
 _POLICY_TAGS = ("p", "sp", "np")
@@ -144,9 +145,8 @@ def _read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
     return dict(tags), policy
 
 
-@functools.lru_cache(
-    maxsize=1024
-)  # a trail holds each record twice: the after of one change, the before of the next
+# A trail holds each record twice: the after of one change, the before of the next.
+@text_cache(1024)
 def _read_cached(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
     tags = parse_tags(text)
     return tags, effective(tags)

@@ -20,6 +20,7 @@ import idna
 from ..records import AuditRecord
 from .changes import as_keyword, as_pair, as_text, flatten, role_diff, role_list, safe_names
 from .dmarc import analyze, parse_tags
+from .memo import MAX_TEXT, text_cache
 
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
 _DMARC_KEY = "dmarc_txt_record"
@@ -35,8 +36,7 @@ _PHRASES = {
 _MESSAGE_MAX = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
 NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
-# An organization has few users, domains and actions, and a backlog repeats them.
-_CACHE_SIZE = 4096
+_CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
 Roles = Tuple[List[str], List[str]]
 _PLAIN = frozenset({str, type(None)})
 
@@ -81,6 +81,7 @@ class Facts(NamedTuple):
     domain: Optional[Domain]
     related_users: Tuple[str, ...]
     message: str
+    cacheable: bool  # the record's user, object and actions are short enough to key a cache
 
 
 def facts(record: AuditRecord) -> Facts:
@@ -99,12 +100,18 @@ def facts(record: AuditRecord) -> Facts:
             and type(obj) in _PLAIN
             and type(action) in _PLAIN
             and type(filterable) in _PLAIN
+            and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
         ):
             return _plain_facts(user, obj, action, filterable, record.object_type)
     return _derive(raw, record.object_type)
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _short(*texts: Optional[str]) -> bool:
+    """Short enough together to key a cache (``memo.MAX_TEXT``)."""
+    return sum(len(text) for text in texts if text) <= MAX_TEXT
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)  # called with short strings only
 def _plain_facts(
     user: Optional[str], obj: Optional[str], action: Optional[str], filterable: Optional[str], stream: str
 ) -> Facts:
@@ -134,10 +141,11 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         domain,
         _related_users(actor, target, change_map),
         _message(raw, action, domain, audit),
+        _short(action, as_text(raw.get("action")), as_text(raw.get("user")), as_text(raw.get("object"))),
     )
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)
+@text_cache(_CACHE_SIZE)
 def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
     """The object type (``user.*`` and ``domain.*`` say it, else the stream's), the category by
     object type and the type by the action's verb."""
@@ -208,7 +216,8 @@ def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     return out
 
 
-@functools.lru_cache(maxsize=1024)  # a trail holds each DMARC record twice: after one change, before the next
+# A trail holds each DMARC record twice: the after of one change, the before of the next.
+@text_cache(1024)
 def _field_tags(text: str) -> Dict[str, str]:
     """A DMARC record's tags under field-safe names (shared: copy it)."""
     tags = parse_tags(text)
@@ -221,7 +230,7 @@ def _identity(value: Any) -> Identity:
     return _identity_of(text) if text else NOBODY
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)
+@text_cache(_CACHE_SIZE)
 def _identity_of(text: str) -> Identity:
     match = EMAIL.match(text)
     if match:
@@ -248,7 +257,7 @@ def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, A
     return tuple(sorted(found))
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)  # IDNA is the costly part
+@text_cache(_CACHE_SIZE)  # IDNA is the costly part
 def _label_forms(label: str) -> Tuple[str, str]:
     """(Unicode, ASCII) forms of one label."""
     try:
@@ -267,7 +276,7 @@ def _domain(value: Any) -> Optional[Domain]:
     return _domain_of(given) if given else None
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)
+@text_cache(_CACHE_SIZE)
 def _domain_of(given: str) -> Domain:
     """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
     a broken ``xn--`` label)."""

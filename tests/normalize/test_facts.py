@@ -10,7 +10,8 @@ import pytest
 from forwarder import jsonutil
 from forwarder.normalize.cef import to_cef
 from forwarder.normalize.ecs import to_ecs
-from forwarder.normalize.facts import _derive, facts
+from forwarder.normalize.facts import _derive, _plain_facts, facts
+from forwarder.normalize.memo import MAX_TEXT, text_cache
 from forwarder.normalize.ocsf import to_ocsf
 from forwarder.records import AuditRecord, parse_record
 from forwarder.simdata import generate_org
@@ -75,3 +76,23 @@ def test_records_carry_the_bytes_their_id_hashes():
         assert hashlib.sha256(record.canonical).hexdigest() == record.event_id
     by_hand = AuditRecord(raw={"id": "x"}, event_id="x", ts_us=0)
     assert by_hand.canonical == b'{"id":"x"}'
+
+
+def test_long_strings_are_never_cache_keys():
+    calls = []
+
+    @text_cache(8)
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    short, long = "a" * MAX_TEXT, "b" * (MAX_TEXT + 1)
+    assert [upper(short), upper(short), upper(long), upper(long)] == [short.upper()] * 2 + [long.upper()] * 2
+    assert calls == [short, long, long]
+
+    before = _plain_facts.cache_info().currsize
+    record = parse_record(dict(LOGIN, user="x" * MAX_TEXT + "@example.com", object="y"))
+    assert facts(record) == _derive(record.raw, record.object_type)
+    assert not facts(record).cacheable
+    assert _plain_facts.cache_info().currsize == before
+    assert "suser=" + "x" * 1000 in to_cef(record, OPTIONS)  # computed, not cached
