@@ -22,9 +22,9 @@ from .changes import as_keyword, as_pair, as_text, flatten, role_diff, role_list
 from .dmarc import analyze, parse_tags
 from .memo import MAX_TEXT, text_cache
 
-SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
+_SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
 _DMARC_KEY = "dmarc_txt_record"
-EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
+_EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _PHRASES = {
     "user.login": "logged in",
     "user.update": "updated user",
@@ -35,7 +35,7 @@ _PHRASES = {
 }
 _MESSAGE_MAX = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
-NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+_NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
 Roles = Tuple[List[str], List[str]]
 _PLAIN = frozenset({str, type(None)})
@@ -49,7 +49,7 @@ class Identity(NamedTuple):
     related: str
 
 
-NOBODY = Identity({}, "")
+_NOBODY = Identity({}, "")
 
 
 class Kind(NamedTuple):
@@ -77,7 +77,7 @@ class Facts(NamedTuple):
     roles: Optional[Roles]  # (before, after) role names of a role change
     audit: Dict[str, Any]  # emailauth.audit without created_at
     actor: Identity
-    target: Identity  # the affected user, NOBODY when there is none
+    target: Identity  # the affected user; empty fields when there is none
     domain: Optional[Domain]
     related_users: Tuple[str, ...]
     message: str
@@ -87,7 +87,7 @@ class Facts(NamedTuple):
 def facts(record: AuditRecord) -> Facts:
     raw = record.raw
     changes = raw.get("changes")
-    if (changes is None or changes == {}) and SPEC_FIELDS.issuperset(raw):
+    if (changes is None or changes == {}) and _SPEC_FIELDS.issuperset(raw):
         user, obj, action, filterable = (
             raw.get("user"),
             raw.get("object"),
@@ -124,7 +124,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     action = as_text(raw.get("filterable_action")) or as_text(raw.get("action")) or ""
     changes = raw.get("changes")
     kind = _kind(action, stream_type, bool(changes))
-    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else NO_CHANGES
+    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
     roles = _roles(change_map) if change_map else None
     audit = _audit(raw, kind.object_type, change_map, roles)
     actor = _identity(raw.get("user"))
@@ -185,8 +185,8 @@ def _audit(
     dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
     if dmarc:
         audit["dmarc"] = dmarc
-    if not SPEC_FIELDS.issuperset(raw):
-        extra = {key: value for key, value in raw.items() if key not in SPEC_FIELDS}
+    if not _SPEC_FIELDS.issuperset(raw):
+        extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
     return audit
 
@@ -227,12 +227,12 @@ def _field_tags(text: str) -> Dict[str, str]:
 def _identity(value: Any) -> Identity:
     """ECS user fields for one user identifier (non-strings are kept as their JSON text)."""
     text = as_text(value)
-    return _identity_of(text) if text else NOBODY
+    return _identity_of(text) if text else _NOBODY
 
 
 @text_cache(_CACHE_SIZE)
 def _identity_of(text: str) -> Identity:
-    match = EMAIL.match(text)
+    match = _EMAIL.match(text)
     if match:
         return Identity({"id": text, "email": text, "domain": match.group(1).lower()}, text.lower())
     return Identity({"id": text, "name": text}, text)
@@ -242,9 +242,9 @@ def _target_user(value: Any, action: str, object_type: str) -> Identity:
     """The affected user. A user stream also returns other objects' actions under unknown names
     (``dkim_record_source.update`` on a domain): for those only an email address is taken as a user."""
     if object_type != "user":
-        return NOBODY
+        return _NOBODY
     target = _identity(value)
-    return target if action.startswith("user.") or "email" in target.fields else NOBODY
+    return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
 def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, Any]) -> Tuple[str, ...]:
@@ -253,7 +253,7 @@ def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, A
     for key, value in change_map.items():
         if str(key) == "email" or str(key).endswith("_email"):
             sides = as_pair(value) or [value]
-            found.update(side.lower() for side in sides if isinstance(side, str) and EMAIL.match(side))
+            found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
     return tuple(sorted(found))
 
 
