@@ -1,0 +1,34 @@
+"""Bounded caches for what the normalizers derive from a record's strings.
+
+A trail repeats its users, domains, actions, change keys and DMARC records, so deriving their forms
+once pays. Every cache holds at most ``maxsize`` entries, and a call with a string argument longer
+than ``MAX_TEXT`` (or a tuple of strings longer together) is computed, not cached: a hostile record
+cannot pin megabytes in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def text_cache(maxsize: int) -> Callable[[F], F]:
+    def decorate(fn: F) -> F:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            for arg in args:
+                if (arg.__class__ is str and len(arg) > MAX_TEXT) or (
+                    arg.__class__ is tuple and sum(map(len, arg)) > MAX_TEXT
+                ):
+                    return fn(*args)
+            return cached(*args)
+
+        return call  # type: ignore[return-value]
+
+    return decorate
