@@ -82,13 +82,20 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
         ts = parse_iso(created)
     except (ValueError, OverflowError) as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
-    if depth(raw) > MAX_DEPTH:
-        raise InvalidRecord(f"audit record is nested more than {MAX_DEPTH} levels deep")
     try:
         data = canonical(raw)
     except ValueError as exc:  # a lone surrogate or undecodable bytes: it has no UTF-8 form
+        _check_depth(raw)  # the nesting, when it is also too deep, is named first
         raise InvalidRecord(f"audit record holds text that is not valid Unicode ({exc})") from None
+    # Each level opens a bracket: a record with few brackets (nearly all) needs no walk.
+    if data.count(b"{") + data.count(b"[") > MAX_DEPTH:
+        _check_depth(raw)
     return AuditRecord(raw, _digest(data), ts, object_type, data)
+
+
+def _check_depth(raw: Mapping[str, Any]) -> None:
+    if depth(raw) > MAX_DEPTH:
+        raise InvalidRecord(f"audit record is nested more than {MAX_DEPTH} levels deep")
 
 
 def depth(value: Any) -> int:
