@@ -190,12 +190,8 @@ def _audit(
     dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
     if dmarc:
         audit["dmarc"] = dmarc
-    for name, fields in (
-        ("spf", txtrecords.spf_fields(change_map)),
-        ("dkim", txtrecords.dkim_fields(change_map)),
-    ):
-        if fields:
-            audit[name] = fields
+    if change_map:
+        audit.update(txtrecords.fields(change_map))
     if not _SPEC_FIELDS.issuperset(raw):
         extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
