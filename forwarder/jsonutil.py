@@ -47,20 +47,26 @@ def loads(data: bytes | str) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON, keys in insertion order."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value)
+        except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see _encode
+            pass
     return _encode(value, sort_keys=False)
 
 
 def canonical(value: Any) -> bytes:
     """Sorted keys, compact, UTF-8: the form the event id is computed over."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
     return _encode(value, sort_keys=True)
 
 
 def _encode(value: Any, sort_keys: bool) -> bytes:
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS if sort_keys else None)
-        except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see below
-            pass
+    """The standard library's encoder: without orjson, or for what orjson refuses."""
     try:
         text = json.dumps(
             value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False

@@ -38,31 +38,45 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, NamedTuple, Optional
 
-from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from ..timeutil import format_us, iso_text
 from . import NormalizeOptions
 from .changes import as_pair
-from .facts import Facts, Roles, facts
+from .facts import Facts, Roles
+from .template import Templated
 
 ECS_VERSION = "9.4.0"
 _PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
 
 
 def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, jsonutil.dumps(to_ecs(record, opts)))
+    return Event(record.event_id, record.ts_us, _FORMAT.body(record, opts))
 
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-    return render(record, facts(record), opts)
+    return _FORMAT.document(record, opts)
 
 
-def render(record: AuditRecord, found: Facts, opts: NormalizeOptions) -> Dict[str, Any]:
-    """The ECS event from the record's facts."""
-    raw = record.raw
+class Own(NamedTuple):
+    """What the event takes from the record itself rather than from its facts."""
+
+    timestamp: str
+    event_id: str
+    created_at: str  # as given
+    original: Optional[str] = None  # with include_original
+
+
+def _own(record: AuditRecord, opts: NormalizeOptions) -> Own:
+    created = record.raw["created_at"]
+    original = record.canonical.decode("utf-8") if opts.include_original else None
+    return Own(iso_text(created, record.ts_us), record.event_id, created, original)
+
+
+def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
+    """The ECS event from the record's facts and its own values."""
     action = found.action
     event: Dict[str, Any] = {
         "kind": "event",
@@ -72,15 +86,15 @@ def render(record: AuditRecord, found: Facts, opts: NormalizeOptions) -> Dict[st
         "category": [found.kind.category],
         "type": list(found.kind.types),
         "outcome": "success",  # an audit record records an action that was carried out
-        "id": record.event_id,
+        "id": own.event_id,
         "created": _ingest_text(opts.ingest_time_us),
     }
     if action:
         event["action"] = action
-    if opts.include_original:
-        event["original"] = record.canonical.decode("utf-8")
+    if own.original is not None:
+        event["original"] = own.original
     doc: Dict[str, Any] = {
-        "@timestamp": iso_text(raw["created_at"], record.ts_us),
+        "@timestamp": own.timestamp,
         "ecs": {"version": ECS_VERSION},
         "message": found.message,
         "event": event,
@@ -101,14 +115,14 @@ def render(record: AuditRecord, found: Facts, opts: NormalizeOptions) -> Dict[st
         related["hosts"] = list(domain.hosts)
     if related:
         doc["related"] = related
-    doc["emailauth"] = {"audit": audit_fields(record, found)}
+    doc["emailauth"] = {"audit": audit_fields(own.created_at, found)}
     return doc
 
 
-def audit_fields(record: AuditRecord, found: Facts) -> Dict[str, Any]:
+def audit_fields(created_at: str, found: Facts) -> Dict[str, Any]:
     """ECS ``emailauth.audit``: the record's time as given, the facts' audit fields, the risk."""
     risk = {"score": found.risk.score, "reasons": found.risk.reasons.copy()}  # cached facts are shared
-    return {"created_at": record.raw["created_at"], **found.audit, "risk": risk}
+    return {"created_at": created_at, **found.audit, "risk": risk}
 
 
 def user_fields(found: Facts) -> Dict[str, Any]:
@@ -143,3 +157,6 @@ def _profile_changes(user: Dict[str, Any], change_map: Mapping[str, Any], roles:
         user["target"]["roles"], changed["roles"] = roles
     if changed:
         user["changes"] = changed
+
+
+_FORMAT = Templated(render, _own, Own)

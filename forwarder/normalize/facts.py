@@ -88,7 +88,17 @@ class Facts(NamedTuple):
     cacheable: bool  # the record's user, object and actions are short enough to key a cache
 
 
+PlainKey = Tuple[Optional[str], Optional[str], Optional[str], Optional[str], str]
+
+
 def facts(record: AuditRecord) -> Facts:
+    key = plain_key(record)
+    return plain_facts(key) if key else _derive(record.raw, record.object_type)
+
+
+def plain_key(record: AuditRecord) -> Optional[PlainKey]:
+    """For a record without changes or unknown fields (a login), the strings its facts depend on
+    (user, object, action, filterable_action, stream type), when short enough to key a cache."""
     raw = record.raw
     changes = raw.get("changes")
     if (changes is None or changes == {}) and _SPEC_FIELDS.issuperset(raw):
@@ -106,8 +116,13 @@ def facts(record: AuditRecord) -> Facts:
             and type(filterable) in _PLAIN
             and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
         ):
-            return _plain_facts(user, obj, action, filterable, record.object_type)
-    return _derive(raw, record.object_type)
+            return (user, obj, action, filterable, record.object_type)
+    return None
+
+
+def plain_facts(key: PlainKey) -> Facts:
+    """The facts of the records with this ``plain_key`` (cached: shared)."""
+    return _plain_facts(*key)
 
 
 def _short(*texts: Optional[str]) -> bool:

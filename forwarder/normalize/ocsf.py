@@ -30,15 +30,15 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
 from .changes import as_text
 from .ecs import audit_fields, user_fields
-from .facts import Domain, facts
+from .facts import Domain, Facts
+from .template import Templated
 
 OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
@@ -73,12 +73,30 @@ UNKNOWN_USER = {"name": "unknown"}  # copied into each event: events share no co
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, jsonutil.dumps(to_ocsf(record, opts)))
+    return Event(record.event_id, record.ts_us, _FORMAT.body(record, opts))
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-    found = facts(record)
-    audit = audit_fields(record, found)  # ECS emailauth.audit
+    return _FORMAT.document(record, opts)
+
+
+class Own(NamedTuple):
+    """What the event takes from the record itself rather than from its facts."""
+
+    time_ms: Any  # an int; a hole (text) in a template
+    event_id: str
+    created_at: str  # as given
+    raw_data: Optional[str] = None  # with include_original
+
+
+def _own(record: AuditRecord, opts: NormalizeOptions) -> Own:
+    original = record.canonical.decode("utf-8") if opts.include_original else None
+    return Own(record.ts_us // 1000, record.event_id, record.raw["created_at"], original)
+
+
+def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
+    """The OCSF event from the record's facts and its own values."""
+    audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
     action = found.action
     class_uid, activity_id = classify(action, audit)
     class_name = CLASS_NAMES[class_uid]
@@ -88,7 +106,7 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
-        "uid": record.event_id,
+        "uid": own.event_id,
         "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
         "log_name": "emailauth.audit",
         "profiles": ["security_control"],
@@ -106,7 +124,7 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
         "type_name": f"{class_name}: {activity_name}",
-        "time": record.ts_us // 1000,
+        "time": own.time_ms,
         "severity_id": severity_id,
         "severity": severity_name,
         "status_id": 1,
@@ -124,8 +142,8 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         doc["actor"] = {"user": _user(actor)}
     doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
     doc["unmapped"] = audit
-    if opts.include_original:
-        doc["raw_data"] = record.canonical.decode("utf-8")
+    if own.raw_data is not None:
+        doc["raw_data"] = own.raw_data
     return doc
 
 
@@ -200,3 +218,6 @@ def _side(audit: Mapping[str, Any], side: str) -> Dict[str, Any]:
     """``{"data": {name: value}}`` for one side of every change pair, or nothing."""
     data = {name: entry[side] for name, entry in audit.get("changes", {}).items() if side in entry}
     return {"data": data} if data else {}
+
+
+_FORMAT = Templated(render, _own, Own)

@@ -1,18 +1,21 @@
-"""The facts every format renders: the cache of change-less records gives what deriving gives, and no
-event shares a container another event (or the cache) could be changed through."""
+"""The facts every format renders: the cache of change-less records gives what deriving gives, no
+event shares a container another event (or the cache) could be changed through, and events filled
+into cached templates are the events rendered in full."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import pytest
 
 from forwarder import jsonutil
-from forwarder.normalize.cef import to_cef
-from forwarder.normalize.ecs import to_ecs
+from forwarder.normalize.cef import format_cef, to_cef
+from forwarder.normalize.ecs import format_ecs, to_ecs
 from forwarder.normalize.facts import _derive, _plain_facts, facts
 from forwarder.normalize.memo import MAX_TEXT, text_cache
-from forwarder.normalize.ocsf import to_ocsf
+from forwarder.normalize.ocsf import format_ocsf, to_ocsf
+from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
 from forwarder.simdata import generate_org
 
@@ -96,3 +99,27 @@ def test_long_strings_are_never_cache_keys():
     assert not facts(record).cacheable
     assert _plain_facts.cache_info().currsize == before
     assert "suser=" + "x" * 1000 in to_cef(record, OPTIONS)  # computed, not cached
+
+
+@pytest.mark.parametrize("include_original", [True, False])
+def test_events_filled_into_templates_are_the_rendered_events(include_original):
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
+    odd = [
+        dict(LOGIN, user='q"\\\x00\u2028é@example.com', object=None),
+        dict(LOGIN, created_at="2026-01-05 08:15:30+02:00"),
+    ]
+    records = corpus() + [parse_record(raw) for raw in odd]
+    for _ in range(2):  # the second time from the cached templates
+        for record in records:
+            assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
+            assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record.raw
+
+
+def test_a_template_fills_every_place_of_a_value():
+    body = jsonutil.dumps({"a": hole(1), "b": [hole(0), 2, hole(1)]})
+    template = compile_template(body, 2)
+    assert template is not None and template.fill([7, "x\n"]) == jsonutil.dumps(
+        {"a": "x\n", "b": [7, 2, "x\n"]}
+    )
+    assert compile_template(body, 3) is None  # a value with no place: rendered in full instead
