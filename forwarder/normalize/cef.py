@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .changes import as_pair, as_text, safe_names
-from .facts import Facts, facts
+from .changes import as_pair, as_text
+from .facts import Facts, PlainKey, facts, plain_facts, plain_key
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -61,15 +61,35 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
-    found = facts(record)
+    key = plain_key(record)
+    head, middle, tail = _plain_parts(key, opts) if key else _parts(facts(record), opts)
+    return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
+
+
+class Parts(NamedTuple):
+    """The line around its two values from the record itself: ``rt`` and the event id."""
+
+    head: str  # the header and "rt="
+    middle: str  # from act to "cs6="
+    tail: str  # from cn1Label to msg
+
+
+@functools.lru_cache(maxsize=4096)  # plain keys are short strings (facts.plain_key)
+def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
+    """The line of every record with this plain key (a login): its facts are shared."""
+    return _parts(plain_facts(key), opts)
+
+
+def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
     signature = found.action or "unknown"
-    name = as_text(record.raw.get("action")) or signature
     header = (
         _product_header(opts.vendor, opts.product, opts.product_version)
-        + (_signature_header if found.cacheable else _signature_header.__wrapped__)(signature, name)
+        + (_signature_header if found.cacheable else _signature_header.__wrapped__)(
+            signature, found.display_action or signature
+        )
         + str(severity(found.risk))
     )
-    return header + "|" + extension(record, found)
+    return Parts(header + "|rt=", *_extension(found))
 
 
 @functools.lru_cache(maxsize=8)  # one product per run
@@ -82,10 +102,10 @@ def _signature_header(signature: str, name: str) -> str:
     return escape_header(signature, SIGNATURE_LIMIT) + "|" + escape_header(name, NAME_LIMIT) + "|"
 
 
-def extension(record: AuditRecord, found: Facts) -> str:
-    """The extension, escaped: ``key=value`` in order, within ArcSight's lengths, empty values left out."""
+def _extension(found: Facts) -> Tuple[str, str]:
+    """The extension, escaped: ``key=value`` in order, within ArcSight's lengths, empty values left out;
+    before ``rt``'s value, between it and the event id, and after that."""
     parts = [
-        f"rt={record.ts_us // 1000}",
         (_subject if found.cacheable else _subject.__wrapped__)(
             found.action,
             found.actor.fields.get("id"),
@@ -95,13 +115,16 @@ def extension(record: AuditRecord, found: Facts) -> str:
         ),
     ]
     if found.change_map:
-        parts += [f"{key}={escape_value(value)}" for key, value in _change_strings(found.change_map)]
-    parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}={escape_value(record.event_id)}")
-    parts.append(f"cn1Label=riskScore cn1={found.risk.score}")
+        parts += [
+            f"{key}={escape_value(value)}"
+            for key, value in _change_strings(found.change_map, found.change_names)
+        ]
+    parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}=")
+    tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
     if found.risk.reasons:
-        parts.append("reason=" + escape_value(cut(",".join(found.risk.reasons), LIMITS["reason"])))
-    parts.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
-    return " ".join(parts)
+        tail.append("reason=" + escape_value(cut(",".join(found.risk.reasons), LIMITS["reason"])))
+    tail.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
+    return " ".join(parts), " " + " ".join(tail)
 
 
 @functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions; short strings only
@@ -124,9 +147,9 @@ def _subject(
     )
 
 
-def _change_strings(change_map: Mapping[str, Any]) -> List[Tuple[str, str]]:
-    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped."""
-    names = safe_names(change_map)
+def _change_strings(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, str]]:
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped; ``names`` are the
+    changes' safe names."""
     ranked = sorted(
         (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
         for key, pair in ((key, as_pair(value)) for key, value in change_map.items())

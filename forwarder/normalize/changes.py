@@ -88,10 +88,13 @@ def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
     return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else None
 
 
-def flatten(changes: Mapping[str, Any]) -> Dict[str, Dict[str, Keyword]]:
-    """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed."""
+def flatten(
+    changes: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None
+) -> Dict[str, Dict[str, Keyword]]:
+    """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
+    ``names`` is ``safe_names(changes)`` when the caller has it."""
     out: Dict[str, Dict[str, Keyword]] = {}
-    for key, name in safe_names(changes).items():
+    for key, name in (safe_names(changes) if names is None else names).items():
         value = changes[key]
         pair = as_pair(value)
         entry: Dict[str, Keyword] = (

@@ -39,6 +39,7 @@ _PHRASES = {
 _MESSAGE_MAX = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+_NO_NAMES: Mapping[Any, str] = MappingProxyType({})
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
 Roles = Tuple[List[str], List[str]]
 _PLAIN = frozenset({str, type(None)})
@@ -75,8 +76,10 @@ class Facts(NamedTuple):
     Possibly shared with other records (cached): copy a container before changing it."""
 
     action: str  # filterable_action, else action, else ""
+    display_action: Optional[str]  # action as given (its JSON text when not a string)
     kind: Kind
     change_map: Mapping[str, Any]  # changes when it is an object, else empty
+    change_names: Mapping[Any, str]  # safe_names(change_map)
     roles: Optional[Roles]  # (before, after) role names of a role change
     audit: Dict[str, Any]  # emailauth.audit without created_at and risk
     risk: Risk
@@ -145,14 +148,17 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     kind = _kind(action, stream_type, bool(changes))
     change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
     roles = _roles(change_map) if change_map else None
-    audit = _audit(raw, kind.object_type, change_map, roles)
+    names = safe_names(change_map) if change_map else _NO_NAMES
+    audit = _audit(raw, kind.object_type, change_map, names, roles)
     actor = _identity(raw.get("user"))
     target = _target_user(raw.get("object"), action, kind.object_type)
     domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
     return Facts(
         action,
+        as_text(raw.get("action")),
         kind,
         change_map,
+        names,
         roles,
         audit,
         assess(action, audit),
@@ -188,7 +194,11 @@ def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
 
 
 def _audit(
-    raw: Mapping[str, Any], object_type: str, change_map: Mapping[str, Any], roles: Optional[Roles]
+    raw: Mapping[str, Any],
+    object_type: str,
+    change_map: Mapping[str, Any],
+    names: Mapping[Any, str],
+    roles: Optional[Roles],
 ) -> Dict[str, Any]:
     audit: Dict[str, Any] = {"object_type": object_type}
     for name in ("object", "action", "filterable_action"):
@@ -196,7 +206,7 @@ def _audit(
         if value is not None:
             audit[name] = value if isinstance(value, str) else as_keyword(value)
     if change_map:
-        audit["changes"] = flatten(change_map)
+        audit["changes"] = flatten(change_map, names)
     elif raw.get("changes") not in (None, {}):
         audit["changes_value"] = as_keyword(raw["changes"])
     if roles:
@@ -206,7 +216,7 @@ def _audit(
     if dmarc:
         audit["dmarc"] = dmarc
     if change_map:
-        audit.update(txtrecords.fields(change_map))
+        audit.update(txtrecords.fields(change_map, names))
     if not _SPEC_FIELDS.issuperset(raw):
         extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}

@@ -9,6 +9,7 @@ cannot pin megabytes in memory.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, TypeVar
 
 MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
@@ -22,13 +23,19 @@ def text_cache(maxsize: int) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(*args: Any) -> Any:
-            for arg in args:
-                if (arg.__class__ is str and len(arg) > MAX_TEXT) or (
-                    arg.__class__ is tuple and sum(map(len, arg)) > MAX_TEXT
-                ):
-                    return fn(*args)
-            return cached(*args)
+            return fn(*args) if any(map(_too_long, args)) else cached(*args)
 
-        return call  # type: ignore[return-value]
+        @functools.wraps(fn)
+        def call_one(arg: Any) -> Any:  # most cached functions take one argument: no tuple of them
+            return fn(arg) if _too_long(arg) else cached(arg)
+
+        one = len(inspect.signature(fn).parameters) == 1
+        return call_one if one else call  # type: ignore[return-value]
 
     return decorate
+
+
+def _too_long(arg: Any) -> bool:
+    """A string, or a tuple of strings, too long to key a cache."""
+    kind = arg.__class__
+    return (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and sum(map(len, arg)) > MAX_TEXT)

@@ -25,14 +25,15 @@ def _text_sides(value: Any) -> Optional[Sides]:
     return None
 
 
-def _candidates(change_map: Mapping[str, Any]) -> Candidates:
+def _candidates(change_map: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None) -> Candidates:
     """(field name, sides) of the changes that could hold a record, by field name. Both kinds are
     tag lists (``v=spf1 ...``, ``v=DKIM1; p=...``): a change without ``=`` in its text holds
     neither, which rules out nearly every change with one cheap scan and no name to compute."""
     found = [key for key, value in change_map.items() if _has_tag_text(value)]
     if not found:
         return []
-    names = safe_names(change_map)  # names depend on every key, not only the candidates'
+    if names is None:
+        names = safe_names(change_map)  # names depend on every key, not only the candidates'
     out: Candidates = []
     for key in found:
         sides = _text_sides(change_map[key])
@@ -42,7 +43,13 @@ def _candidates(change_map: Mapping[str, Any]) -> Candidates:
 
 
 def _has_tag_text(value: Any) -> bool:
-    return any(isinstance(side, str) and "=" in side for side in as_pair(value) or (value,))
+    """Text holding "=", alone or as a side of a pair (spelled out: it runs on every change)."""
+    if isinstance(value, str):
+        return "=" in value
+    if isinstance(value, list) and len(value) == 2:
+        before, after = value
+        return (isinstance(before, str) and "=" in before) or (isinstance(after, str) and "=" in after)
+    return False
 
 
 def _first(candidates: Candidates, recognise: Callable[[object], bool]) -> Optional[Tuple[str, Sides]]:
@@ -66,10 +73,10 @@ def _fields(
     return {"change": name, **fields}
 
 
-def fields(change_map: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str, Dict[str, Any]]:
     """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none): the changes are
-    scanned once for both."""
-    candidates = _candidates(change_map)
+    scanned once for both. ``names`` is ``safe_names(change_map)``."""
+    candidates = _candidates(change_map, names)
     if not candidates:
         return {}
     out = {
