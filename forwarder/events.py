@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Event:
-    """``body`` is a JSON object (ecs, ocsf, raw) or a text line (cef), UTF-8 encoded."""
+class Event(NamedTuple):
+    """``body`` is a JSON object (ecs, ocsf, raw) or a text line (cef), UTF-8 encoded.
+
+    A named tuple: immutable like a frozen dataclass, at half its cost to build (one per record)."""
 
     id: str
     time_us: int

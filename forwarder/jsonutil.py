@@ -15,7 +15,6 @@ loop.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, List
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
@@ -25,13 +24,16 @@ except ImportError:  # pragma: no cover - exercised by the pure-Python test run
 
 HAVE_ORJSON = _orjson is not None
 # 19 digits or more may be over 64 bits (2**63 has 19): let the standard library read it exactly.
-_LONG_NUMBER = re.compile(rb"\d{19}")
+# Found by mapping every digit to "0" and anything else to " ", then one substring search: a few
+# times cheaper than a regular expression, which restarts at every byte.
+_LONG_RUN = b"0" * 19
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 
 
 def loads(data: bytes | str) -> Any:
     """Parse JSON; ValueError names the cause when it cannot be parsed."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    if _orjson is not None and not _LONG_NUMBER.search(raw):
+    if _orjson is not None and _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
         try:
             return _orjson.loads(raw)
         except ValueError:
@@ -45,20 +47,26 @@ def loads(data: bytes | str) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON, keys in insertion order."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value)
+        except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see _encode
+            pass
     return _encode(value, sort_keys=False)
 
 
 def canonical(value: Any) -> bytes:
     """Sorted keys, compact, UTF-8: the form the event id is computed over."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
     return _encode(value, sort_keys=True)
 
 
 def _encode(value: Any, sort_keys: bool) -> bytes:
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS if sort_keys else None)
-        except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see below
-            pass
+    """The standard library's encoder: without orjson, or for what orjson refuses."""
     try:
         text = json.dumps(
             value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False

@@ -10,10 +10,22 @@ _ISO = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_ONE_US = timedelta(microseconds=1)
+# The form format_us writes (years 1000-9999: strftime does not pad %Y below 1000), the form the API
+# sends: such a string is parsed by the C parser, and can be used as it is instead of reformatted.
+_CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 def parse_iso(value: str) -> int:
     """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
+    if _CANONICAL.fullmatch(value):
+        return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+    return parse_iso_any(value)
+
+
+def parse_iso_any(value: str) -> int:
+    """``parse_iso`` without its fast path for the canonical form."""
     m = _ISO.match(value.strip())
     if not m:
         raise ValueError(f"not an ISO 8601 timestamp: {value[:64]!r}")
@@ -37,7 +49,15 @@ def from_us(us: int) -> datetime:
 
 def format_us(us: int) -> str:
     """Canonical form: 2026-01-02T03:04:05.123456Z."""
-    return from_us(us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    dt = _NAIVE_EPOCH + timedelta(microseconds=us)
+    if dt.year < 1000:  # keep strftime's unpadded year: the bytes of events already shipped
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.isoformat(timespec="microseconds") + "Z"
+
+
+def iso_text(given: str, us: int) -> str:
+    """``format_us(us)`` for ``us = parse_iso(given)``: ``given`` itself when it is already canonical."""
+    return given if _CANONICAL.fullmatch(given) else format_us(us)
 
 
 def format_ms(us: int) -> str:

@@ -30,6 +30,16 @@ def test_integers_of_any_size_round_trip_exactly(engine):
     assert jsonutil.canonical(value) == json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
+@pytest.mark.parametrize(
+    "number",
+    [b"-9223372036854775809", b"18446744073709551616", b"-1000000000000000000000"],  # 19 digits and more
+)
+def test_the_shortest_numbers_over_64_bits_are_read_exactly(engine, number):
+    body = b'{"id":"1234567890123456789","n":[' + number + b"]}"
+    value = jsonutil.loads(body)
+    assert value["n"] == [int(number)] and jsonutil.dumps(value) == body
+
+
 def test_text_that_is_not_unicode_is_read_but_never_written(engine):
     for body in (b'{"x":"bad \xff bytes"}', b'{"x":"\\ud800"}'):
         value = jsonutil.loads(body)

@@ -1,7 +1,8 @@
 """Audit record -> one CEF line (MAPPING.md, section CEF; escaping per ArcSight's CEF standard v25).
 
 ``CEF:0|<vendor>|<product>|<version>|<filterable_action>|<action>|<severity>|<extension>``. The
-fields come from the ECS event (``ecs.to_ecs``) so every format tells the same story.
+fields come from the record's facts (``facts.py``), as the ECS event's do, so every format tells the
+same story.
 
 Header: ``\\`` and ``|`` escaped, every run of CR and LF replaced by one space. Extension values:
 ``\\`` and ``=`` escaped, CR and LF written as ``\\r`` and ``\\n``; nothing else is touched
@@ -32,15 +33,16 @@ DMARC, SPF or DKIM record, 9 for a self-granted admin role or an SPF record endi
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .changes import as_pair, as_text, safe_names
-from .ecs import to_ecs
+from .changes import as_pair, as_text
+from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
 LIMITS = {"act": 63, "suser": 1023, "duser": 1023, "dhost": 1023, "cat": 1023, "reason": 1023, "msg": 1023}
@@ -55,81 +57,123 @@ _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule mos
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(
-        id=record.event_id, time_us=record.ts_us, body=to_cef(record, opts).encode("utf-8"), is_json=False
-    )
+    return Event(record.event_id, record.ts_us, to_cef(record, opts).encode("utf-8"), False)
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
-    doc = to_ecs(record, dataclasses.replace(opts, include_original=False))
-    signature = doc["event"].get("action") or "unknown"
-    name = as_text(record.raw.get("action")) or signature
-    header = [
-        "CEF:0",
-        escape_header(opts.vendor),
-        escape_header(opts.product),
-        escape_header(opts.product_version),
-        escape_header(signature, SIGNATURE_LIMIT),
-        escape_header(name, NAME_LIMIT),
-        str(severity(doc)),
+    key = plain_key(record)
+    head, middle, tail = _plain_parts(key, opts) if key else _parts(facts(record), opts)
+    return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
+
+
+class Parts(NamedTuple):
+    """The line around its two values from the record itself: ``rt`` and the event id."""
+
+    head: str  # the header and "rt="
+    middle: str  # from act to "cs6="
+    tail: str  # from cn1Label to msg
+
+
+@functools.lru_cache(maxsize=4096)  # plain keys are short strings (facts.plain_key)
+def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
+    """The line of every record with this plain key (a login): its facts are shared."""
+    return _parts(plain_facts(key), opts)
+
+
+def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
+    signature = found.action or "unknown"
+    header = (
+        _product_header(opts.vendor, opts.product, opts.product_version)
+        + (_signature_header if found.cacheable else _signature_header.__wrapped__)(
+            signature, found.display_action or signature
+        )
+        + str(severity(found.risk))
+    )
+    return Parts(header + "|rt=", *_extension(found))
+
+
+@functools.lru_cache(maxsize=8)  # one product per run
+def _product_header(vendor: str, product: str, version: str) -> str:
+    return "|".join(["CEF:0", escape_header(vendor), escape_header(product), escape_header(version), ""])
+
+
+@functools.lru_cache(maxsize=4096)  # few actions; called with short strings only
+def _signature_header(signature: str, name: str) -> str:
+    return escape_header(signature, SIGNATURE_LIMIT) + "|" + escape_header(name, NAME_LIMIT) + "|"
+
+
+def _extension(found: Facts) -> Tuple[str, str]:
+    """The extension, escaped: ``key=value`` in order, within ArcSight's lengths, empty values left out;
+    before ``rt``'s value, between it and the event id, and after that."""
+    parts = [
+        (_subject if found.cacheable else _subject.__wrapped__)(
+            found.action,
+            found.actor.fields.get("id"),
+            found.target.fields.get("id") if found.action != "user.login" else None,
+            found.domain.given if found.domain else None,
+            found.kind.category,
+        ),
     ]
-    return (
-        "|".join(header)
-        + "|"
-        + " ".join(f"{key}={escape_value(value)}" for key, value in extension(record, doc))
+    if found.change_map:
+        parts += [
+            f"{key}={escape_value(value)}"
+            for key, value in _change_strings(found.change_map, found.change_names)
+        ]
+    parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}=")
+    tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
+    if found.risk.reasons:
+        tail.append("reason=" + escape_value(cut(",".join(found.risk.reasons), LIMITS["reason"])))
+    tail.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
+    return " ".join(parts), " " + " ".join(tail)
+
+
+@functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions; short strings only
+def _subject(
+    action: str, suser: Optional[str], duser: Optional[str], dhost: Optional[str], category: str
+) -> str:
+    """``act``, ``suser``, ``duser``, ``dhost``, ``cat`` and ``outcome``, escaped."""
+    fields = (
+        ("act", action),
+        ("suser", suser),
+        ("duser", duser),
+        ("dhost", dhost),
+        ("cat", category),
+        ("outcome", "success"),
+    )
+    return " ".join(
+        f"{key}={escape_value(cut(value, LIMITS[key]) if key in LIMITS else value)}"
+        for key, value in fields
+        if value
     )
 
 
-def extension(record: AuditRecord, doc: Mapping[str, Any]) -> List[Tuple[str, str]]:
-    """The extension as (key, unescaped value) pairs, in order, within ArcSight's lengths."""
-    user = doc.get("user", {})
-    fields: Dict[str, Optional[str]] = {
-        "rt": str(record.ts_us // 1000),
-        "act": doc["event"].get("action"),
-        "suser": user.get("id"),
-        "duser": user.get("target", {}).get("id"),
-        "dhost": doc.get("entity", {}).get("target", {}).get("name"),
-        "cat": doc["event"]["category"][0],
-        "outcome": doc["event"]["outcome"],
-    }
-    pairs = [
-        (key, cut(value, LIMITS[key]) if key in LIMITS else value) for key, value in fields.items() if value
-    ]
-    pairs += _custom_strings(record, record.event_id)
-    risk = doc["emailauth"]["audit"]["risk"]
-    pairs += [("cn1Label", "riskScore"), ("cn1", str(risk["score"]))]
-    if risk["reasons"]:
-        pairs.append(("reason", cut(",".join(risk["reasons"]), LIMITS["reason"])))
-    pairs.append(("msg", cut(doc["message"], LIMITS["msg"])))
-    return pairs
-
-
-def _custom_strings(record: AuditRecord, event_id: str) -> List[Tuple[str, str]]:
-    changes = record.raw.get("changes")
-    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else {}
-    names = safe_names(change_map)
-    ordered = sorted(names, key=lambda key: (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key]))
-    slots: List[Tuple[str, str]] = []
-    for key in [key for key in ordered if as_pair(change_map[key])][:PAIR_SLOTS]:
-        for side, value in zip(("before", "after"), as_pair(change_map[key]) or ()):
-            slots.append((f"{names[key]} {side}", as_text(value) or ""))
+def _change_strings(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, str]]:
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped; ``names`` are the
+    changes' safe names."""
+    ranked = sorted(
+        (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
+        for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
+        if pair  # names are unique: the pairs themselves are never compared
+    )
     out: List[Tuple[str, str]] = []
-    for number, (label, value) in enumerate(slots, start=1):
-        if value:
-            out += [(f"cs{number}Label", label), (f"cs{number}", cut(value, CS_LIMIT))]
-    if names:
-        changed = ",".join(sorted(names.values()))
-        out += [
-            (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
-            (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
-        ]
-    out += [(f"cs{EVENT_ID_SLOT}Label", "eventId"), (f"cs{EVENT_ID_SLOT}", event_id)]
+    number = 0
+    for _, name, pair in ranked[:PAIR_SLOTS]:
+        for side, value in zip(("before", "after"), pair):
+            number += 1
+            text = as_text(value)
+            if text:
+                out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
+    changed = ",".join(sorted(names.values()))
+    out += [
+        (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
+        (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
+    ]
     return out
 
 
-def severity(doc: Mapping[str, Any]) -> int:
-    """CEF severity (0-10) of an ECS event: its risk score // 10."""
-    return int(doc["emailauth"]["audit"]["risk"]["score"]) // 10
+def severity(risk: Risk) -> int:
+    """CEF severity (0-10): the risk score // 10."""
+    return risk.score // 10
 
 
 def escape_header(text: str, limit: Optional[int] = None) -> str:
@@ -141,6 +185,8 @@ def escape_header(text: str, limit: Optional[int] = None) -> str:
 
 
 def escape_value(text: str) -> str:
+    if "\\" not in text and "=" not in text and "\r" not in text and "\n" not in text:
+        return text  # most values: four scans are cheaper than four copies
     return text.replace("\\", "\\\\").replace("=", "\\=").replace("\r", "\\r").replace("\n", "\\n")
 
 

@@ -21,6 +21,8 @@ import re
 import unicodedata
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from .memo import text_cache
+
 Keyword = Union[None, str, List[Optional[str]]]
 
 MAX_NAME = 64
@@ -29,7 +31,12 @@ _UNSAFE = re.compile(r"[^a-z0-9_]+")
 
 def safe_name(key: Any) -> str:
     """One key as a field-name segment (see the module docstring); not yet made unique."""
-    text = unicodedata.normalize("NFKD", str(key))
+    return _safe_name(str(key))
+
+
+@text_cache(4096)  # records repeat their change keys and DMARC tags
+def _safe_name(key: str) -> str:
+    text = unicodedata.normalize("NFKD", key)
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
     name = _UNSAFE.sub("_", text).strip("_")[:MAX_NAME].rstrip("_")
     return name or "unnamed"
@@ -37,17 +44,23 @@ def safe_name(key: Any) -> str:
 
 def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
     """Map every key to a unique safe name; sorted order decides who gets the plain name."""
-    names: Dict[Any, str] = {}
+    ordered = sorted(keys, key=str)
+    return dict(zip(ordered, _unique_names(tuple(map(str, ordered)))))
+
+
+@text_cache(4096)  # records of one kind carry the same set of keys
+def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
+    names: List[str] = []
     taken: set[str] = set()
-    for key in sorted(keys, key=str):
-        base = name = safe_name(key)
+    for key in keys:
+        base = name = _safe_name(key)
         n = 2
         while name in taken:
             name = f"{base}_{n}"
             n += 1
         taken.add(name)
-        names[key] = name
-    return names
+        names.append(name)
+    return tuple(names)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -75,10 +88,13 @@ def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
     return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else None
 
 
-def flatten(changes: Mapping[str, Any]) -> Dict[str, Dict[str, Keyword]]:
-    """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed."""
+def flatten(
+    changes: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None
+) -> Dict[str, Dict[str, Keyword]]:
+    """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
+    ``names`` is ``safe_names(changes)`` when the caller has it."""
     out: Dict[str, Dict[str, Keyword]] = {}
-    for key, name in safe_names(changes).items():
+    for key, name in (safe_names(changes) if names is None else names).items():
         value = changes[key]
         pair = as_pair(value)
         entry: Dict[str, Keyword] = (

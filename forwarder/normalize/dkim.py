@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .dmarc import parse_tags
+from .memo import text_cache
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 _RSA_OID = bytes.fromhex("2a864886f70d010101")  # 1.2.840.113549.1.1.1
@@ -37,6 +38,7 @@ class DkimKey:
         return {**out, "key_bits": self.key_bits} if self.key_bits else out
 
 
+@text_cache(1024)  # a trail repeats each key record; the result is immutable, so it may be shared
 def parse(text: str) -> Optional[DkimKey]:
     """The key record's properties; None when the text is not a DKIM key record."""
     tags = parse_tags(text)

@@ -18,7 +18,9 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
+
+from .memo import text_cache
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
 _POLICY_TAGS = ("p", "sp", "np")
@@ -137,11 +139,23 @@ def _weakening(old: Policy, new: Policy) -> List[str]:
     return reasons
 
 
+def _read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
+    """A record's tags (a fresh dict) and policy."""
+    tags, policy = _read_cached(text)
+    return dict(tags), policy
+
+
+# A trail holds each record twice: the after of one change, the before of the next.
+@text_cache(1024)
+def _read_cached(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
+    tags = parse_tags(text)
+    return tags, effective(tags)
+
+
 def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
     """Compare two DMARC TXT records; None or blank means no record on that side."""
-    old_tags = parse_tags(before) if before else {}
-    new_tags = parse_tags(after) if after else {}
-    old, new = effective(old_tags), effective(new_tags)
+    old_tags, old = _read(before) if before else ({}, None)
+    new_tags, new = _read(after) if after else ({}, None)
     if old is None:
         return DmarcChange(old_tags, new_tags)
     if new is None:

@@ -1,5 +1,5 @@
-"""Audit record -> OCSF 1.8.0 event (MAPPING.md, section OCSF). Pure, built from the ECS event so
-every format tells the same story.
+"""Audit record -> OCSF 1.8.0 event (MAPPING.md, section OCSF). Pure, built from the record's facts
+(``facts.py``) and the ECS user fields, as the ECS event is, so every format tells the same story.
 
 Classes (category 3, Identity & Access Management) by filterable_action:
 
@@ -30,16 +30,15 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
 from .changes import as_text
-from .ecs import to_ecs
-from .risk import Risk
+from .ecs import audit_fields, user_fields
+from .facts import Domain, Facts
+from .template import Templated
 
 OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
@@ -70,26 +69,44 @@ RISK_LEVEL = {
     "critical": (4, "Critical"),
 }
 SEVERITY_NAMES = {"info": "Informational"}
-UNKNOWN_USER = {"name": "unknown"}
+UNKNOWN_USER = {"name": "unknown"}  # copied into each event: events share no container
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(id=record.event_id, time_us=record.ts_us, body=jsonutil.dumps(to_ocsf(record, opts)))
+    return Event(record.event_id, record.ts_us, _FORMAT.body(record, opts))
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-    ecs = to_ecs(record, dataclasses.replace(opts, include_original=False))
-    audit = ecs["emailauth"]["audit"]
-    action = ecs["event"].get("action", "")
+    return _FORMAT.document(record, opts)
+
+
+class Own(NamedTuple):
+    """What the event takes from the record itself rather than from its facts."""
+
+    time_ms: Any  # an int; a hole (text) in a template
+    event_id: str
+    created_at: str  # as given
+    raw_data: Optional[str] = None  # with include_original
+
+
+def _own(record: AuditRecord, opts: NormalizeOptions) -> Own:
+    original = record.canonical.decode("utf-8") if opts.include_original else None
+    return Own(record.ts_us // 1000, record.event_id, record.raw["created_at"], original)
+
+
+def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
+    """The OCSF event from the record's facts and its own values."""
+    audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
+    action = found.action
     class_uid, activity_id = classify(action, audit)
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-    risk = Risk(**audit["risk"])
+    risk = found.risk
     risk_level_id, risk_level = RISK_LEVEL[risk.level]
     severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
-        "uid": record.event_id,
+        "uid": own.event_id,
         "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
         "log_name": "emailauth.audit",
         "profiles": ["security_control"],
@@ -107,7 +124,7 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
         "type_name": f"{class_name}: {activity_name}",
-        "time": record.ts_us // 1000,
+        "time": own.time_ms,
         "severity_id": severity_id,
         "severity": severity_name,
         "status_id": 1,
@@ -115,18 +132,18 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         "risk_score": risk.score,
         "risk_level_id": risk_level_id,
         "risk_level": risk_level,
-        "message": ecs["message"],
+        "message": found.message,
         "metadata": metadata,
     }
     if risk.reasons:
         doc["risk_details"] = ", ".join(risk.reasons)
-    actor = ecs.get("user", {})
+    actor = user_fields(found)  # the ECS user: actor, target, changes
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}
-    doc.update(_class_fields(class_uid, activity_id, ecs, opts))
+    doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
     doc["unmapped"] = audit
-    if opts.include_original:
-        doc["raw_data"] = jsonutil.canonical(record.raw).decode("utf-8")
+    if own.raw_data is not None:
+        doc["raw_data"] = own.raw_data
     return doc
 
 
@@ -146,27 +163,34 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
 
 
 def _class_fields(
-    class_uid: int, activity_id: int, ecs: Mapping[str, Any], opts: NormalizeOptions
+    class_uid: int,
+    activity_id: int,
+    actor: Mapping[str, Any],
+    audit: Mapping[str, Any],
+    domain: Optional[Domain],
+    opts: NormalizeOptions,
 ) -> Dict[str, Any]:
-    actor = ecs.get("user", {})
+    """``actor`` is the ECS user, ``audit`` the ECS emailauth.audit."""
     target = actor.get("target")
-    audit = ecs["emailauth"]["audit"]
     if class_uid == AUTHENTICATION:
-        return {"user": _user(actor) if actor.get("id") else UNKNOWN_USER, "service": {"name": opts.product}}
+        return {
+            "user": _user(actor) if actor.get("id") else dict(UNKNOWN_USER),
+            "service": {"name": opts.product},
+        }
     if class_uid == USER_ACCESS:
         roles = audit.get("roles", {})
         privileges = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
-        return {"user": _user(target) if target else UNKNOWN_USER, "privileges": privileges}
+        return {"user": _user(target) if target else dict(UNKNOWN_USER), "privileges": privileges}
     if class_uid == ACCOUNT_CHANGE:
         if not target:
-            return {"user": UNKNOWN_USER}
+            return {"user": dict(UNKNOWN_USER)}
         new = dict(
             target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
         )
         return {"user": _user(target), "user_result": _user(new)}
-    entity = _entity(ecs)
+    entity = _entity(audit, domain)
     fields = {"entity": dict(entity, **_side(audit, "before"))}
     if activity_id != 4:
         fields["entity_result"] = dict(entity, **_side(audit, "after"))
@@ -183,11 +207,9 @@ def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:
     return user
 
 
-def _entity(ecs: Mapping[str, Any]) -> Dict[str, Any]:
-    audit = ecs["emailauth"]["audit"]
-    domain: Optional[Mapping[str, Any]] = ecs.get("entity", {}).get("target")
-    if domain:
-        return {"name": domain["name"], "uid": domain["id"], "type": "domain"}
+def _entity(audit: Mapping[str, Any], domain: Optional[Domain]) -> Dict[str, Any]:
+    if domain:  # as ECS entity.target
+        return {"name": domain.given, "uid": domain.unicode or domain.given, "type": "domain"}
     name = as_text(audit.get("object"))  # a list keeps its JSON text
     return {"name": name or "unknown", "type": audit["object_type"]}
 
@@ -196,3 +218,6 @@ def _side(audit: Mapping[str, Any], side: str) -> Dict[str, Any]:
     """``{"data": {name: value}}`` for one side of every change pair, or nothing."""
     data = {name: entry[side] for name, entry in audit.get("changes", {}).items() if side in entry}
     return {"data": data} if data else {}
+
+
+_FORMAT = Templated(render, _own, Own)

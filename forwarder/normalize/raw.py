@@ -6,7 +6,6 @@ event id and the same record always gives the same bytes.
 
 from __future__ import annotations
 
-from .. import jsonutil
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions
@@ -14,4 +13,4 @@ from . import NormalizeOptions
 
 def format_raw(record: AuditRecord, opts: NormalizeOptions) -> Event:
     """``opts`` is unused: raw output depends on the record alone."""
-    return Event(id=record.event_id, time_us=record.ts_us, body=jsonutil.canonical(record.raw))
+    return Event(record.event_id, record.ts_us, record.canonical)

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .memo import text_cache
+
 LOOKUP_LIMIT = 10
 _STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
 _LOOKUP_MECHANISMS = frozenset({"include", "a", "mx", "ptr", "exists"})
@@ -51,21 +53,22 @@ def _unquote(text: str) -> str:
 
 def is_spf(value: object) -> bool:
     """True for a string whose first term is ``v=spf1``."""
-    if not isinstance(value, str):
-        return False
-    terms = _unquote(value).split()
-    return bool(terms) and terms[0].lower() == "v=spf1"
+    return isinstance(value, str) and parse(value) is not None
 
 
+# A trail holds each record twice (the after of one change, the before of the next); the result is
+# immutable, so it may be shared.
+@text_cache(1024)
 def parse(text: str) -> Optional[SpfRecord]:
     """The record's qualifier, targets and lookup count; None when it is not an SPF record."""
-    if not is_spf(text):
+    terms = _unquote(text).split()
+    if not terms or terms[0].lower() != "v=spf1":
         return None
     final: Optional[str] = None
     targets: List[str] = []
     lookups = 0
     redirect = False
-    for term in _unquote(text).split()[1:]:
+    for term in terms[1:]:
         lowered = term.lower()
         if lowered.startswith("redirect="):
             redirect = True

@@ -9,12 +9,13 @@ alone: an unrecognised value is never an error.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import dkim, spf
 from .changes import as_pair, safe_names
 
 Sides = Tuple[Optional[str], Optional[str]]
+Candidates = List[Tuple[str, Sides]]
 
 
 def _text_sides(value: Any) -> Optional[Sides]:
@@ -24,21 +25,47 @@ def _text_sides(value: Any) -> Optional[Sides]:
     return None
 
 
-def _find(change_map: Mapping[str, Any], recognise: Callable[[object], bool]) -> Optional[Tuple[str, Sides]]:
-    for key, name in sorted(safe_names(change_map).items(), key=lambda item: item[1]):
+def _candidates(change_map: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None) -> Candidates:
+    """(field name, sides) of the changes that could hold a record, by field name. Both kinds are
+    tag lists (``v=spf1 ...``, ``v=DKIM1; p=...``): a change without ``=`` in its text holds
+    neither, which rules out nearly every change with one cheap scan and no name to compute."""
+    found = [key for key, value in change_map.items() if _has_tag_text(value)]
+    if not found:
+        return []
+    if names is None:
+        names = safe_names(change_map)  # names depend on every key, not only the candidates'
+    out: Candidates = []
+    for key in found:
         sides = _text_sides(change_map[key])
-        if sides and any(recognise(side) for side in sides):
+        if sides:
+            out.append((names[key], sides))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _has_tag_text(value: Any) -> bool:
+    """Text holding "=", alone or as a side of a pair (spelled out: it runs on every change)."""
+    if isinstance(value, str):
+        return "=" in value
+    if isinstance(value, list) and len(value) == 2:
+        before, after = value
+        return (isinstance(before, str) and "=" in before) or (isinstance(after, str) and "=" in after)
+    return False
+
+
+def _first(candidates: Candidates, recognise: Callable[[object], bool]) -> Optional[Tuple[str, Sides]]:
+    for name, sides in candidates:
+        if any(recognise(side) for side in sides):
             return name, sides
     return None
 
 
-def record_fields(
-    change_map: Mapping[str, Any],
+def _fields(
+    candidates: Candidates,
     recognise: Callable[[object], bool],
     analyze: Callable[[Optional[str], Optional[str]], Any],
 ) -> Optional[Dict[str, Any]]:
     """``{"change": <field name>, **analysis fields}`` for the first change ``recognise`` accepts."""
-    found = _find(change_map, recognise)
+    found = _first(candidates, recognise)
     if not found:
         return None
     name, (before, after) = found
@@ -46,9 +73,22 @@ def record_fields(
     return {"change": name, **fields}
 
 
+def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str, Dict[str, Any]]:
+    """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none): the changes are
+    scanned once for both. ``names`` is ``safe_names(change_map)``."""
+    candidates = _candidates(change_map, names)
+    if not candidates:
+        return {}
+    out = {
+        "spf": _fields(candidates, spf.is_spf, spf.analyze),
+        "dkim": _fields(candidates, dkim.is_dkim, dkim.analyze),
+    }
+    return {kind: found for kind, found in out.items() if found}
+
+
 def spf_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return record_fields(change_map, spf.is_spf, spf.analyze)
+    return _fields(_candidates(change_map), spf.is_spf, spf.analyze)
 
 
 def dkim_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return record_fields(change_map, dkim.is_dkim, dkim.analyze)
+    return _fields(_candidates(change_map), dkim.is_dkim, dkim.analyze)

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forwarder.normalize import dkim, roles, spf, txtrecords
+from forwarder.normalize.changes import safe_names
 from forwarder.normalize.risk import Risk, assess
 
 from . import json_like
@@ -174,6 +175,33 @@ values = json_like(st.none() | st.booleans() | st.integers() | st.floats(allow_n
 def test_arbitrary_changes_never_break_the_analytics(changes):
     for fields in (txtrecords.spf_fields(changes), txtrecords.dkim_fields(changes)):
         assert fields is None or isinstance(fields["weakened"], bool)
+
+
+def every_change_tried(changes, recognise, analyze):
+    """The finder without its shortcut: every change in field-name order, each side tried."""
+    for key, name in sorted(safe_names(changes).items(), key=lambda item: item[1]):
+        pair = (
+            changes[key]
+            if isinstance(changes[key], list) and len(changes[key]) == 2
+            else [None, changes[key]]
+        )
+        if all(side is None or isinstance(side, str) for side in pair) and any(map(recognise, pair)):
+            return {"change": name, **analyze(*pair).fields()}
+    return None
+
+
+@given(st.dictionaries(st.text(max_size=10), values | st.lists(texts | st.none(), min_size=2, max_size=2)))
+def test_the_shortcut_finds_what_trying_every_change_finds(changes):
+    expected = {
+        "spf": every_change_tried(changes, spf.is_spf, spf.analyze),
+        "dkim": every_change_tried(changes, dkim.is_dkim, dkim.analyze),
+    }
+    found = txtrecords.fields(changes, safe_names(changes))
+    assert found == {kind: fields for kind, fields in expected.items() if fields}
+    assert (txtrecords.spf_fields(changes), txtrecords.dkim_fields(changes)) == (
+        expected["spf"],
+        expected["dkim"],
+    )
 
 
 @given(st.text(max_size=60), st.text(max_size=60))

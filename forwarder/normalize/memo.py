@@ -1,0 +1,41 @@
+"""Bounded caches for what the normalizers derive from a record's strings.
+
+A trail repeats its users, domains, actions, change keys and DMARC records, so deriving their forms
+once pays. Every cache holds at most ``maxsize`` entries, and a call with a string argument longer
+than ``MAX_TEXT`` (or a tuple of strings longer together) is computed, not cached: a hostile record
+cannot pin megabytes in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, TypeVar
+
+MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def text_cache(maxsize: int) -> Callable[[F], F]:
+    def decorate(fn: F) -> F:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            return fn(*args) if any(map(_too_long, args)) else cached(*args)
+
+        @functools.wraps(fn)
+        def call_one(arg: Any) -> Any:  # most cached functions take one argument: no tuple of them
+            return fn(arg) if _too_long(arg) else cached(arg)
+
+        one = len(inspect.signature(fn).parameters) == 1
+        return call_one if one else call  # type: ignore[return-value]
+
+    return decorate
+
+
+def _too_long(arg: Any) -> bool:
+    """A string, or a tuple of strings, too long to key a cache."""
+    kind = arg.__class__
+    return (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and sum(map(len, arg)) > MAX_TEXT)

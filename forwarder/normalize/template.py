@@ -1,0 +1,111 @@
+"""Serialized events with holes: the bytes of an event whose facts are cached, written once, with
+the few values that differ per record (time, id, original text) filled in by position.
+
+Most of a trail is change-less records (logins) whose facts are cached (``facts.py``): their events
+differ only in what comes from the record itself. Writing those few values into cached bytes costs a
+fraction of building and serializing the whole document, and gives the same bytes: a JSON value
+serializes the same inside a document as alone (``jsonutil`` writes both).
+
+A hole is a marker string holding a random per-process token, so no record can contain one (a value
+may fill several holes); a template is only made when every marker occurs, else the caller renders
+in full.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
+
+from .. import jsonutil
+from ..records import AuditRecord
+from . import NormalizeOptions
+from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+
+_TOKEN = secrets.token_hex(16)
+
+
+def hole(n: int) -> str:
+    """The marker to render in place of the ``n``-th varying value."""
+    return f"\x00{_TOKEN}:{n}"
+
+
+class Template(NamedTuple):
+    text: bytes  # the event with %b in each hole (and any other % doubled)
+    order: Tuple[int, ...]  # which value goes into each hole, in document order
+
+    def fill(self, values: Sequence[Any]) -> bytes:
+        """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
+        dumps = jsonutil.dumps
+        return self.text % tuple([dumps(values[n]) for n in self.order])
+
+
+def compile_template(body: bytes, holes: int) -> Optional[Template]:
+    """The template of ``body``, an event serialized with ``hole(0)`` .. ``hole(holes - 1)`` in
+    place of its varying values; None when some marker is missing."""
+    found: List[Tuple[int, int, int]] = []  # (position, length, value number)
+    for n in range(holes):
+        marker = jsonutil.dumps(hole(n))
+        at = body.find(marker)
+        if at < 0:
+            return None
+        while at >= 0:
+            found.append((at, len(marker), n))
+            at = body.find(marker, at + len(marker))
+    found.sort()
+    parts: List[bytes] = []
+    start = 0
+    for at, length, _ in found:
+        parts.append(body[start:at].replace(b"%", b"%%"))
+        start = at + length
+    parts.append(body[start:].replace(b"%", b"%%"))
+    return Template(b"%b".join(parts), tuple(n for _, _, n in found))
+
+
+# A format's per-record values: a named tuple whose last field is the record's original text (None
+# without include_original).
+OwnT = TypeVar("OwnT", bound=Tuple[Any, ...])
+
+
+class Templated(Generic[OwnT]):
+    """A JSON format that serializes ``render(facts, opts, own)``; events of records with cached facts
+    are filled into a cached template instead."""
+
+    def __init__(
+        self,
+        render: Callable[[Facts, NormalizeOptions, OwnT], Dict[str, Any]],
+        own: Callable[[AuditRecord, NormalizeOptions], OwnT],
+        own_type: Type[OwnT],
+    ) -> None:
+        self._render, self._own, self._own_type = render, own, own_type
+        # The templates for one options value (a run has one): swapped as a whole, so that threads
+        # never pair one options value with another's templates.
+        self._templates: Tuple[Optional[NormalizeOptions], Callable[[PlainKey], Optional[Template]]] = (
+            None,
+            lambda key: None,
+        )
+
+    def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
+        key = plain_key(record)
+        template = self._for(opts)(key) if key else None
+        own = self._own(record, opts)
+        return template.fill(own) if template else jsonutil.dumps(self._render(facts(record), opts, own))
+
+    def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
+        return self._render(facts(record), opts, self._own(record, opts))
+
+    def _for(self, opts: NormalizeOptions) -> Callable[[PlainKey], Optional[Template]]:
+        """The template cache of ``opts`` (compared by identity first: hashing options costs more
+        than filling a template)."""
+        cached_opts, templates = self._templates
+        if cached_opts is not opts and cached_opts != opts:
+            compile_one = functools.partial(self._compile, opts=opts)
+            templates = functools.lru_cache(maxsize=4096)(compile_one)  # plain keys are short
+            self._templates = (opts, templates)
+        return templates
+
+    def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Template]:
+        fields = len(self._own_type._fields)  # type: ignore[attr-defined]
+        count = fields if opts.include_original else fields - 1
+        holes = self._own_type(*(hole(n) for n in range(count)))
+        return compile_template(jsonutil.dumps(self._render(plain_facts(key), opts, holes)), count)

@@ -1,0 +1,125 @@
+"""The facts every format renders: the cache of change-less records gives what deriving gives, no
+event shares a container another event (or the cache) could be changed through, and events filled
+into cached templates are the events rendered in full."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import pytest
+
+from forwarder import jsonutil
+from forwarder.normalize.cef import format_cef, to_cef
+from forwarder.normalize.ecs import format_ecs, to_ecs
+from forwarder.normalize.facts import _derive, _plain_facts, facts
+from forwarder.normalize.memo import MAX_TEXT, text_cache
+from forwarder.normalize.ocsf import format_ocsf, to_ocsf
+from forwarder.normalize.template import compile_template, hole
+from forwarder.records import AuditRecord, parse_record
+from forwarder.simdata import generate_org
+
+from . import OPTIONS, golden_cases, golden_records
+
+
+def corpus() -> list[AuditRecord]:
+    records = [record for case in golden_cases() for record in golden_records(case)]
+    return records + [
+        parse_record(raw) for raw in generate_org(3, now_us=1_772_366_400_000_000).all_records()
+    ]
+
+
+def test_cached_facts_are_the_derived_facts():
+    for record in corpus():
+        assert facts(record) == _derive(record.raw, record.object_type)
+
+
+LOGIN = {
+    "action": "user.login",
+    "filterable_action": "user.login",
+    "changes": {},
+    "created_at": "2026-01-05T08:15:30Z",
+}
+
+
+@pytest.mark.parametrize("first, second", [(1, True), (1, 1.0), ("1", 1), (None, "null")])
+def test_values_equal_in_python_but_not_in_json_are_told_apart(first, second):
+    one = parse_record(dict(LOGIN, user=first, object=first))
+    other = parse_record(dict(LOGIN, user=second, object=second))
+    facts(one)  # warm the cache with the first
+    assert facts(other) == _derive(other.raw, other.object_type)
+
+
+def test_a_changed_event_leaves_the_next_one_alone():
+    for record in corpus():
+        for render in (to_ecs, to_ocsf):
+            before = jsonutil.dumps(render(record, OPTIONS))
+            spoil(render(record, OPTIONS))
+            assert jsonutil.dumps(render(record, OPTIONS)) == before, record.raw
+        line = to_cef(record, OPTIONS)
+        spoil(to_ecs(record, OPTIONS))
+        assert to_cef(record, OPTIONS) == line
+
+
+def spoil(value: object) -> None:
+    """Change every container in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            spoil(item)
+        value["spoiled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            spoil(item)
+        value.append("spoiled")
+
+
+def test_records_carry_the_bytes_their_id_hashes():
+    for record in corpus():
+        assert record.canonical == jsonutil.canonical(record.raw)
+        assert hashlib.sha256(record.canonical).hexdigest() == record.event_id
+    by_hand = AuditRecord(raw={"id": "x"}, event_id="x", ts_us=0)
+    assert by_hand.canonical == b'{"id":"x"}'
+
+
+def test_long_strings_are_never_cache_keys():
+    calls = []
+
+    @text_cache(8)
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    short, long = "a" * MAX_TEXT, "b" * (MAX_TEXT + 1)
+    assert [upper(short), upper(short), upper(long), upper(long)] == [short.upper()] * 2 + [long.upper()] * 2
+    assert calls == [short, long, long]
+
+    before = _plain_facts.cache_info().currsize
+    record = parse_record(dict(LOGIN, user="x" * MAX_TEXT + "@example.com", object="y"))
+    assert facts(record) == _derive(record.raw, record.object_type)
+    assert not facts(record).cacheable
+    assert _plain_facts.cache_info().currsize == before
+    assert "suser=" + "x" * 1000 in to_cef(record, OPTIONS)  # computed, not cached
+
+
+@pytest.mark.parametrize("include_original", [True, False])
+def test_events_filled_into_templates_are_the_rendered_events(include_original):
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
+    odd = [
+        dict(LOGIN, user='q"\\\x00\u2028é@example.com', object=None),
+        dict(LOGIN, created_at="2026-01-05 08:15:30+02:00"),
+    ]
+    records = corpus() + [parse_record(raw) for raw in odd]
+    for _ in range(2):  # the second time from the cached templates
+        for record in records:
+            assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
+            assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record.raw
+
+
+def test_a_template_fills_every_place_of_a_value():
+    body = jsonutil.dumps({"a": hole(1), "b": [hole(0), 2, hole(1)]})
+    template = compile_template(body, 2)
+    assert template is not None and template.fill([7, "x\n"]) == jsonutil.dumps(
+        {"a": "x\n", "b": [7, 2, "x\n"]}
+    )
+    assert compile_template(body, 3) is None  # a value with no place: rendered in full instead

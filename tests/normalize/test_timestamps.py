@@ -1,0 +1,84 @@
+"""created_at as the events carry it: the canonical form is parsed by the fast path and used as given,
+and every other form gives exactly what the general parser and format_us give."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forwarder.timeutil import format_us, iso_text, parse_iso, parse_iso_any
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def reference_format(us: int) -> str:
+    return (_EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+moments = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30))
+fractions = st.sampled_from(["", ".1", ".123", ".123456", ".123456789", ",5"])
+zones = st.sampled_from(["Z", "z", "", "+00:00", "+05:30", "-0800"])
+separators = st.sampled_from(["T", "t", " "])
+
+
+@given(moments, fractions, zones, separators)
+def test_every_form_parses_as_the_general_parser_does(moment, fraction, zone, separator):
+    text = moment.strftime("%Y-%m-%d") + separator + moment.strftime("%H:%M:%S") + fraction + zone
+    if moment.year < 1000:
+        text = f"{moment.year:04d}" + text[text.index("-") :]
+    expected = parse_iso_any(text)
+    assert parse_iso(text) == expected
+    assert format_us(expected) == reference_format(expected)
+    assert iso_text(text, expected) == reference_format(expected)
+
+
+@given(
+    st.integers(
+        min_value=parse_iso_any("1000-01-01T00:00:00Z"),
+        max_value=parse_iso_any("9999-12-31T23:59:59.999999Z"),
+    )
+)
+def test_the_canonical_form_is_carried_as_given(us):
+    text = reference_format(us)
+    assert parse_iso(text) == us
+    assert iso_text(text, us) is text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-13-05T08:15:30.123456Z",
+        "2026-02-30T08:15:30.123456Z",
+        "2026-01-05T24:00:00.000000Z",
+        "2026-01-05T08:15:61.123456Z",
+    ],
+)
+def test_out_of_range_canonical_values_fail_with_the_general_parsers_message(text):
+    with pytest.raises(ValueError) as general:
+        datetime(*(int(part) for part in re.split(r"[-T:.Z]", text)[:7]))
+    with pytest.raises(ValueError) as fast:
+        parse_iso(text)
+    assert str(fast.value) == str(general.value)
+
+
+def test_values_the_general_parser_rejects_are_rejected():
+    for text in ("2025-W09-3T22:33:11.411706Z", "2025-02-26T22:33Z", "20250226T223311.411706Z"):
+        with pytest.raises(ValueError):
+            parse_iso(text)
+
+
+@pytest.mark.parametrize("text", ["٢٠٢٦-01-05T08:15:30.123456Z", " 2026-01-05T08:15:30.123456Z"])
+def test_odd_but_accepted_forms_are_reformatted(text):
+    us = parse_iso_any(text)
+    assert parse_iso(text) == us
+    assert iso_text(text, us) == "2026-01-05T08:15:30.123456Z"
+
+
+def test_years_before_1000_keep_the_unpadded_form_events_already_had():
+    us = parse_iso("0999-12-31T23:59:59.999999Z")
+    assert format_us(us) == reference_format(us)
+    assert iso_text("0999-12-31T23:59:59.999999Z", us) == reference_format(us)
