@@ -10,6 +10,8 @@ import threading
 from typing import Any, Dict, Tuple, Type
 from urllib.parse import urlsplit
 
+from . import deadline, stop
+
 # Clients are made once per process and service: creating one costs a few hundred milliseconds of
 # CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
 # holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
@@ -32,12 +34,32 @@ def client(service: str, timeout_seconds: float = 60.0) -> Any:
     import boto3
     from botocore.config import Config
 
+    from . import aws_deadline
+
     config = Config(
         retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=timeout_seconds
     )
     made = boto3.session.Session().client(service, config=config)
+    aws_deadline.watch(made)
     with _clients_lock:
         return _clients.setdefault(key, made)
+
+
+def call(client: Any, operation: str, what: str, **params: Any) -> Any:
+    """``client.<operation>(**params)`` (a client from :func:`client`), its retries included, ended at
+    the client's HTTP timeout, or within a quarter second of a stop request (stop.Stopped). At the
+    deadline it raises a transport failure naming it, so the batch stays uncommitted."""
+    from . import aws_deadline
+
+    seconds = client.meta.config.read_timeout
+    with deadline.watching(what, seconds) as watched:
+        try:
+            return getattr(client, operation)(**params)
+        except Exception:
+            if not watched.cut.is_set():
+                raise
+    stop.check(f"the rest of {what}")
+    raise aws_deadline.DeadlineExceeded(what=what, seconds=seconds)
 
 
 def failures() -> Tuple[Type[Exception], ...]:

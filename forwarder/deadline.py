@@ -6,7 +6,8 @@ call; at the deadline, or when a stop is requested (``forwarder.stop``), it shut
 down, which ends the blocked read at once, and the call raises DeadlineExceeded (or stop.Stopped).
 
 To reach the socket before any byte of the answer arrives, the session's connection pools use
-connections that hand their socket to the watchdog of the call in progress (``_Watched``).
+connections that hand their socket to the watchdog of the call in progress (``Watched``).
+:func:`watching` is that watchdog for any client whose connections are ``Watched`` (``aws.call``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import socket
 import threading
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 import requests
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -57,23 +58,23 @@ class _Call:
                 self.sock.shutdown(socket.SHUT_RDWR)
 
 
-class _Watched:
+class Watched:
     """A connection that hands its socket to the call in progress before waiting for the answer."""
 
     sock: Optional[socket.socket]
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        call: Optional[_Call] = getattr(_calls, "call", None)
+        call = current()
         if call is not None:
             call.attach(self.sock)
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
-class _Connection(_Watched, HTTPConnection):
+class _Connection(Watched, HTTPConnection):
     pass
 
 
-class _TlsConnection(_Watched, HTTPSConnection):
+class _TlsConnection(Watched, HTTPSConnection):
     pass
 
 
@@ -106,8 +107,26 @@ def request(
 ) -> requests.Response:
     """``session.request`` with the answer, headers and body, read whole within ``deadline_s``."""
     what = f"{method} {redact_url(url)}"
-    stop.check(what)
     watch(session)
+    with watching(what, deadline_s) as call:
+        try:
+            response = session.request(method, url, timeout=timeout, stream=True, **kwargs)
+            call.attach(_socket_of(response) or call.sock)
+            response.content  # noqa: B018 - reads the body under the watchdog
+        except (requests.RequestException, OSError):
+            if not call.cut.is_set():
+                raise
+    if call.cut.is_set():
+        stop.check(f"the rest of {what}")
+        raise DeadlineExceeded(f"{what}: no complete response within {deadline_s:g} s (HTTP timeout)")
+    return response
+
+
+@contextlib.contextmanager
+def watching(what: str, deadline_s: float) -> Iterator[_Call]:
+    """Run the block as this thread's call in progress: at ``deadline_s`` or on a stop request its
+    socket is shut and ``cut`` set (Stopped instead of starting once a stop is requested)."""
+    stop.check(what)
     call = _Call()
     started = time.monotonic()
 
@@ -124,20 +143,16 @@ def request(
     _calls.call = call
     guard.start()
     try:
-        response = session.request(method, url, timeout=timeout, stream=True, **kwargs)
-        call.attach(_socket_of(response) or call.sock)
-        response.content  # noqa: B018 - reads the body under the watchdog
-    except (requests.RequestException, OSError):
-        if not call.cut.is_set():
-            raise
+        yield call
     finally:
         _calls.call = None
         call.done.set()
         guard.join()
-    if call.cut.is_set():
-        stop.check(f"the rest of {what}")
-        raise DeadlineExceeded(f"{what}: no complete response within {deadline_s:g} s (HTTP timeout)")
-    return response
+
+
+def current() -> Optional[_Call]:
+    """This thread's call in progress, if any."""
+    return getattr(_calls, "call", None)
 
 
 def _socket_of(response: requests.Response) -> Optional[socket.socket]:

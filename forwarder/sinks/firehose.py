@@ -88,7 +88,13 @@ class FirehoseSink:
         def attempt() -> None:
             records = [{"Data": record(event)} for event in pending]
             try:
-                response = self._client.put_record_batch(DeliveryStreamName=self.stream, Records=records)
+                response = aws.call(
+                    self._client,
+                    "put_record_batch",
+                    "Firehose PutRecordBatch",
+                    DeliveryStreamName=self.stream,
+                    Records=records,
+                )
             except aws.failures() as exc:
                 error = aws_error(exc, where)
                 if aws.error_code(exc) not in _BUSY and getattr(exc, "response", None):

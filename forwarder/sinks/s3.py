@@ -10,8 +10,9 @@
   ``Content-Encoding: gzip``.
 * Encryption. SSE-KMS with ``settings.sse_kms_key_id`` when set, else SSE-S3 (AES256) asked for
   explicitly, so a bucket policy that demands the header is satisfied.
-* Failures. botocore retries throttling and 5xx itself (standard mode); what is left raises a
-  SinkError, retryable only for throttling, 5xx and transport errors (not for a missing bucket).
+* Failures. botocore retries throttling and 5xx itself (standard mode), all within the HTTP timeout
+  (``aws.call``); what is left raises a SinkError, retryable only for throttling, 5xx and transport
+  errors, the deadline included (not for a missing bucket).
 
 boto3 is imported only when an AWS sink or the S3 quarantine is used.
 """
@@ -70,7 +71,7 @@ def put_ndjson(
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
     else:
         extra["ServerSideEncryption"] = "AES256"
-    reply = client.put_object(Bucket=bucket, Key=key, Body=body, **extra)
+    reply = aws.call(client, "put_object", "S3 PutObject", Bucket=bucket, Key=key, Body=body, **extra)
     if not (isinstance(reply, dict) and reply.get("ETag")):  # S3's proof that it stored the object
         raise SinkError(f"S3 answered the PUT of s3://{bucket}/{key} without an ETag", retryable=True)
 

@@ -1,0 +1,65 @@
+"""botocore's side of ``aws.call``'s total deadline: connections the watchdog of forwarder.deadline
+can reach, and no retry of an attempt it cut.
+
+botocore bounds each socket read (``read_timeout``), not a response: an endpoint trickling its answer
+would hold a call, and then its retries, far past the HTTP timeout. Imported with boto3 only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.awsrequest import (
+    AWSHTTPConnection,
+    AWSHTTPConnectionPool,
+    AWSHTTPSConnection,
+    AWSHTTPSConnectionPool,
+)
+from botocore.exceptions import BotoCoreError
+
+from . import deadline
+
+
+class DeadlineExceeded(BotoCoreError):
+    """The whole answer took longer than the client's HTTP timeout (an endpoint trickling it)."""
+
+    fmt = "{what}: no complete response within {seconds:g} s (HTTP timeout)"
+
+
+class _Cut(Exception):
+    """Ends a call the watchdog cut, from inside botocore, before it retries."""
+
+
+class _Connection(deadline.Watched, AWSHTTPConnection):
+    pass
+
+
+class _TlsConnection(deadline.Watched, AWSHTTPSConnection):
+    pass
+
+
+class _Pool(AWSHTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TlsPool(AWSHTTPSConnectionPool):
+    ConnectionCls = _TlsConnection
+
+
+def watch(client: Any) -> None:
+    """Make a new ``client``'s connections reachable by the watchdog of the call in progress."""
+    # botocore has no public hook to its connection pools: the pool classes are swapped in the one
+    # dict its pool managers (proxied ones too) share, before the client makes any connection.
+    client._endpoint.http_session._pool_classes_by_scheme.update(http=_Pool, https=_TlsPool)
+    for event in ("before-send", "needs-retry"):  # before each try, and after each one
+        client.meta.events.register_first(event, _end_if_cut, unique_id=f"forwarder-deadline-{event}")
+
+
+def _end_if_cut(**_: Any) -> None:
+    """Forget the last try's socket (back in the pool, soon another call's) and try nothing more
+    once the watchdog has cut the call."""
+    call = deadline.current()
+    if call is not None:
+        call.attach(None)
+        if call.cut.is_set():
+            raise _Cut()
