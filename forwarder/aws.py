@@ -47,8 +47,9 @@ def client(service: str, timeout_seconds: float = 60.0) -> Any:
 
 def call(client: Any, operation: str, what: str, **params: Any) -> Any:
     """``client.<operation>(**params)`` (a client from :func:`client`), its retries included, ended at
-    the client's HTTP timeout, or within a quarter second of a stop request (stop.Stopped). At the
-    deadline it raises a transport failure naming it, so the batch stays uncommitted."""
+    the client's HTTP timeout, or within a quarter second of a stop request (stop.Stopped; during
+    botocore's backoff between tries, when that wait ends). At the deadline it raises a transport
+    failure naming it, so the batch stays uncommitted."""
     from . import aws_deadline
 
     seconds = client.meta.config.read_timeout
