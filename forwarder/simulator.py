@@ -178,6 +178,8 @@ class Simulator:
         self.trickled: List[Tuple[int, int]] = []  # (bytes sent, bytes in the reply) per trickled reply
         self.echo = False  # error replies quote the request (form body, Authorization), as some do
         self.requests: List[LoggedRequest] = []
+        self._revoke_at: Set[int] = set()
+        self._audits_seen = 0
         self.base_url = ""
         self._clock = clock
         self._lock = threading.Lock()
@@ -275,6 +277,12 @@ class Simulator:
         with self._lock:
             self._tokens.clear()
 
+    def revoke_tokens_at(self, *audits_calls: int) -> None:
+        """Revoke every token just before the audits request with each of these numbers (from 1):
+        a token lost mid-run at a fixed point, whatever the timing of the rest of the run."""
+        with self._lock:
+            self._revoke_at.update(audits_calls)
+
     def records_for(self, object_type: str, name: str, start: str = "", end: str = "~") -> List[Record]:
         """The trail the audits endpoint scopes for this query now, oldest first, before paging."""
         return self.org.records_for(object_type, name, int(self._clock() * 1_000_000), start, end)
@@ -300,6 +308,10 @@ class Simulator:
         with self._lock:
             self.requests.append(LoggedRequest(method, path, logged))
             failure = self._take(self._failures, path)
+            if path == AUDITS_PATH:
+                self._audits_seen += 1
+                if self._audits_seen in self._revoke_at:
+                    self._tokens.clear()
         echo = ""
         if self.echo:
             echo = f" (request: {body.decode('utf-8', 'replace')} {header('Authorization') or ''})"

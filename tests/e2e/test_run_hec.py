@@ -101,7 +101,7 @@ def test_bare_strict_service_with_revoked_tokens_and_busy_answers(tmp_path, crea
     with sim, HecReceiver(token=HEC_TOKEN) as hec:
         sim.fail_next(2, status=429, retry_after=0.25)
         sim.fail_next(2, status=503)
-        hec.after_accept = lambda n: sim.revoke_tokens() if n in (2, 5) else None
+        sim.revoke_tokens_at(3, 7)  # mid-run, at fixed points: batches are shared and sent apart
         settings = settings_for(
             sim.base_url,
             hec.url,
