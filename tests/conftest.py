@@ -1,4 +1,6 @@
-"""Shared fixtures: a real moto server over loopback HTTP for every AWS test."""
+"""Shared fixtures: a real moto server over loopback HTTP for every AWS test. Also the hypothesis
+profile: no per-example deadline, since tests assert behaviour, never time, and a loaded 2-core
+machine must not fail them."""
 
 from __future__ import annotations
 
@@ -7,6 +9,10 @@ from typing import Iterator
 
 import pytest
 import requests
+from hypothesis import settings
+
+settings.register_profile("untimed", deadline=None)
+settings.load_profile("untimed")
 
 
 @pytest.fixture(scope="session")
