@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
@@ -25,6 +25,7 @@ from ..report import StreamReport
 from ..sinks.base import Sink
 from ..state.model import StreamState
 from ..state.store import StateStore
+from ..stop import Stopped
 from .batcher import Batch, Batcher
 from .commits import Commit, CommitTracker
 
@@ -61,6 +62,7 @@ class Shipper:
         self._closing = False
         self._stopped = False  # senders take nothing more
         self._fatal: Optional[BaseException] = None  # a sender died of it; re-raised to the run
+        self._cut: Set[str] = set()  # streams a stop request cut in flight: stopped, not failed
         self._threads: List[threading.Thread] = []
         # State writes (an fsync, an S3 PUT) cost more than a send shared by hundreds of streams:
         # a batch's are made in parallel, each stream's one at a time and in order (CommitTracker).
@@ -83,7 +85,7 @@ class Shipper:
             self._check_fatal()
             self._tracker.open(stream, state, version)
             self._reports.setdefault(stream, report)
-            failure = self._tracker.failure(stream)
+            failure = self._failure(stream)
             if failure is not None:
                 return failure
             for batch in self._batcher.add(stream, records, events, time.monotonic()):
@@ -103,7 +105,14 @@ class Shipper:
 
     def failure(self, stream: str) -> Optional[str]:
         with self._cond:
-            return self._tracker.failure(stream)
+            return self._failure(stream)
+
+    def _failure(self, stream: str) -> Optional[str]:
+        """Why ``stream`` cannot go on; Stopped when a stop request cut one of its batches."""
+        failure = self._tracker.failure(stream)
+        if failure is not None and stream in self._cut:
+            raise Stopped(failure)
+        return failure
 
     def finish(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         """Send what is left and wait, at most ``timeout_s``, for every batch and commit; streams whose
@@ -189,6 +198,9 @@ class Shipper:
             rejected = self._by_stream(batch, result.rejected)
             for stream, rejections in rejected.items():
                 self._quarantine.keep(stream, rejections)
+        except Stopped as exc:  # not the sink's answer: the batch stays uncommitted, sent next run
+            self._refuse(batch, f"a batch ({len(batch.events)} events) was abandoned: {exc}", cut=True)
+            return
         except ForwarderError as exc:
             self._refuse(batch, f"the sink refused a batch ({len(batch.events)} events): {exc}")
             return
@@ -235,11 +247,17 @@ class Shipper:
                 self._report_failure(commit.stream, reason)
             self._cond.notify_all()
 
-    def _refuse(self, batch: Batch, reason: str) -> None:
+    def _refuse(self, batch: Batch, reason: str, cut: bool = False) -> None:
+        """The streams in ``batch`` go no further this run: failed, or only stopped when ``cut``."""
         with self._cond:
             self._cond.notify_all()  # later batches of these streams wait for them no more
             for stream in self._tracker.refused(batch, reason):
-                self._report_failure(stream, reason)
+                if cut:
+                    self._cut.add(stream)
+                    self._reports[stream].stopped = True
+                    log.warning("stream stopped with a batch in flight", extra={"stream": stream})
+                else:
+                    self._report_failure(stream, reason)
                 self._batcher.drop(stream)
 
     def _abandon(self, timeout_s: float) -> None:

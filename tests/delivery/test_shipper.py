@@ -11,6 +11,7 @@ from forwarder.pipeline import Limits, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
 from forwarder.report import RunReport
+from forwarder.stop import Stopped
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.fakes import MemoryStore
@@ -87,3 +88,17 @@ def test_batches_unconfirmed_at_the_end_of_the_flush_wait_fail_their_streams(tmp
     failed = [s for s in report.streams if not s.ok]
     assert failed and all("not confirmed by the sink within 0.2 s" in (s.error or "") for s in failed)
     assert all(store.load(s.stream).version is None for s in failed)  # nothing committed for them
+
+
+class StoppedSink(WatchingSink):
+    """A stop request (SIGTERM) cuts every send: forwarder.deadline raises Stopped in flight."""
+
+    def send(self, batch: Sequence[Event]) -> SendResult:
+        raise Stopped("stopping on request: the request in flight was cut")
+
+
+def test_a_batch_cut_by_a_stop_request_leaves_its_streams_stopped_not_failed(tmp_path):
+    report, store, _ = run(StoppedSink(max_in_flight=2), tmp_path)
+    assert report.ok, [s.error for s in report.streams if s.error]  # a stop is not a failure
+    assert all(s.stopped and s.shipped == 0 for s in report.streams)
+    assert all(store.load(s.key).version is None for s in STREAMS)  # nothing committed past the cut
