@@ -10,14 +10,14 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 import idna
 
 from .errors import ConfigError
-from .http import check_url, redact_url, secret_problem
+from .http_headers import parse_headers
 from .normalize import formats
 from .sinks import check_sink
 from .sinks import schemes as sink_schemes
-from .sinks.http_ndjson import parse_headers
 from .sinks.settings import SinkSettings
 from .state import location_problem
 from .timeutil import parse_duration
+from .urls import check_url, redact_url, secret_problem
 
 OBJECT_TYPES = ("user", "domain")
 FORMATS = tuple(formats())

@@ -36,8 +36,8 @@ import requests
 
 from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
-from ..http import check_url
 from ..timeutil import format_us
+from ..urls import check_url
 from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
