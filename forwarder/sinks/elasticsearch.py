@@ -214,6 +214,16 @@ class ElasticsearchSink:
         self._poster.close()
 
 
+def format_problem(event_format: str) -> Optional[str]:
+    """A data stream needs ``@timestamp``: only ECS (and CEF, wrapped in one) documents carry it."""
+    if event_format in ("ecs", "cef"):
+        return None
+    return (
+        f"{event_format!r} documents carry no @timestamp, which an Elasticsearch data stream "
+        "requires; use ecs (or cef) with an Elasticsearch sink"
+    )
+
+
 def validate(settings: SinkSettings) -> None:
     bulk_url(settings.uri, settings.es_namespace)
     es_authorization(settings.auth, settings.token)
