@@ -4,7 +4,7 @@ fails before any network call, one message per problem.
 
 Importing this package loads no sink module and neither ``requests`` nor ``boto3``."""
 
-from .kinds import to_unicode_domain
+from .lists import to_unicode_domain
 from .settings import Settings, load_settings, parse_log_format, read, read_all
 from .table import (
     EVERYWHERE,

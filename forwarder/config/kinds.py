@@ -1,21 +1,14 @@
 """The kinds of value a setting holds. Each kind parses a variable's text (already stripped, default
 applied) into its value, raises ValueError (or ``Problems`` for several) with a message that does not
-name the variable (the reader adds the name), and describes itself for the README."""
+name the variable (the reader adds the name), and describes itself for the README. Single values here;
+lists in ``lists``, places (URLs, locations, headers) in ``places``."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
-import idna
-
-from ..http_headers import parse_headers
-from ..sinks import scheme_of
-from ..sinks import schemes as sink_schemes
-from ..state import location_problem
 from ..timeutil import parse_duration
-from ..urls import redact_url, secret_in_url, url_problem
 
 
 class Problems(ValueError):
@@ -24,18 +17,6 @@ class Problems(ValueError):
     def __init__(self, messages: Sequence[str]) -> None:
         self.messages = list(messages)
         super().__init__("; ".join(self.messages))
-
-
-def _split(value: str) -> List[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def to_unicode_domain(name: str) -> str:
-    """IDNA/UTS-46 to the Unicode form the API wants, lowercased: xn--bcher-kva.example -> bücher.example."""
-    text = name.strip().rstrip(".")
-    if not text:
-        raise ValueError("empty domain name")
-    return str(idna.decode(text, uts46=True)).lower()
 
 
 @dataclass(frozen=True)
@@ -159,144 +140,3 @@ class Choice:
 
     def describe(self) -> str:
         return "one of " + ", ".join(f"`{o}`" for o in self.options)
-
-
-@dataclass(frozen=True)
-class Choices:
-    """A comma list of ``options`` (lower case), at least one."""
-
-    options: Tuple[str, ...]
-
-    def parse(self, text: str) -> Tuple[str, ...]:
-        chosen = tuple(t.lower() for t in _split(text))
-        bad = [t for t in chosen if t not in self.options]
-        if bad or not chosen:
-            raise ValueError(f"choose from {', '.join(self.options)} (got {', '.join(bad) or 'nothing'})")
-        return chosen
-
-    def describe(self) -> str:
-        return "comma list of " + ", ".join(f"`{o}`" for o in self.options)
-
-
-_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+$")
-
-
-@dataclass(frozen=True)
-class Emails:
-    def parse(self, text: str) -> Tuple[str, ...]:
-        users = tuple(_split(text))
-        bad = [f"{u!r} is not an email address" for u in users if not _EMAIL.match(u)]
-        if bad:
-            raise Problems(bad)
-        return users
-
-    def describe(self) -> str:
-        return "comma list of emails"
-
-
-@dataclass(frozen=True)
-class Domains:
-    """Domains in any form, to their Unicode form, each once."""
-
-    def parse(self, text: str) -> Tuple[str, ...]:
-        domains, bad = [], []
-        for name in _split(text):
-            try:
-                domains.append(to_unicode_domain(name))
-            except (idna.IDNAError, UnicodeError, ValueError) as exc:
-                bad.append(f"{name!r} is not a valid domain name ({exc})")
-        if bad:
-            raise Problems(bad)
-        return tuple(dict.fromkeys(domains))
-
-    def describe(self) -> str:
-        return "comma list of domains"
-
-
-_FILTER = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]*)*$")
-
-
-@dataclass(frozen=True)
-class Filters:
-    """``filterable_action`` prefixes, none covering another (that would fetch records twice)."""
-
-    def parse(self, text: str) -> Tuple[str, ...]:
-        filters = tuple(_split(text))
-        bad = [
-            f"{f!r} is not a filterable_action prefix like user.login or domain."
-            for f in filters
-            if not _FILTER.match(f)
-        ]
-        for f in filters:
-            broader = [g for g in filters if g != f and f.startswith(g)]
-            if broader:
-                bad.append(
-                    f"{f!r} is already covered by {broader[0]!r} "
-                    "(overlapping filters would fetch records twice)"
-                )
-        if bad:
-            raise Problems(bad)
-        return filters
-
-    def describe(self) -> str:
-        return "comma list of prefixes"
-
-
-@dataclass(frozen=True)
-class Url:
-    """An https URL (http for loopback) without a secret in it, trailing ``/`` dropped; required."""
-
-    def parse(self, text: str) -> str:
-        url = text.rstrip("/")
-        problem = url_problem(url) if url else "required (e.g. https://api.example.com)"
-        if problem:
-            raise ValueError(problem)
-        return url
-
-    def describe(self) -> str:
-        return "URL"
-
-
-@dataclass(frozen=True)
-class SinkUri:
-    """A FORWARDER_SINK value: a scheme the sink registry knows, no secret in the URI. The sink's own
-    rules run later, over every sink setting (``sinks.sink_problems``)."""
-
-    def parse(self, text: str) -> str:
-        if scheme_of(text) not in sink_schemes():
-            shown = redact_url(text)
-            raise ValueError(f"{shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
-        problem = secret_in_url(text)
-        if problem:
-            raise ValueError(problem)
-        return text
-
-    def describe(self) -> str:
-        return "URI"
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where something is kept: a path or URI, with no secret in it; ``state`` adds the state store's
-    rules (a scheme it can open)."""
-
-    state: bool = False
-
-    def parse(self, text: str) -> str:
-        problems = [secret_in_url(text), location_problem(text) if self.state else None]
-        found = [p for p in problems if p]
-        if found:
-            raise Problems(found)
-        return text
-
-    def describe(self) -> str:
-        return "path or URI"
-
-
-@dataclass(frozen=True)
-class Headers:
-    def parse(self, text: str) -> Dict[str, str]:
-        return parse_headers(text) if text else {}
-
-    def describe(self) -> str:
-        return "`Name: value; ...`"

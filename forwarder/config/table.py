@@ -14,23 +14,9 @@ from typing import Any, Dict, Optional, Tuple
 
 from ..normalize import formats
 from ..sinks import schemes as sink_schemes
-from .kinds import (
-    Choice,
-    Choices,
-    Domains,
-    Duration,
-    Emails,
-    Filters,
-    Flag,
-    Headers,
-    Integer,
-    Location,
-    Rate,
-    Seconds,
-    SinkUri,
-    Text,
-    Url,
-)
+from .kinds import Choice, Duration, Flag, Integer, Rate, Seconds, Text
+from .lists import Choices, Domains, Emails, Filters
+from .places import Headers, Location, SinkUri, Url
 
 OBJECT_TYPES = ("user", "domain")
 FORMATS = tuple(formats())
