@@ -77,7 +77,11 @@ def test_credentials_required_unless_a_reference_is_given():
     ]
     s = load_settings({**env, "FORWARDER_CREDENTIALS": "secretsmanager:prod/emailauth"})
     assert s.credentials_ref == "secretsmanager:prod/emailauth"
-    assert problems(FORWARDER_CREDENTIALS="vault:x")[0].startswith("FORWARDER_CREDENTIALS")
+    with pytest.raises(ConfigError) as info:
+        load_settings({**env, "FORWARDER_CREDENTIALS": "vault:x"})
+    assert info.value.problems == [
+        "FORWARDER_CREDENTIALS: expected secretsmanager:<secret id> or ssm:<parameter name>"
+    ]
 
 
 def test_domains_become_unicode_lowercase_and_bad_ones_are_named():

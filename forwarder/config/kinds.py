@@ -6,9 +6,15 @@ lists in ``lists``, places (URLs, locations, headers) in ``places``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Protocol, Sequence, Tuple
 
 from ..timeutil import parse_duration
+
+
+class Kind(Protocol):
+    def parse(self, text: str) -> Any: ...
+
+    def describe(self) -> str: ...
 
 
 class Problems(ValueError):

@@ -94,8 +94,10 @@ def parse_log_format(raw: Optional[str]) -> str:
         raise ValueError(exc.problems[0]) from None
 
 
-def _credential_problems(values: Dict[str, Any]) -> List[str]:
-    if values.get("credentials_ref"):
+def _credential_problems(env: Mapping[str, str], values: Dict[str, Any]) -> List[str]:
+    """The client id and secret are required unless FORWARDER_CREDENTIALS is set (even set wrong:
+    its own problem says what to fix)."""
+    if _text(BY_NAME["FORWARDER_CREDENTIALS"], env):
         return []
     pairs = (("FORWARDER_CLIENT_ID", "client_id"), ("FORWARDER_CLIENT_SECRET", "client_secret"))
     return [f"{name}: required (or set FORWARDER_CREDENTIALS)" for name, key in pairs if not values.get(key)]
@@ -120,7 +122,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             value = _parse(variable, env, problems)
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
-    problems += _credential_problems(values)
+    problems += _credential_problems(env, values)
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(**given, timeout_seconds=values["http_timeout_s"] or 60.0)
     if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from ..normalize import formats
 from ..sinks import schemes as sink_schemes
-from .kinds import Choice, Duration, Flag, Integer, Rate, Seconds, Text
+from .kinds import Choice, Duration, Flag, Integer, Kind, Rate, Seconds, Text
 from .lists import Choices, Domains, Emails, Filters
 from .places import Headers, Location, SinkUri, Url
 
@@ -51,7 +51,7 @@ class Variable:
 
     name: str
     help: str
-    kind: Any
+    kind: Kind
     default: Optional[str] = None
     secret: bool = False
     field: Optional[str] = None
