@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from forwarder.config import EVERYWHERE, VARIABLES, Settings, load_settings, read, to_unicode_domain
+from forwarder.config import (
+    EVERYWHERE,
+    VARIABLES,
+    Settings,
+    default_of,
+    load_settings,
+    read,
+    splunk_fields,
+    to_unicode_domain,
+)
 from forwarder.config.readme import markdown_table, with_table
 from forwarder.errors import ConfigError
 from forwarder.sinks.settings import SinkSettings
@@ -184,3 +193,19 @@ def test_importing_config_loads_no_sink_and_neither_requests_nor_boto3():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert sorted(set(json.loads(out)) - set(shared)) == []
+
+
+def test_the_splunk_pages_feed_the_variables_the_table_names_with_its_defaults():
+    config = json.loads((README.parent / "splunk_app" / "globalConfig.json").read_text(encoding="utf-8"))
+    tabs = {t.get("name"): t for t in config["pages"]["configuration"]["tabs"]}
+    pages = {"input": config["pages"]["inputs"]["services"][0], "account": tabs["account"]}
+    for page, where in pages.items():
+        fields = {e["field"]: e for e in where["entity"]}
+        for key, name in splunk_fields(page).items():
+            assert key in fields, f"the {page} page has no {key} field for {name}"
+            shown, default = fields[key].get("defaultValue"), default_of(name)
+            assert shown == default or not default, f"{page} {key}: {shown!r}, {name}: {default!r}"
+    assert set(splunk_fields("input")) == {"object_types", "users", "domains", "filters"} | {
+        "initial_lookback",
+        "event_format",
+    }
