@@ -25,4 +25,5 @@ def run_status(report: RunReport) -> int:
 
 
 def worst(codes: List[int]) -> int:
+    """One status for several runs (tenants): a failure first, then a held lease, then the highest."""
     return max(codes, key=lambda c: (c == EXIT_FAILED, c == EXIT_TEMPFAIL, c)) if codes else EXIT_OK
