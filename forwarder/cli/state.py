@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import jsonutil
-from ..config import load_settings
+from ..config import load_settings, read
 from ..console.session import Console
 from ..logs import configure, redact, register_secrets
 from ..state.store import StateStore
@@ -34,7 +34,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     if tenants is not None:
         sys.stderr.write("state reset: name the tenant (--tenant NAME)\n")
         return EXIT_CONFIG
-    store = opened(open_store, env.get("FORWARDER_STATE") or "./state", "FORWARDER_STATE")
+    store = opened(open_store, read(env, "FORWARDER_STATE"), "FORWARDER_STATE")
     return _state_command(args, store, "", log_format)
 
 
@@ -92,7 +92,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
     streams, ids = args.stream or [], args.id or []
     if args.quarantine_command == "list":  # only the location matters, as for `state show`
-        location = env.get("FORWARDER_QUARANTINE") or "./quarantine"
+        location = read(env, "FORWARDER_QUARANTINE")
         quarantine = opened(open_quarantine, location, "FORWARDER_QUARANTINE")
         list_entries(quarantine, sys.stdout, args.full, streams, ids)
         return EXIT_OK
