@@ -23,7 +23,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from . import stop
-from .http import redact_url
+from .urls import redact_url
 
 _calls = threading.local()  # the _Call in progress on this thread, if any
 

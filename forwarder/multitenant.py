@@ -11,6 +11,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
+from .config import read
 from .errors import ConfigError, ForwarderError
 from .logs import redact
 from .report import RunReport
@@ -20,14 +21,9 @@ from .timeutil import format_us, now_us
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-CONCURRENCY_VARIABLE = "FORWARDER_TENANT_CONCURRENCY"
-
 
 def tenant_concurrency(env: Mapping[str, str]) -> int:
-    text = (env.get(CONCURRENCY_VARIABLE) or "").strip() or "4"
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise ConfigError([f"{CONCURRENCY_VARIABLE}: must be between 1 and 64, got {text!r}"])
-    return int(text)
+    return int(read(env, "FORWARDER_TENANT_CONCURRENCY"))
 
 
 def failed_report(message: str) -> RunReport:

@@ -26,20 +26,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from forwarder import credentials, jsonutil, stop
 from forwarder.app import run_once
-from forwarder.config import Settings, load_settings
-from forwarder.errors import ConfigError
+from forwarder.config import Settings, load_settings, read
 from forwarder.logs import configure
 from forwarder.multitenant import run_tenants, tenant_concurrency
 from forwarder.report import RunReport
 from forwarder.schedule import RunCursor
 from forwarder.state import open_store
 from forwarder.tenants import Tenant, load_tenants
-from forwarder.timeutil import parse_duration
 
 log = logging.getLogger("forwarder.lambda")
-
-DEFAULT_MARGIN = "60s"
-DEFAULT_NAMESPACE = "EmailAuthForwarder"
 
 
 class RunFailed(Exception):
@@ -49,18 +44,14 @@ class RunFailed(Exception):
 def environment(env: Mapping[str, str]) -> Dict[str, str]:
     """The settings' environment with the sink token fetched from its secret, if one is named."""
     resolved = dict(env)
-    ref = (env.get("FORWARDER_SINK_TOKEN_SECRET") or "").strip()
+    ref = read(env, "FORWARDER_SINK_TOKEN_SECRET")
     if ref:
         resolved["FORWARDER_SINK_TOKEN"] = credentials.load_token(ref)
     return resolved
 
 
 def deadline_margin(env: Mapping[str, str]) -> int:
-    text = (env.get("FORWARDER_DEADLINE_MARGIN") or "").strip() or DEFAULT_MARGIN
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise ConfigError([f"FORWARDER_DEADLINE_MARGIN: {exc}"]) from None
+    return int(read(env, "FORWARDER_DEADLINE_MARGIN"))
 
 
 def deadline(context: Any, margin_s: float) -> Callable[[], bool]:
@@ -122,7 +113,7 @@ def function_name(context: Any, env: Mapping[str, str]) -> str:
 
 
 def metrics_namespace(env: Mapping[str, str]) -> str:
-    return env.get("FORWARDER_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+    return str(read(env, "FORWARDER_METRICS_NAMESPACE"))
 
 
 def response(report: RunReport) -> Dict[str, Any]:

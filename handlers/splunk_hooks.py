@@ -15,9 +15,10 @@ import requests
 
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.errors import ApiError, AuthError
-from forwarder.http import check_url, new_session
+from forwarder.http import new_session
 from forwarder.retry import RetryPolicy
 from forwarder.state.kvstore import KVStore, Splunkd
+from forwarder.urls import check_url
 
 from .splunk_input import COLLECTION
 from .splunk_settings import APP, DEFAULT_TOKEN_PATH

@@ -32,7 +32,7 @@ from splunklib.modularinput import EventWriter
 
 from forwarder import jsonutil, stop
 from forwarder.app import run_once
-from forwarder.config import Settings, load_settings
+from forwarder.config import Settings, load_settings, splunk_fields
 from forwarder.errors import ConfigError, ForwarderError
 from forwarder.events import Event, SendResult
 from forwarder.logs import configure
@@ -53,27 +53,15 @@ _PLACEHOLDER = Account(
 
 log = logging.getLogger("ta_fortra_emailauth")
 
-# inputs.conf key -> the FORWARDER_* variable it feeds
-FIELDS = {
-    "object_types": "FORWARDER_OBJECT_TYPES",
-    "users": "FORWARDER_USERS",
-    "domains": "FORWARDER_DOMAINS",
-    "filters": "FORWARDER_FILTERS",
-    "initial_lookback": "FORWARDER_INITIAL_LOOKBACK",
-    "event_format": "FORWARDER_FORMAT",
-}
-_ACCOUNT_FIELDS = {
-    "FORWARDER_API_URL": "account api_url",
-    "FORWARDER_CLIENT_ID": "account client_id",
-    "FORWARDER_TOKEN_PATH": "account token_path",
-}
+# inputs.conf key -> the FORWARDER_* variable it feeds; each account field's variable
+FIELDS = splunk_fields("input")
+_ACCOUNT_FIELDS = {variable: f"account {key}" for key, variable in splunk_fields("account").items()}
 
 
 def settings_for(stanza: Mapping[str, Any], account: Account, quarantine: str) -> Settings:
     """Settings from an input's fields and its account; problems name the fields, not variables."""
     env = {variable: str(stanza.get(name) or "").strip() for name, variable in FIELDS.items()}
     env.update(
-        FORWARDER_FORMAT=env["FORWARDER_FORMAT"] or "ecs",
         FORWARDER_API_URL=account.api_url,
         FORWARDER_CLIENT_ID=account.client_id,
         FORWARDER_CLIENT_SECRET=account.client_secret,

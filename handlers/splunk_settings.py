@@ -16,13 +16,14 @@ from urllib.parse import quote, urlsplit
 from solnlib import conf_manager
 from splunklib import binding
 
+from forwarder.config import default_of
 from forwarder.logs import register_secrets
 
 APP = "TA-fortra-emailauth"
 REST_ROOT = "ta_fortra_emailauth"
 ACCOUNT_CONF = f"{REST_ROOT}_account"
 SETTINGS_CONF = f"{REST_ROOT}_settings"
-DEFAULT_TOKEN_PATH = "/v1/ep/token"
+DEFAULT_TOKEN_PATH = default_of("FORWARDER_TOKEN_PATH")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TRUE = ("1", "true", "yes", "t", "y")
 

@@ -1,9 +1,28 @@
 from __future__ import annotations
 
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from forwarder.config import VARIABLES, load_settings, to_unicode_domain
+from forwarder.config import (
+    EVERYWHERE,
+    VARIABLES,
+    Settings,
+    default_of,
+    load_settings,
+    read,
+    splunk_fields,
+    to_unicode_domain,
+)
+from forwarder.config.readme import markdown_table, with_table
 from forwarder.errors import ConfigError
+from forwarder.sinks.settings import SinkSettings
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 BASE = {
     "FORWARDER_API_URL": "https://api.example.com",
@@ -67,7 +86,11 @@ def test_credentials_required_unless_a_reference_is_given():
     ]
     s = load_settings({**env, "FORWARDER_CREDENTIALS": "secretsmanager:prod/emailauth"})
     assert s.credentials_ref == "secretsmanager:prod/emailauth"
-    assert problems(FORWARDER_CREDENTIALS="vault:x")[0].startswith("FORWARDER_CREDENTIALS")
+    with pytest.raises(ConfigError) as info:
+        load_settings({**env, "FORWARDER_CREDENTIALS": "vault:x"})
+    assert info.value.problems == [
+        "FORWARDER_CREDENTIALS: expected secretsmanager:<secret id> or ssm:<parameter name>"
+    ]
 
 
 def test_domains_become_unicode_lowercase_and_bad_ones_are_named():
@@ -98,8 +121,91 @@ def test_every_variable_has_help_and_secret_ones_have_no_default():
 
 
 def test_the_readme_documents_every_variable():
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
     missing = [v.name for v in VARIABLES if f"| `{v.name}` |" not in readme]
     assert missing == []
+
+
+def test_the_readme_table_is_the_configuration_table():
+    readme = README.read_text(encoding="utf-8")
+    assert with_table(readme, markdown_table(VARIABLES)) == readme, "run python tools/config_table.py"
+    # and the comparison sees a change: a table one variable short, or one help text edited
+    assert with_table(readme, markdown_table(VARIABLES[:-1])) != readme
+    edited = (dataclasses.replace(VARIABLES[0], help="edited"), *VARIABLES[1:])
+    assert with_table(readme, markdown_table(edited)) != readme
+
+
+def test_every_default_is_a_value_its_own_kind_accepts():
+    for v in VARIABLES:
+        if v.default is not None:
+            assert read({}, v.name) is not None, v.name
+
+
+def test_every_setting_is_filled_from_exactly_one_variable():
+    fields = [v.field for v in VARIABLES if v.field]
+    assert len(fields) == len(set(fields))
+    settings = {f.name for f in dataclasses.fields(Settings)} - {"sink"}
+    sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds"}  # FORWARDER_HTTP_TIMEOUT
+    assert set(fields) == settings | {f"sink.{name}" for name in sink}
+    assert all(v.where == EVERYWHERE for v in VARIABLES if v.field)
+
+
+def test_flags_are_the_table_flag_column():
+    from forwarder.cli import build_parser
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    flags = {o for a in run._actions for o in a.option_strings if o.startswith("--")}
+    assert {v.flag for v in VARIABLES if v.flag} <= flags
+    assert "--page-limit" in flags and "--sink-token" not in flags and "--deadline-margin" not in flags
+    assert [v.name for v in VARIABLES if v.flag and (v.secret or v.where != EVERYWHERE)] == []
+
+
+def test_one_variable_reads_as_the_table_says():
+    assert read({"FORWARDER_DEADLINE_MARGIN": " 2m "}, "FORWARDER_DEADLINE_MARGIN") == 120
+    assert read({}, "FORWARDER_METRICS_NAMESPACE") == "EmailAuthForwarder"
+    with pytest.raises(ConfigError) as info:
+        read({"FORWARDER_TENANT_CONCURRENCY": "65"}, "FORWARDER_TENANT_CONCURRENCY")
+    assert info.value.problems == ["FORWARDER_TENANT_CONCURRENCY: must be between 1 and 64, got 65"]
+
+
+def test_an_elasticsearch_sink_takes_only_formats_with_a_timestamp():
+    sink = {"FORWARDER_SINK": "elasticsearch+https://es.example.com:9200", "FORWARDER_SINK_TOKEN": "k"}
+    assert load_settings({**BASE, **sink, "FORWARDER_FORMAT": "cef"}).format == "cef"
+    found = problems(**sink, FORWARDER_FORMAT="ocsf")
+    assert found == [
+        "FORWARDER_FORMAT: 'ocsf' documents carry no @timestamp, which an Elasticsearch data stream "
+        "requires; use ecs (or cef) with an Elasticsearch sink"
+    ]
+
+
+def test_a_sinks_own_rules_name_their_variable():
+    found = problems(FORWARDER_SINK="hec+https://splunk.example.com:8088")
+    assert len(found) == 1 and found[0].startswith("FORWARDER_SINK_TOKEN")
+    found = problems(FORWARDER_SINK="https://collector.example.com/x", FORWARDER_SINK_ACCEPT_BODY="(")
+    assert found[0].startswith("FORWARDER_SINK_ACCEPT_BODY")
+
+
+def test_importing_config_loads_no_sink_and_neither_requests_nor_boto3():
+    shared = ("forwarder.sinks.base", "forwarder.sinks.settings")  # the registry's own imports
+    code = (
+        "import json, sys, forwarder.config; print(json.dumps([m for m in sys.modules "
+        "if m.split('.')[0] in ('requests', 'boto3', 'botocore') or m.startswith('forwarder.sinks.')]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert sorted(set(json.loads(out)) - set(shared)) == []
+
+
+def test_the_splunk_pages_feed_the_variables_the_table_names_with_its_defaults():
+    config = json.loads((README.parent / "splunk_app" / "globalConfig.json").read_text(encoding="utf-8"))
+    tabs = {t.get("name"): t for t in config["pages"]["configuration"]["tabs"]}
+    pages = {"input": config["pages"]["inputs"]["services"][0], "account": tabs["account"]}
+    for page, where in pages.items():
+        fields = {e["field"]: e for e in where["entity"]}
+        for key, name in splunk_fields(page).items():
+            assert key in fields, f"the {page} page has no {key} field for {name}"
+            shown, default = fields[key].get("defaultValue"), default_of(name)
+            assert shown == default or not default, f"{page} {key}: {shown!r}, {name}: {default!r}"
+    assert set(splunk_fields("input")) == {"object_types", "users", "domains", "filters"} | {
+        "initial_lookback",
+        "event_format",
+    }

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Mapping
+from typing import Mapping
 
-from ..errors import ConfigError
-from ..timeutil import parse_duration
-
-DEFAULT_SHARD_SIZE = 200
-DEFAULT_MAX_AGE = "1h"
+from ..config import read_all
 
 
 @dataclass(frozen=True)
@@ -20,21 +16,6 @@ class FanoutSettings:
 
 
 def load_fanout_settings(env: Mapping[str, str]) -> FanoutSettings:
-    problems: List[str] = []
-    url = (env.get("FORWARDER_QUEUE_URL") or "").strip()
-    if not url:
-        problems.append("FORWARDER_QUEUE_URL: required in fan-out mode (the work queue's URL)")
-    elif not url.rstrip("/").endswith(".fifo"):
-        problems.append(f"FORWARDER_QUEUE_URL: expected an SQS FIFO queue (.fifo), got {url!r}")
-    size_text = (env.get("FORWARDER_SHARD_SIZE") or "").strip() or str(DEFAULT_SHARD_SIZE)
-    size = int(size_text) if size_text.isdigit() else 0
-    if not 1 <= size <= 5000:
-        problems.append(f"FORWARDER_SHARD_SIZE: must be between 1 and 5000, got {size_text!r}")
-    try:
-        max_age_s = parse_duration((env.get("FORWARDER_CYCLE_MAX_AGE") or "").strip() or DEFAULT_MAX_AGE)
-    except ValueError as exc:
-        problems.append(f"FORWARDER_CYCLE_MAX_AGE: {exc}")
-        max_age_s = 0
-    if problems:
-        raise ConfigError(problems)
-    return FanoutSettings(url, size, max_age_s)
+    """The fan-out variables, parsed as the configuration table says; ConfigError lists every problem."""
+    values = read_all(env, ("FORWARDER_QUEUE_URL", "FORWARDER_SHARD_SIZE", "FORWARDER_CYCLE_MAX_AGE"))
+    return FanoutSettings(*values.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from .base import Sink
@@ -31,6 +31,8 @@ _REGISTRY: Dict[str, str] = {
 
 
 def scheme_of(uri: str) -> str:
+    """The registry key of a FORWARDER_SINK value: ``stdout`` or its URI scheme (``file:relative/path``
+    has one too). The one parser of it: configuration and ``open_sink`` both ask here."""
     return "stdout" if uri == "stdout" else urlsplit(uri).scheme.lower()
 
 
@@ -50,11 +52,19 @@ def _module(settings: SinkSettings) -> Tuple[Any, str]:
     return importlib.import_module(module), attr
 
 
-def check_sink(settings: SinkSettings) -> None:
-    """Refuse settings the sink could never work with (ValueError naming the variable), without
-    opening anything: every sink module has a ``validate`` that the configuration check calls."""
+def sink_problems(settings: SinkSettings, event_format: str) -> List[str]:
+    """What the chosen sink could never work with, each naming its variable, found without opening
+    anything: every sink module has a ``validate`` (ValueError), and a sink that takes only some event
+    formats has a ``format_problem``. The configuration check calls this for FORWARDER_SINK."""
     module, _ = _module(settings)
-    module.validate(settings)
+    problems = []
+    try:
+        module.validate(settings)
+    except ValueError as exc:
+        problems.append(str(exc) if str(exc).startswith("FORWARDER_") else f"FORWARDER_SINK: {exc}")
+    format_problem: Optional[Callable[[str], Optional[str]]] = getattr(module, "format_problem", None)
+    problem = format_problem(event_format) if format_problem and event_format else None
+    return problems + ([f"FORWARDER_FORMAT: {problem}"] if problem else [])
 
 
 def open_sink(settings: SinkSettings) -> Sink:

@@ -36,8 +36,8 @@ import requests
 
 from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
-from ..http import check_url
 from ..timeutil import format_us
+from ..urls import check_url
 from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -212,6 +212,16 @@ class ElasticsearchSink:
 
     def close(self) -> None:
         self._poster.close()
+
+
+def format_problem(event_format: str) -> Optional[str]:
+    """A data stream needs ``@timestamp``: only ECS (and CEF, wrapped in one) documents carry it."""
+    if event_format in ("ecs", "cef"):
+        return None
+    return (
+        f"{event_format!r} documents carry no @timestamp, which an Elasticsearch data stream "
+        "requires; use ecs (or cef) with an Elasticsearch sink"
+    )
 
 
 def validate(settings: SinkSettings) -> None:

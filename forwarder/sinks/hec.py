@@ -36,7 +36,7 @@ import requests
 from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
-from ..http import check_url
+from ..urls import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings

@@ -21,31 +21,17 @@ The retrying, redacting POST and the 413 halving come from ``http_post``, as for
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 from urllib.parse import urlsplit
 
 from .. import retry
 from ..events import Event, Rejection, SendResult
-from ..http import check_url
+from ..urls import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from .http_post import HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
 WHO = "the HTTP collector"
-
-
-def parse_headers(text: str) -> Dict[str, str]:
-    """``Name: value; Other: value`` (FORWARDER_SINK_HEADERS) into a dict; ValueError on a bad pair."""
-    headers: Dict[str, str] = {}
-    for part in filter(None, (item.strip() for item in text.split(";"))):
-        name, sep, value = part.partition(":")
-        name, value = name.strip(), value.strip()
-        if not sep or not name or not all(33 <= ord(c) < 127 and c != ":" for c in name):
-            raise ValueError(f"expected 'Name: value' pairs separated by ';' (got {name or part!r})")
-        if not all(32 <= ord(c) < 127 for c in value):
-            raise ValueError(f"the value of header {name} holds characters a header cannot carry")
-        headers[name] = value
-    return headers
 
 
 class HttpNdjsonSink:

@@ -12,7 +12,7 @@ from cfnlint.api import lint_file
 from cfnlint.decode import decode
 from samtranslator.translator.transform import transform
 
-from forwarder.config import VARIABLES
+from forwarder.config import EVERYWHERE, FANOUT, LAMBDA, VARIABLES, read
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 REQUIRED = {
@@ -86,11 +86,21 @@ def test_the_function_and_its_schedule(sam):
     assert sam["Parameters"]["ScheduleExpression"]["Default"] == "rate(5 minutes)"
 
 
+def check_environment(env, allowed):
+    """Every variable is in the configuration table and applies where it is set; every literal value
+    is one the table accepts; no secret is set in the template (they come from secrets)."""
+    table = {v.name: v for v in VARIABLES}
+    assert set(env) <= set(table)
+    assert {table[name].where for name in env} <= allowed
+    assert not [name for name in env if table[name].secret]
+    for name, value in env.items():
+        if isinstance(value, str):
+            read({name: value}, name)  # ConfigError if the template's value is one the table refuses
+
+
 def test_every_environment_variable_is_a_known_setting(sam):
     env = sam["Resources"]["ForwarderFunction"]["Properties"]["Environment"]["Variables"]
-    lambda_only = {"FORWARDER_SINK_TOKEN_SECRET", "FORWARDER_DEADLINE_MARGIN", "FORWARDER_METRICS_NAMESPACE"}
-    assert set(env) - {v.name for v in VARIABLES} <= lambda_only
-    assert "FORWARDER_CLIENT_SECRET" not in env and "FORWARDER_SINK_TOKEN" not in env  # secrets stay secret
+    check_environment(env, {EVERYWHERE, LAMBDA})
 
 
 def test_state_table_and_bucket_are_locked_down(sam):
@@ -130,14 +140,6 @@ def test_alarms_on_errors_throttles_and_lag(sam):
 
 # -- fan-out mode ----------------------------------------------------------------------------------
 
-LAMBDA_ONLY = {
-    "FORWARDER_SINK_TOKEN_SECRET",
-    "FORWARDER_DEADLINE_MARGIN",
-    "FORWARDER_METRICS_NAMESPACE",
-    "FORWARDER_QUEUE_URL",
-    "FORWARDER_SHARD_SIZE",
-}
-
 
 def fanout_resources(sam):
     resources = translate(sam, Mode="fanout")["Resources"]
@@ -173,7 +175,7 @@ def test_fanout_planner_on_the_schedule_and_workers_behind_a_fifo_queue(sam):
     assert alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
     for name in ("PlannerFunction", "WorkerFunction"):
         env = sam["Resources"][name]["Properties"]["Environment"]["Variables"]
-        assert set(env) - {v.name for v in VARIABLES} <= LAMBDA_ONLY
+        check_environment(env, {EVERYWHERE, LAMBDA, FANOUT})
         assert env["FORWARDER_QUEUE_URL"] == {"Ref": "WorkQueue"}
 
 

@@ -11,8 +11,9 @@ import pytest
 from forwarder import retry
 from forwarder.errors import SinkError
 from forwarder.events import Event
+from forwarder.http_headers import parse_headers
 from forwarder.sinks import open_sink
-from forwarder.sinks.http_ndjson import HttpNdjsonSink, authorization, parse_headers
+from forwarder.sinks.http_ndjson import HttpNdjsonSink, authorization
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.http_collector import HttpCollector
 from tests.sinks.helpers import only_rejection

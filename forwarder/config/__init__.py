@@ -1,0 +1,41 @@
+"""The configuration contract (DESIGN §6): one table of settings (``table``) drives environment
+parsing (``settings``), CLI flags, the README table and the runtimes' mappings. Bad configuration
+fails before any network call, one message per problem.
+
+Importing this package loads no sink module and neither ``requests`` nor ``boto3``."""
+
+from .lists import to_unicode_domain
+from .settings import Settings, load_settings, parse_log_format, read, read_all
+from .table import (
+    EVERYWHERE,
+    FANOUT,
+    FORMATS,
+    LAMBDA,
+    LOG_FORMATS,
+    MAX_LOOKBACK_S,
+    OBJECT_TYPES,
+    VARIABLES,
+    Variable,
+    default_of,
+    splunk_fields,
+)
+
+__all__ = [
+    "EVERYWHERE",
+    "FANOUT",
+    "FORMATS",
+    "LAMBDA",
+    "LOG_FORMATS",
+    "MAX_LOOKBACK_S",
+    "OBJECT_TYPES",
+    "VARIABLES",
+    "Settings",
+    "Variable",
+    "default_of",
+    "load_settings",
+    "parse_log_format",
+    "read",
+    "read_all",
+    "splunk_fields",
+    "to_unicode_domain",
+]

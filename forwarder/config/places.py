@@ -1,0 +1,74 @@
+"""Kinds of setting that say where to connect or keep things: the API URL, the sink URI, a state
+or quarantine location, and the sink's extra HTTP headers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict
+
+from ..http_headers import parse_headers
+from ..sinks import scheme_of
+from ..sinks import schemes as sink_schemes
+from ..state import location_problem
+from ..urls import redact_url, secret_in_url, url_problem
+from .kinds import Problems
+
+
+@dataclass(frozen=True)
+class Url:
+    """An https URL (http for loopback) without a secret in it, trailing ``/`` dropped; required."""
+
+    def parse(self, text: str) -> str:
+        url = text.rstrip("/")
+        problem = url_problem(url) if url else "required (e.g. https://api.example.com)"
+        if problem:
+            raise ValueError(problem)
+        return url
+
+    def describe(self) -> str:
+        return "URL"
+
+
+@dataclass(frozen=True)
+class SinkUri:
+    """A FORWARDER_SINK value: a scheme the sink registry knows, no secret in the URI. The sink's own
+    rules run later, over every sink setting (``sinks.sink_problems``)."""
+
+    def parse(self, text: str) -> str:
+        if scheme_of(text) not in sink_schemes():
+            shown = redact_url(text)
+            raise ValueError(f"{shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
+        problem = secret_in_url(text)
+        if problem:
+            raise ValueError(problem)
+        return text
+
+    def describe(self) -> str:
+        return "URI"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something is kept: a path or URI, with no secret in it; ``state`` adds the state store's
+    rules (a scheme it can open)."""
+
+    state: bool = False
+
+    def parse(self, text: str) -> str:
+        problems = [secret_in_url(text), location_problem(text) if self.state else None]
+        found = [p for p in problems if p]
+        if found:
+            raise Problems(found)
+        return text
+
+    def describe(self) -> str:
+        return "path or URI"
+
+
+@dataclass(frozen=True)
+class Headers:
+    def parse(self, text: str) -> Dict[str, str]:
+        return parse_headers(text) if text else {}
+
+    def describe(self) -> str:
+        return "`Name: value; ...`"

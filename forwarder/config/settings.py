@@ -1,0 +1,132 @@
+"""Settings from the environment: a loop over the configuration table, then the rules that span
+variables. Bad configuration fails before any network call with one message per problem, each naming
+its variable, in the table's order."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import ConfigError
+from ..sinks import sink_problems
+from ..sinks.settings import SinkSettings
+from .kinds import Problems
+from .table import BY_NAME, EVERYWHERE, VARIABLES, Variable
+
+
+@dataclass(frozen=True)
+class Settings:
+    api_url: str
+    client_id: Optional[str]
+    client_secret: Optional[str] = field(repr=False)
+    credentials_ref: Optional[str]
+    token_path: str
+    object_types: Tuple[str, ...]
+    users: Tuple[str, ...]
+    domains: Tuple[str, ...]
+    discover_domains: bool
+    filters: Tuple[str, ...]
+    state: str
+    quarantine: str
+    sink: SinkSettings
+    format: str
+    include_original: bool
+    vendor: str
+    product: str
+    initial_lookback_s: int
+    lookback_window_s: int
+    page_limit: int
+    max_pages: int
+    max_records_per_pass: int
+    concurrency: int
+    max_rps: Optional[float]
+    http_timeout_s: float
+    max_attempts: int
+    lease_ttl_s: int
+    log_level: str
+    log_format: str = "auto"
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a log line."""
+        return [s for s in (self.client_secret, self.sink.token, *self.sink.headers.values()) if s]
+
+
+def _text(variable: Variable, env: Mapping[str, str]) -> str:
+    raw = env.get(variable.name)
+    if raw is None or raw.strip() == "":
+        return variable.default or ""
+    return raw.strip()
+
+
+def _parse(variable: Variable, env: Mapping[str, str], problems: List[str]) -> Any:
+    """The variable's value, or None after adding its problems (each naming it) to ``problems``."""
+    try:
+        return variable.kind.parse(_text(variable, env))
+    except Problems as exc:
+        problems.extend(f"{variable.name}: {m}" for m in exc.messages)
+    except ValueError as exc:
+        problems.append(f"{variable.name}: {exc}")
+    return None
+
+
+def read_all(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, Any]:
+    """These variables' values by name, for the modules that read their own (tenants, Lambda,
+    fan-out); ConfigError naming each one that is wrong."""
+    problems: List[str] = []
+    values = {name: _parse(BY_NAME[name], env, problems) for name in names}
+    if problems:
+        raise ConfigError(problems)
+    return values
+
+
+def read(env: Mapping[str, str], name: str) -> Any:
+    """One variable's value (see ``read_all``)."""
+    return read_all(env, (name,))[name]
+
+
+def parse_log_format(raw: Optional[str]) -> str:
+    """FORWARDER_LOG_FORMAT's value; ValueError names the choices. Also read alone by the commands that
+    need no other setting (demo, state)."""
+    try:
+        return str(read({"FORWARDER_LOG_FORMAT": raw or ""}, "FORWARDER_LOG_FORMAT"))
+    except ConfigError as exc:
+        raise ValueError(exc.problems[0]) from None
+
+
+def _credential_problems(env: Mapping[str, str], values: Dict[str, Any]) -> List[str]:
+    """The client id and secret are required unless FORWARDER_CREDENTIALS is set (even set wrong:
+    its own problem says what to fix)."""
+    if _text(BY_NAME["FORWARDER_CREDENTIALS"], env):
+        return []
+    pairs = (("FORWARDER_CLIENT_ID", "client_id"), ("FORWARDER_CLIENT_SECRET", "client_secret"))
+    return [f"{name}: required (or set FORWARDER_CREDENTIALS)" for name, key in pairs if not values.get(key)]
+
+
+_ORDER = {v.name: i for i, v in enumerate(VARIABLES)}
+_NAMED = re.compile(r"^FORWARDER_[A-Z0-9_]+")
+
+
+def _position(problem: str) -> int:
+    match = _NAMED.match(problem)
+    return _ORDER.get(match.group(0) if match else "", len(_ORDER))
+
+
+def load_settings(env: Mapping[str, str]) -> Settings:
+    """Build Settings from environment-style variables; raise ConfigError listing every problem."""
+    problems: List[str] = []
+    values: Dict[str, Any] = {}
+    sink: Dict[str, Any] = {}
+    for variable in VARIABLES:
+        if variable.field and variable.where == EVERYWHERE:
+            value = _parse(variable, env, problems)
+            target, _, key = variable.field.rpartition(".")
+            (sink if target == "sink" else values)[key] = value
+    problems += _credential_problems(env, values)
+    given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
+    sink_settings = SinkSettings(**given, timeout_seconds=values["http_timeout_s"] or 60.0)
+    if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
+        problems += sink_problems(sink_settings, values["format"] or "")
+    if problems:
+        raise ConfigError(sorted(problems, key=_position))
+    return Settings(**values, sink=sink_settings)

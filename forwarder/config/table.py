@@ -1,0 +1,453 @@
+"""The configuration table (DESIGN §6): every FORWARDER_* variable once, with its kind (type and
+bounds), default, secrecy, where it applies and what reads it. Parsing (``load_settings``), the CLI
+flags, the README table (``tools/config_table.py``), the Splunk input's field names and the checks of
+template.yaml's environment all come from here.
+
+One job, one long list: a variable per entry, which is why the module is past 300 lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from ..normalize import formats
+from ..sinks import schemes as sink_schemes
+from .kinds import Choice, Duration, Flag, Integer, Kind, Rate, Seconds, Text
+from .lists import Choices, Domains, Emails, Filters
+from .places import Headers, Location, SinkUri, Url
+
+OBJECT_TYPES = ("user", "domain")
+FORMATS = tuple(formats())
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMATS = ("auto", "json", "text")
+MAX_LOOKBACK_S = 20 * 366 * 86400  # twenty years: far past any audit history, far inside datetime
+
+# Where a variable applies: everywhere (CLI, container, Lambda, Splunk), in every Lambda function only,
+# or in the fan-out functions (planner, worker) only.
+EVERYWHERE, LAMBDA, FANOUT = "everywhere", "Lambda", "Lambda fan-out"
+
+
+def _credentials_ref(text: str) -> Optional[str]:
+    if re.match(r"^(secretsmanager|ssm):.+", text):
+        return None
+    return "expected secretsmanager:<secret id> or ssm:<parameter name>"
+
+
+def _fifo_queue(text: str) -> Optional[str]:
+    return None if text.rstrip("/").endswith(".fifo") else f"expected an SQS FIFO queue (.fifo), got {text!r}"
+
+
+def _absolute_path(text: str) -> Optional[str]:
+    return None if text.startswith("/") else f"must start with / (got {text!r})"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One setting. ``help`` is the README's text (Markdown); ``field`` is the ``Settings`` attribute it
+    fills (``sink.<name>`` for ``SinkSettings``), None when another module reads it (named in
+    ``help``); ``splunk`` is the modular input's field (``input:<key>``, ``account:<key>``) feeding it."""
+
+    name: str
+    help: str
+    kind: Kind
+    default: Optional[str] = None
+    secret: bool = False
+    field: Optional[str] = None
+    where: str = EVERYWHERE
+    splunk: Optional[str] = None
+
+    @property
+    def flag(self) -> Optional[str]:
+        """The CLI flag overriding it: none for secrets (a command line is visible to every user of
+        the machine) or for what only a Lambda function reads."""
+        if self.secret or self.where != EVERYWHERE:
+            return None
+        return "--" + self.name[len("FORWARDER_") :].lower().replace("_", "-")
+
+
+V = Variable
+VARIABLES: Tuple[Variable, ...] = (
+    V(
+        "FORWARDER_API_URL",
+        "base URL of the platform API (`https://`; plain `http://` only for loopback hosts)",
+        Url(),
+        field="api_url",
+        splunk="account:api_url",
+    ),
+    V(
+        "FORWARDER_CLIENT_ID",
+        "API client id generated in the portal (Settings → Generate API Secret)",
+        Text(),
+        field="client_id",
+        splunk="account:client_id",
+    ),
+    V("FORWARDER_CLIENT_SECRET", "API client secret", Text(), secret=True, field="client_secret"),
+    V(
+        "FORWARDER_CREDENTIALS",
+        "instead of the two above: `secretsmanager:<id>` or `ssm:<name>` holding JSON "
+        '`{"client_id","client_secret"}`',
+        Text(_credentials_ref, "reference"),
+        field="credentials_ref",
+    ),
+    V(
+        "FORWARDER_TOKEN_PATH",
+        "token endpoint path (some tenants use `/v1/cp/oauth/token`)",
+        Text(_absolute_path, "path"),
+        "/v1/ep/token",
+        field="token_path",
+        splunk="account:token_path",
+    ),
+    V(
+        "FORWARDER_OBJECT_TYPES",
+        "object types to pull",
+        Choices(OBJECT_TYPES),
+        "user,domain",
+        field="object_types",
+        splunk="input:object_types",
+    ),
+    V(
+        "FORWARDER_USERS",
+        "comma list of user emails; empty: every user the users endpoint lists",
+        Emails(),
+        field="users",
+        splunk="input:users",
+    ),
+    V(
+        "FORWARDER_DOMAINS",
+        "comma list of domains, in any form (`xn--bcher-kva.example` or `bücher.example`); sent in "
+        "Unicode form",
+        Domains(),
+        field="domains",
+        splunk="input:domains",
+    ),
+    V(
+        "FORWARDER_DISCOVER_DOMAINS",
+        "also pull every domain the `/v1/cp/domains` endpoint lists. Not in the spec (public material "
+        "says the real service has it): opt-in, and a service without it fails the run with a message "
+        "naming this setting",
+        Flag(),
+        "false",
+        field="discover_domains",
+    ),
+    V(
+        "FORWARDER_FILTERS",
+        "comma list of `filterable_action` prefixes (`user.login`, `domain.`); empty: everything. User "
+        "filters apply to user streams, domain filters to domain streams",
+        Filters(),
+        field="filters",
+        splunk="input:filters",
+    ),
+    V(
+        "FORWARDER_FORMAT",
+        "event format (see [Events](#events))",
+        Choice(FORMATS),
+        "ecs",
+        field="format",
+        splunk="input:event_format",
+    ),
+    V(
+        "FORWARDER_INCLUDE_ORIGINAL",
+        "put the raw record in `event.original` (ECS) / `raw_data` (OCSF)",
+        Flag(),
+        "true",
+        field="include_original",
+    ),
+    V(
+        "FORWARDER_VENDOR",
+        "`observer.vendor` / CEF vendor / OCSF `metadata.product.vendor_name`",
+        Text(),
+        "Fortra",
+        field="vendor",
+    ),
+    V(
+        "FORWARDER_PRODUCT",
+        "`observer.product` / CEF product / OCSF `metadata.product.name`",
+        Text(),
+        "EmailAuth Platform",
+        field="product",
+    ),
+    V(
+        "FORWARDER_STATE",
+        "state location: a directory, `s3://bucket/prefix`, `dynamodb://table` or "
+        "`kvstore://host:8089/<app>/<collection>/<scope>` (Splunk KV store, see "
+        "[Delivery state](#delivery-state-kv-store))",
+        Location(state=True),
+        "./state",
+        field="state",
+    ),
+    V(
+        "FORWARDER_SPLUNK_TOKEN",
+        "splunkd session key or authentication token for a `kvstore://` state (read by that store)",
+        Text(),
+        secret=True,
+    ),
+    V(
+        "FORWARDER_SINK",
+        "where events go, see [Sinks](#sinks): " + ", ".join(f"`{s}`" for s in sink_schemes()),
+        SinkUri(),
+        "stdout",
+        field="sink.uri",
+    ),
+    V(
+        "FORWARDER_QUARANTINE",
+        "where events the sink refused for good, and records that cannot be placed in time, are kept: "
+        "a directory or `s3://bucket/prefix` (see `quarantine list` / `replay`)",
+        Location(),
+        "./quarantine",
+        field="quarantine",
+    ),
+    V(
+        "FORWARDER_SINK_TOKEN",
+        "the sink's secret (HEC token, Elasticsearch API key, collector token); never put it in the URI",
+        Text(),
+        secret=True,
+        field="sink.token",
+    ),
+    V(
+        "FORWARDER_SINK_AUTH",
+        "how `FORWARDER_SINK_TOKEN` is sent (default: the sink's own)",
+        Choice(("apikey", "basic", "bearer", "token"), optional=True),
+        field="sink.auth",
+    ),
+    V(
+        "FORWARDER_SINK_HEADERS",
+        "extra HTTP headers, `Name: value; Other: value` (may hold tokens)",
+        Headers(),
+        secret=True,
+        field="sink.headers",
+    ),
+    V(
+        "FORWARDER_SINK_ACCEPT_BODY",
+        "HTTP collector sink: a regular expression its 2xx reply must match for a batch to count as "
+        'delivered (e.g. `"accepted"`); empty: any 2xx that is not a web page',
+        Text(shown="regular expression"),
+        field="sink.accept_body",
+    ),
+    V(
+        "FORWARDER_SINK_CA_BUNDLE",
+        "PEM CA bundle for the sink's TLS (private CAs)",
+        Text(shown="path"),
+        field="sink.ca_bundle",
+    ),
+    V(
+        "FORWARDER_SINK_VERIFY_TLS",
+        "verify the sink's TLS certificate",
+        Flag(),
+        "true",
+        field="sink.verify_tls",
+    ),
+    V("FORWARDER_SINK_GZIP", "gzip request bodies", Flag(), "true", field="sink.gzip"),
+    V(
+        "FORWARDER_BATCH_EVENTS",
+        "events per sink request (empty: the sink's default, 500 for HEC)",
+        Integer(1),
+        field="sink.batch_events",
+    ),
+    V(
+        "FORWARDER_BATCH_BYTES",
+        "bytes per sink request before compression (empty: the sink's default, 900,000 for HEC)",
+        Integer(1024, unit="bytes"),
+        field="sink.batch_bytes",
+    ),
+    V(
+        "FORWARDER_HEC_INDEX",
+        "Splunk index (empty: the token's default index)",
+        Text(),
+        field="sink.index",
+    ),
+    V(
+        "FORWARDER_HEC_SOURCETYPE",
+        "Splunk sourcetype",
+        Text(),
+        "emailauth:audit",
+        field="sink.sourcetype",
+    ),
+    V(
+        "FORWARDER_HEC_SOURCE",
+        "Splunk source",
+        Text(),
+        "emailauth-audit-forwarder",
+        field="sink.source",
+    ),
+    V(
+        "FORWARDER_HEC_HOST",
+        "Splunk `host` field, also the syslog HOSTNAME (empty: HEC's default / this host)",
+        Text(),
+        field="sink.host",
+    ),
+    V(
+        "FORWARDER_HEC_ACK",
+        "wait for HEC indexer acknowledgement before a batch counts as delivered",
+        Flag(),
+        "false",
+        field="sink.hec_ack",
+    ),
+    V(
+        "FORWARDER_SYSLOG_MAX_MESSAGE",
+        "largest syslog message in bytes; larger events go to quarantine (raise rsyslog "
+        "`maxMessageSize` to match)",
+        Integer(480, 16 * 1024 * 1024, unit="bytes"),
+        "8192",
+        field="sink.syslog_max_message_bytes",
+    ),
+    V(
+        "FORWARDER_ES_NAMESPACE",
+        "Elasticsearch data stream namespace: `logs-emailauth.audit-<namespace>`",
+        Text(),
+        "default",
+        field="sink.es_namespace",
+    ),
+    V(
+        "FORWARDER_S3_KMS_KEY_ID",
+        "KMS key for the S3 sink and quarantine (empty: SSE-S3)",
+        Text(),
+        field="sink.sse_kms_key_id",
+    ),
+    V(
+        "FORWARDER_INITIAL_LOOKBACK",
+        "first-run window per stream, e.g. `14d`, `13mo` (a month counts 31 days; at most 20 years)",
+        Duration(MAX_LOOKBACK_S),
+        "14d",
+        field="initial_lookback_s",
+        splunk="input:initial_lookback",
+    ),
+    V(
+        "FORWARDER_LOOKBACK_WINDOW",
+        "window behind the watermark in which late records are still picked up",
+        Duration(MAX_LOOKBACK_S),
+        "1h",
+        field="lookback_window_s",
+    ),
+    V(
+        "FORWARDER_PAGE_LIMIT",
+        "records per API page (the documented maximum)",
+        Integer(1, 10000),
+        "200",
+        field="page_limit",
+    ),
+    V(
+        "FORWARDER_MAX_PAGES",
+        "page cap per stream and pass (an oldest-first pass that hits it goes on in the next pass)",
+        Integer(1),
+        "1000",
+        field="max_pages",
+    ),
+    V(
+        "FORWARDER_MAX_RECORDS_PER_PASS",
+        "new records held in memory per stream and pass (bounds memory on any backlog)",
+        Integer(1),
+        "5000",
+        field="max_records_per_pass",
+    ),
+    V(
+        "FORWARDER_CONCURRENCY",
+        "streams pulled at once; also the most API requests in flight, halved on each 429 and grown "
+        "back by one per round of answered requests",
+        Integer(1, 64),
+        "4",
+        field="concurrency",
+    ),
+    V(
+        "FORWARDER_MAX_RPS",
+        "API requests per second at most, shared by every stream of the run (a token bucket), e.g. "
+        "`1` or `0.5`; empty: unlimited",
+        Rate(),
+        field="max_rps",
+    ),
+    V(
+        "FORWARDER_HTTP_TIMEOUT",
+        "seconds an HTTP call (API or sink; for S3 and Firehose a whole boto3 call, its retries "
+        "included) may take in total, body included: a server trickling its answer is cut at this "
+        "deadline and the try counts as failed",
+        Seconds(1, 900, unit="seconds"),
+        "60",
+        field="http_timeout_s",
+    ),
+    V(
+        "FORWARDER_MAX_ATTEMPTS",
+        "tries per HTTP request on 429, 5xx, a proxy's 200 web page and every transport error "
+        "(refused, reset, timeout, a body cut mid-way, the total deadline)",
+        Integer(1, 20),
+        "5",
+        field="max_attempts",
+    ),
+    V(
+        "FORWARDER_LEASE_TTL",
+        "seconds a run's lease lasts unless renewed",
+        Integer(30, unit="seconds"),
+        "900",
+        field="lease_ttl_s",
+    ),
+    V("FORWARDER_LOG_LEVEL", "log level", Choice(LOG_LEVELS, upper=True), "INFO", field="log_level"),
+    V(
+        "FORWARDER_LOG_FORMAT",
+        "CLI output: `auto` (progress line, readable lines and tables when stderr is a terminal, else "
+        "JSON lines), `json`, `text` (see [At a terminal](#at-a-terminal)); the Lambda and Splunk "
+        "runtimes always log JSON",
+        Choice(LOG_FORMATS),
+        "auto",
+        field="log_format",
+    ),
+    V(
+        "FORWARDER_TENANTS",
+        "the [tenants document](#many-organizations-tenants): a JSON file, `s3://bucket/key`, "
+        "`secretsmanager:<id>` or `ssm:<name>`; empty: one organization from the variables above",
+        Text(shown="path or reference"),
+    ),
+    V(
+        "FORWARDER_TENANT_CONCURRENCY",
+        "tenants run at once (each with its own `FORWARDER_CONCURRENCY` streams)",
+        Integer(1, 64),
+        "4",
+    ),
+    V(
+        "FORWARDER_SINK_TOKEN_SECRET",
+        "`secretsmanager:<id>` or `ssm:<name>` holding the sink token, as text or JSON "
+        '`{"token"}` (instead of `FORWARDER_SINK_TOKEN`)',
+        Text(_credentials_ref, "reference"),
+        where=LAMBDA,
+    ),
+    V(
+        "FORWARDER_DEADLINE_MARGIN",
+        "start no more streams once less than this is left of the invocation",
+        Duration(),
+        "60s",
+        where=LAMBDA,
+    ),
+    V(
+        "FORWARDER_METRICS_NAMESPACE",
+        "CloudWatch namespace of the run's embedded metrics",
+        Text(),
+        "EmailAuthForwarder",
+        where=LAMBDA,
+    ),
+    V(
+        "FORWARDER_QUEUE_URL",
+        "the SQS FIFO work queue (`.fifo`) the planner fills and the workers drain; required in fan-out mode",
+        Text(_fifo_queue, "URL", required="required in fan-out mode (the work queue's URL)"),
+        where=FANOUT,
+    ),
+    V("FORWARDER_SHARD_SIZE", "streams per work item", Integer(1, 5000), "200", where=FANOUT),
+    V(
+        "FORWARDER_CYCLE_MAX_AGE",
+        "an unfinished planning cycle older than this no longer holds back the next one",
+        Duration(),
+        "1h",
+        where=FANOUT,
+    ),
+)
+
+BY_NAME: Dict[str, Variable] = {v.name: v for v in VARIABLES}
+
+
+def splunk_fields(page: str) -> Dict[str, str]:
+    """The add-on's fields on ``page`` (``input`` or ``account``) -> the variable each one feeds."""
+    found = ((v.splunk.partition(":"), v.name) for v in VARIABLES if v.splunk)
+    return {key: name for (where, _, key), name in found if where == page}
+
+
+def default_of(name: str) -> str:
+    """A variable's default, as the table gives it."""
+    return BY_NAME[name].default or ""

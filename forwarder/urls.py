@@ -1,0 +1,72 @@
+"""URL checks for configuration and messages: absolute, https (plain http for loopback only), no
+secret in a URL, and a form safe to show. Free of ``requests`` so the configuration check stays light."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# Query parameter names that carry a secret (?token=, ?api_key=, ?sig=, ?password=, ...).
+_SECRET_PARAM = re.compile(r"token|key|secret|pass|pwd|auth|sig|credential|session", re.IGNORECASE)
+
+
+def secret_in_url(url: str) -> str | None:
+    """What is wrong when ``url`` carries a secret anywhere a URL is shown: user-info, a query
+    parameter named like a secret, a fragment. Secrets belong in their own variables, which are masked."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        return "must not carry credentials (user:password@) in the URL"
+    named = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(name)]
+    if named:
+        return (
+            f"the query parameter {named[0]!r} looks like a secret; put secrets in "
+            "FORWARDER_SINK_TOKEN or FORWARDER_SINK_HEADERS, never in a URL"
+        )
+    if parts.fragment:
+        return "a URL fragment (#...) is not allowed"
+    return None
+
+
+def url_problem(url: str, secure_scheme: str = "https") -> str | None:
+    """What is wrong with ``url`` as a peer's address, or None. Plain HTTP only for loopback."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.hostname:
+        return f"must be an absolute URL like {secure_scheme}://host (got {redact_url(url)!r})"
+    problem = secret_in_url(url)
+    if problem or parts.scheme == secure_scheme:
+        return problem
+    if parts.scheme == "http" and is_loopback(parts.hostname):
+        return None
+    return (
+        f"must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {parts.scheme}://)"
+    )
+
+
+def secret_problem(url: str, what: str) -> str | None:
+    """``secret_in_url``'s problem, naming ``what``."""
+    problem = secret_in_url(url)
+    return f"{what}: {problem}" if problem else None
+
+
+def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
+    """``url_problem``'s problem, naming ``what``."""
+    problem = url_problem(url, secure_scheme)
+    return f"{what}: {problem}" if problem else None
+
+
+def redact_url(url: str) -> str:
+    """The URL without user-info, query or fragment: safe to show in a message."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?")[0].rpartition("@")[2]
