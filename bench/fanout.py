@@ -30,7 +30,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers live in tests/
 
 from forwarder import simulator
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.simulator import org_secret, organizations
 from handlers import aws_planner
 from tests.aws.esm import EventSourceMapping

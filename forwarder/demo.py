@@ -16,7 +16,7 @@ from .app import run_once
 from .config import load_settings
 from .observer import IGNORE, RunObserver
 from .report import RunReport
-from .simdata import generate_org
+from .sim.generate import generate_org
 from .simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from .timeutil import now_us
 

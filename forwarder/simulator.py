@@ -25,7 +25,9 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 from urllib.parse import parse_qs, urlsplit
 
 from .jsonutil import dumps
-from .simdata import Org, Record, generate_org
+from .sim.entities import Record
+from .sim.generate import generate_org
+from .sim.org import Org
 from .timeutil import format_us, parse_iso
 
 DEMO_CLIENT_ID = "demo-client"
@@ -590,10 +592,10 @@ def serve(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated organization")
     parser.add_argument("--style", choices=("envelope", "bare"), default="envelope", help="response shape")
     parser.add_argument(
-        "--scenarios", action="store_true", help="serve the detection scenarios (forwarder/simscenarios.py)"
+        "--scenarios", action="store_true", help="serve the detection scenarios (forwarder/sim/scenarios.py)"
     )
     args = parser.parse_args(argv)
-    from .simscenarios import seeded_org  # only when asked: the scenarios are a test aid
+    from .sim.scenarios import seeded_org  # only when asked: the scenarios are a test aid
 
     org = seeded_org(args.seed)[0] if args.scenarios else generate_org(args.seed)
     simulator = Simulator(org, style=args.style)

@@ -10,14 +10,9 @@ import sys
 import pytest
 import requests
 
-from forwarder.simdata import (
-    ADMIN_ROLES,
-    DESTROYED_DOMAIN,
-    IDN_DOMAIN,
-    ORG_DOMAIN,
-    domain_history_start_us,
-    generate_org,
-)
+from forwarder.sim.entities import ADMIN_ROLES, DESTROYED_DOMAIN, IDN_DOMAIN, ORG_DOMAIN
+from forwarder.sim.generate import generate_org
+from forwarder.sim.org import domain_history_start_us
 from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
 from forwarder.timeutil import format_us, parse_duration, parse_iso
 

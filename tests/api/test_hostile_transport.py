@@ -12,7 +12,7 @@ from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.paging import PageOutcome
 from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
 from forwarder.streams import Stream
 

@@ -13,7 +13,7 @@ import pytest
 
 from forwarder import credentials, simulator
 from forwarder.fanout.workitem import WorkItem
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.simulator import org_secret, organizations
 from forwarder.timeutil import now_us
 from handlers import aws_lambda, aws_planner, aws_worker

@@ -14,7 +14,7 @@ import pytest
 from forwarder import credentials, retry, simulator
 from forwarder.config import VARIABLES
 from forwarder.errors import ConfigError
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us, parse_iso
 from handlers.aws_lambda import RunFailed, handler

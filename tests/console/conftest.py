@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.simulator import Simulator
 
 
