@@ -17,7 +17,7 @@ from .config import load_settings
 from .observer import IGNORE, RunObserver
 from .report import RunReport
 from .sim.generate import generate_org
-from .simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from .sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from .timeutil import now_us
 
 SEED = 7

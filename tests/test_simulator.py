@@ -10,10 +10,11 @@ import sys
 import pytest
 import requests
 
+from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.entities import ADMIN_ROLES, DESTROYED_DOMAIN, IDN_DOMAIN, ORG_DOMAIN
 from forwarder.sim.generate import generate_org
 from forwarder.sim.org import domain_history_start_us
-from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import format_us, parse_duration, parse_iso
 
 NOW_US = parse_iso("2026-03-01T12:00:00Z")
@@ -509,7 +510,7 @@ def test_added_activity_and_late_records_are_served(make_sim):
 
 
 def test_serve_prints_the_url_and_stops_on_ctrl_c():
-    code = "import sys; from forwarder.simulator import serve; sys.exit(serve(sys.argv[1:]))"
+    code = "import sys; from forwarder.sim.serve import serve; sys.exit(serve(sys.argv[1:]))"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "--port", "0", "--style", "bare"],
         stdout=subprocess.PIPE,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from forwarder.sim.generate import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.simulator import Simulator
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from sigma_backend_duckdb import DuckDBBackend
 from forwarder import retry
 from forwarder.app import run_once
 from forwarder.sim.scenarios import ROLE_BURST, burst_actors, seeded_org
-from forwarder.simulator import Simulator
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import canonical_id, settings_for
 

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from forwarder.sim.generate import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import HEC_TOKEN, env_for, expected_ids
 from tests.receivers.hec import HecReceiver

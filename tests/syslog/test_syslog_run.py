@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from forwarder.app import run_once
 from forwarder.sim.generate import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.cef_parser import parse
 from tests.e2e.helpers import expected_ids, settings_for
