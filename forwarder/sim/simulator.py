@@ -155,7 +155,7 @@ class Simulator(FaultInjection):
             reply = self._encode(path, answer) if isinstance(answer, Listing) else answer
             if echo and path == self.token_path and reply.status >= 400:
                 reply = error_reply(reply.status, "token request refused" + echo)
-        wire, payload = self._on_wire(urlsplit(target).path, reply.body)
+        wire, payload = self._on_wire(url.path, reply.body)
         return Outgoing(reply._replace(body=payload), wire, self.latency_seconds, self.trickle_seconds)
 
 
