@@ -38,8 +38,10 @@ sys.path.insert(0, str(ROOT))  # the test receiver and settings helpers live in 
 
 from forwarder import jsonutil  # noqa: E402
 from forwarder.app import run_once  # noqa: E402
-from forwarder.simdata import ORG_DOMAIN, generate_org  # noqa: E402
-from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator  # noqa: E402
+from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH  # noqa: E402
+from forwarder.sim.entities import ORG_DOMAIN  # noqa: E402
+from forwarder.sim.generate import generate_org  # noqa: E402
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator  # noqa: E402
 from forwarder.timeutil import now_us  # noqa: E402
 from tests.e2e.helpers import HEC_TOKEN, settings_for  # noqa: E402
 from tests.receivers.hec import HecReceiver  # noqa: E402

@@ -29,9 +29,8 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test helpers live in tests/
 
-from forwarder import simulator
-from forwarder.simdata import generate_org
-from forwarder.simulator import org_secret, organizations
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import org_secret, organizations
 from handlers import aws_planner
 from tests.aws.esm import EventSourceMapping
 from tests.e2e.helpers import HEC_TOKEN
@@ -129,7 +128,6 @@ def main(argv: List[str] | None = None) -> None:
     import tempfile
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    simulator._Handler.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     hec_receiver._Handler.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     server = moto_process()
     orgs = [generate_org(900 + i) for i in range(args.tenants)]

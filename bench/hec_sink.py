@@ -24,7 +24,7 @@ from timing import best_of
 
 from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.records import parse_record
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.sinks.base import batches
 from forwarder.sinks.hec import HecSink, envelope, metadata_fields
 from forwarder.sinks.settings import SinkSettings

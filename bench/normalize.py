@@ -21,7 +21,7 @@ from timing import best_of
 from forwarder import jsonutil
 from forwarder.normalize import NormalizeOptions, formats, get_formatter
 from forwarder.records import parse_record
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.timeutil import now_us
 
 

@@ -31,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test receive
 from forwarder.app import run_once
 from forwarder.config import load_settings
 from forwarder.report import RunReport
-from forwarder.simdata import generate_shallow_org
-from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.endpoints import AUDITS_PATH
+from forwarder.sim.generate import generate_shallow_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from tests.e2e.helpers import HEC_TOKEN, env_for
 from tests.receivers.hec import HecReceiver
 

@@ -16,8 +16,8 @@ from .app import run_once
 from .config import load_settings
 from .observer import IGNORE, RunObserver
 from .report import RunReport
-from .simdata import generate_org
-from .simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from .sim.generate import generate_org
+from .sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from .timeutil import now_us
 
 SEED = 7

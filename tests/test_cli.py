@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 from tests.e2e.helpers import cli, env_for
 
 

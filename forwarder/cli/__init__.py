@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["simulate"]:
-        from ..simulator import serve
+        from ..sim.serve import serve
 
         return serve(argv[1:])
     args = build_parser().parse_args(argv)

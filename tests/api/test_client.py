@@ -9,8 +9,9 @@ from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.paging import PageOutcome
 from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError, AuthError, MalformedResponse
-from forwarder.simdata import IDN_DOMAIN, generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.entities import IDN_DOMAIN
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
 from forwarder.timeutil import parse_iso
 

@@ -12,8 +12,9 @@ from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.paging import PageOutcome
 from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
-from forwarder.simdata import generate_org
-from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
+from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
 
 ORG = generate_org(4)

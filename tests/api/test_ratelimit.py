@@ -10,8 +10,9 @@ import pytest
 from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.ratelimit import AdaptiveGate, RateLimiter, TokenBucket
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, USERS_PATH, Simulator
+from forwarder.sim.endpoints import USERS_PATH
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 
 
 class FakeClock:

@@ -11,10 +11,10 @@ import signal
 import boto3
 import pytest
 
-from forwarder import credentials, simulator
+from forwarder import credentials
 from forwarder.fanout.workitem import WorkItem
-from forwarder.simdata import generate_org
-from forwarder.simulator import org_secret, organizations
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import org_secret, organizations
 from forwarder.timeutil import now_us
 from handlers import aws_lambda, aws_planner, aws_worker
 from handlers.aws_lambda import RunFailed
@@ -36,7 +36,6 @@ def orgs():
 @pytest.fixture(autouse=True)
 def fast_servers(monkeypatch):
     # Without TCP_NODELAY each response waits out the client's delayed ACK (40 ms).
-    monkeypatch.setattr(simulator._Handler, "disable_nagle_algorithm", True, raising=False)
     monkeypatch.setattr(hec_receiver._Handler, "disable_nagle_algorithm", True, raising=False)
     credentials.forget()
     yield

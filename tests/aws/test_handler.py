@@ -11,11 +11,11 @@ import threading
 import boto3
 import pytest
 
-from forwarder import credentials, retry, simulator
+from forwarder import credentials, retry
 from forwarder.config import VARIABLES
 from forwarder.errors import ConfigError
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us, parse_iso
 from handlers.aws_lambda import RunFailed, handler
 from tests.aws.conftest import make_bucket, make_table
@@ -55,9 +55,8 @@ class FakeContext:
 def clean_process(monkeypatch):
     """No waiting for retries, no cached secret and no log handler carried from test to test."""
     monkeypatch.setattr(retry, "sleep", lambda seconds: None)
-    # Both test servers write headers and body separately; without TCP_NODELAY each response
+    # The HEC receiver writes headers and body separately; without TCP_NODELAY each response
     # waits out the client's delayed ACK (40 ms), which would make 5,000 streams take minutes.
-    monkeypatch.setattr(simulator._Handler, "disable_nagle_algorithm", True, raising=False)
     monkeypatch.setattr(hec_receiver._Handler, "disable_nagle_algorithm", True, raising=False)
     credentials.forget()
     root = logging.getLogger()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from forwarder.console.table import Painted, table
 from forwarder.logs import register_secrets
 from forwarder.observer import RunObserver
 from forwarder.report import StreamReport
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import format_duration, now_us
 from tests.console.terminal import ANSI
 from tests.e2e.helpers import settings_for

@@ -1,5 +1,5 @@
 """Every shipped rule, compiled by pySigma's DuckDB backend, runs on the ECS NDJSON a forwarder run
-wrote from the scenario organization (forwarder/simscenarios.py): it must match exactly the seeded
+wrote from the scenario organization (forwarder/sim/scenarios.py): it must match exactly the seeded
 positives and none of the lookalikes. The per-rule table is printed (pytest -s) for the README."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from sigma_backend_duckdb import DuckDBBackend
 
 from forwarder import retry
 from forwarder.app import run_once
-from forwarder.simscenarios import ROLE_BURST, burst_actors, seeded_org
-from forwarder.simulator import Simulator
+from forwarder.sim.scenarios import ROLE_BURST, burst_actors, seeded_org
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import canonical_id, settings_for
 

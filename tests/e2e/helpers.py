@@ -10,7 +10,7 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional
 
 from forwarder.config import Settings, load_settings
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET
 
 HEC_TOKEN = "5ec12e7a-0000-4000-8000-00000000cafe"
 

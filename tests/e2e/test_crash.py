@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import HEC_TOKEN, env_for, expected_ids
 from tests.receivers.hec import HecReceiver

@@ -11,8 +11,8 @@ import pytest
 
 from forwarder import retry
 from forwarder.app import run_once
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import expected_ids, settings_for
 from tests.receivers.bulk import BulkReceiver

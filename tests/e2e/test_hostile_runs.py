@@ -15,8 +15,9 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import AUDITS_PATH, DEMO_CLIENT_ID, Simulator
+from forwarder.sim.endpoints import AUDITS_PATH
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, Simulator
 from forwarder.timeutil import format_us, now_us
 from tests.e2e.helpers import canonical_id, cli, env_for
 

@@ -11,8 +11,9 @@ from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.api.probe import probe
 from forwarder.app import run_once
-from forwarder.simdata import ORG_DOMAIN, generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.entities import ORG_DOMAIN
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, expected_ids, settings_for

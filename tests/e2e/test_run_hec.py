@@ -10,8 +10,8 @@ import pytest
 
 from forwarder import logs, retry
 from forwarder.app import run_once
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, canonical_id, expected_ids, settings_for
 from tests.receivers.hec import HecReceiver

@@ -143,7 +143,7 @@ def test_golden_events_agree_on_mappings():
 
 def test_a_whole_simulated_organization_conforms_and_agrees_on_mappings():
     from forwarder.records import parse_record
-    from forwarder.simdata import generate_org
+    from forwarder.sim.generate import generate_org
 
     events = [to_ecs(parse_record(raw), OPTIONS) for raw in generate_org(7).all_records()]
     assert [problem for event in events for problem in check_event(event)] == []

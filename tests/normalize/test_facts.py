@@ -17,7 +17,7 @@ from forwarder.normalize.memo import MAX_TEXT, text_cache
 from forwarder.normalize.ocsf import format_ocsf, to_ocsf
 from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 
 from . import OPTIONS, golden_cases, golden_records
 

@@ -16,7 +16,7 @@ from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.normalize.ecs import to_ecs
 from forwarder.records import parse_record
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from forwarder.sinks import open_sink
 from forwarder.sinks.elasticsearch import ElasticsearchSink, bulk_url
 from forwarder.sinks.settings import SinkSettings

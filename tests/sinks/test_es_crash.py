@@ -11,8 +11,8 @@ import pytest
 
 from forwarder.app import run_once
 from forwarder.config import load_settings
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.state import open_store
 from forwarder.state.model import StreamState
 from tests.receivers.bulk import BulkReceiver

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from handlers.splunk_hooks import AccountRejected, check_account
 from handlers.splunk_settings import ACCOUNT_CONF, SETTINGS_CONF, SettingsError, SplunkdSettings, proxy_url
 

@@ -13,7 +13,7 @@ import pytest
 from forwarder.normalize import NormalizeOptions
 from forwarder.normalize.ecs import format_ecs
 from forwarder.records import parse_record
-from forwarder.simdata import generate_org
+from forwarder.sim.generate import generate_org
 from tests.normalize import API_ACTIONS
 
 from .spl_eval import apply_props, evaluate, extract

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us
 from handlers.splunk_hooks import drop_checkpoint
 from handlers.splunk_input import COLLECTION

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from handlers.splunk_input import COLLECTION
 from handlers.splunk_settings import SETTINGS_CONF
 

@@ -4,8 +4,8 @@ record per frame, and parses strictly."""
 from __future__ import annotations
 
 from forwarder.app import run_once
-from forwarder.simdata import generate_org
-from forwarder.simulator import Simulator
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.cef_parser import parse
 from tests.e2e.helpers import expected_ids, settings_for

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from forwarder.simdata import generate_org
-from forwarder.simulator import org_secret, organizations
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import org_secret, organizations
 from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
 from tests.test_cli import cli
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
-from .simdata import ORG_DOMAIN, Org, Record, dmarc_text, generate_org
-from .timeutil import format_us
-from .timeutil import now_us as _clock_now_us
+from ..timeutil import format_us
+from ..timeutil import now_us as _clock_now_us
+from .entities import DAY_US, ORG_DOMAIN, Record, dmarc_text
+from .generate import generate_org
+from .org import Org
 
 ADMIN_GRANTED = "emailauth_admin_role_granted"
 SELF_ESCALATION = "emailauth_self_escalation"
@@ -177,7 +179,7 @@ def _domain_actions(w: _Writer) -> None:
 
 def scenarios(org: Org, now_us: int) -> List[Seeded]:
     """Every scenario and lookalike, oldest first, using ``org``'s users and live domains."""
-    w = _Writer(org, now_us - 2 * 86_400 * 1_000_000)
+    w = _Writer(org, now_us - 2 * DAY_US)
     for case in _ROLE_CASES:
         w.roles(*case)
     _bursts(w)
