@@ -12,7 +12,8 @@ from . import stop
 from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
 from .api.trail import TrailReader
-from .config import Settings, to_unicode_domain
+from .config import Settings
+from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import redact, register_secrets
 from .normalize import NormalizeOptions, get_formatter

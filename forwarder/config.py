@@ -9,6 +9,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import idna
 
+from .domains import to_unicode_domain
 from .errors import ConfigError
 from .http import check_url, redact_url, secret_problem
 from .normalize import formats
@@ -189,14 +190,6 @@ def _rate(text: str) -> Optional[float]:
     if not 0 < value < float("inf"):
         raise ValueError(f"expected a positive number of requests per second, got {text!r}")
     return value
-
-
-def to_unicode_domain(name: str) -> str:
-    """IDNA/UTS-46 to the Unicode form the API wants, lowercased: xn--bcher-kva.example -> bücher.example."""
-    text = name.strip().rstrip(".")
-    if not text:
-        raise ValueError("empty domain name")
-    return str(idna.decode(text, uts46=True)).lower()
 
 
 def _split(value: str) -> list[str]:
