@@ -18,10 +18,11 @@ from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import redact, register_secrets
 from .normalize import NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
-from .pipeline import Limits, RunContext, new_owner, run_streams
+from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
 from .report import RunReport
 from .retry import RetryPolicy
+from .selection import Limits
 from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store

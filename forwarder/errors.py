@@ -51,3 +51,7 @@ class SinkError(ForwarderError):
     def __init__(self, message: str, retryable: bool = False) -> None:
         self.retryable = retryable
         super().__init__(message)
+
+
+class StreamFailed(ForwarderError):
+    """A stream cannot go on this run; the state stays where it was."""
