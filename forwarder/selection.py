@@ -17,6 +17,9 @@ from .streams import Stream
 
 @dataclass(frozen=True)
 class Limits:
+    """A stream's first run reads back ``initial_lookback_s``; a later one ``window_s`` behind the
+    watermark, for late records; a pass holds at most ``max_records_per_pass`` new records."""
+
     initial_lookback_s: int
     window_s: int
     max_records_per_pass: int
