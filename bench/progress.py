@@ -24,9 +24,10 @@ from forwarder.console.progress import Progress
 from forwarder.console.screen import Screen
 from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.observer import IGNORE, RunObserver
-from forwarder.pipeline import Limits, RunContext, run_streams
+from forwarder.pipeline import RunContext, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.report import RunReport
+from forwarder.selection import Limits
 from forwarder.streams import Ownership, Stream
 from forwarder.timeutil import now_us
 from tests.fakes import MemorySink, MemoryStore

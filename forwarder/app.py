@@ -12,15 +12,17 @@ from . import stop
 from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
 from .api.trail import TrailReader
-from .config import Settings, to_unicode_domain
+from .config import Settings
+from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import redact, register_secrets
 from .normalize import NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
-from .pipeline import Limits, RunContext, new_owner, run_streams
+from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
 from .report import RunReport
 from .retry import RetryPolicy
+from .selection import Limits
 from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store

@@ -9,6 +9,10 @@ class ForwarderError(Exception):
     """Base class for every error the forwarder raises on purpose."""
 
 
+class StreamFailed(ForwarderError):
+    """A stream cannot go on this run; the state stays where it was."""
+
+
 class ConfigError(ForwarderError):
     """One or more configuration problems, each naming its variable."""
 

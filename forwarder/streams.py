@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .config import to_unicode_domain
+from .domains import to_unicode_domain
 from .records import AuditRecord
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,6 @@ from forwarder.config import (
     load_settings,
     read,
     splunk_fields,
-    to_unicode_domain,
 )
 from forwarder.config.readme import markdown_table, with_table
 from forwarder.errors import ConfigError
@@ -96,7 +95,6 @@ def test_credentials_required_unless_a_reference_is_given():
 def test_domains_become_unicode_lowercase_and_bad_ones_are_named():
     s = load_settings({**BASE, "FORWARDER_DOMAINS": "XN--BCHER-KVA.example, Example.COM., bücher.example"})
     assert s.domains == ("bücher.example", "example.com")
-    assert to_unicode_domain("xn--bcher-kva.example") == "bücher.example"
     assert "not a valid domain" in problems(FORWARDER_DOMAINS="bad..domain")[0]
 
 

@@ -46,7 +46,7 @@ class PageOutcome:
     """One pass over a stream: what the source asked and found, and what its reader saw.
 
     The source (the API reader) fills the request side; the reader of the pages
-    (``pipeline.select_new``) reports after every page, before the source asks for the next one.
+    (``selection.select_new``) reports after every page, before the source asks for the next one.
     """
 
     pages: int = 0

@@ -4,7 +4,6 @@ fails before any network call, one message per problem.
 
 Importing this package loads no sink module and neither ``requests`` nor ``boto3``."""
 
-from .lists import to_unicode_domain
 from .settings import Settings, load_settings, parse_log_format, read, read_all
 from .table import (
     EVERYWHERE,
@@ -37,5 +36,4 @@ __all__ = [
     "read",
     "read_all",
     "splunk_fields",
-    "to_unicode_domain",
 ]

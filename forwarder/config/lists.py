@@ -8,19 +8,12 @@ from typing import List, Tuple
 
 import idna
 
+from ..domains import to_unicode_domain
 from .kinds import Problems
 
 
 def _split(value: str) -> List[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def to_unicode_domain(name: str) -> str:
-    """IDNA/UTS-46 to the Unicode form the API wants, lowercased: xn--bcher-kva.example -> bücher.example."""
-    text = name.strip().rstrip(".")
-    if not text:
-        raise ValueError("empty domain name")
-    return str(idna.decode(text, uts46=True)).lower()
 
 
 @dataclass(frozen=True)

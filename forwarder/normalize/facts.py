@@ -15,8 +15,7 @@ import re
 from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-import idna
-
+from ..domains import label_forms
 from ..records import AuditRecord
 from . import roles as role_analysis
 from . import txtrecords
@@ -289,18 +288,7 @@ def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, A
     return tuple(sorted(found))
 
 
-@text_cache(_CACHE_SIZE)  # IDNA is the costly part
-def _label_forms(label: str) -> Tuple[str, str]:
-    """(Unicode, ASCII) forms of one label."""
-    try:
-        uni = idna.decode(label, uts46=True)
-    except ValueError:  # idna.IDNAError is a UnicodeError
-        uni = label.lower()
-    try:
-        asc = idna.encode(uni, uts46=True).decode("ascii")
-    except ValueError:
-        asc = uni
-    return uni, asc
+_label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part
 
 
 def _domain(value: Any) -> Optional[Domain]:

@@ -7,10 +7,11 @@ import time
 from typing import List, Sequence
 
 from forwarder.events import Event, SendResult
-from forwarder.pipeline import Limits, run_streams
+from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
 from forwarder.report import RunReport
+from forwarder.selection import Limits
 from forwarder.stop import Stopped
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us

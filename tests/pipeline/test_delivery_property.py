@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
-from forwarder.pipeline import Limits, RunContext, run_stream, run_streams
+from forwarder.pipeline import RunContext, run_stream, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
 from forwarder.report import RunReport
+from forwarder.selection import Limits
 from forwarder.streams import Ownership, Stream
 from forwarder.timeutil import format_us, now_us
 from tests.fakes import MemorySink, MemoryStore

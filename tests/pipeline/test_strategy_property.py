@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
 from forwarder.normalize import NormalizeOptions
-from forwarder.pipeline import Limits, RunContext, run_stream
+from forwarder.pipeline import RunContext, run_stream
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
+from forwarder.selection import Limits
 from forwarder.streams import Ownership
 from forwarder.timeutil import format_us, now_us, parse_iso
 from tests.fakes import MemorySink, MemoryStore

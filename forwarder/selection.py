@@ -1,0 +1,142 @@
+"""Which records a pass takes from the pages it reads (the oldest new ones, up to a cap), and where
+the next pass starts. Pure: the pages, the state and the limits come in; nothing is fetched or
+stored here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from .api.paging import PageOutcome
+from .errors import StreamFailed
+from .records import AuditRecord, InvalidRecord, parse_record
+from .report import StreamReport
+from .state.model import StreamState
+from .streams import Stream
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A stream's first run reads back ``initial_lookback_s``; a later one ``window_s`` behind the
+    watermark, for late records; a pass holds at most ``max_records_per_pass`` new records."""
+
+    initial_lookback_s: int
+    window_s: int
+    max_records_per_pass: int
+
+
+@dataclass
+class Selection:
+    records: List[AuditRecord]  # oldest first
+    complete: bool  # every new record seen fits in ``records``
+    ascending: bool  # the pages came oldest-first, so a cut-off left only newer records unseen
+    resume_offset: int = 0  # oldest-first pages: the first one that may hold a record left unshipped
+
+
+# Records read in order (with a rise) before an oldest-first claim is believed enough to stop a
+# pass early: a service that ignores sort cannot pass that by chance.
+_ORDER_EVIDENCE = 20
+
+
+def select_new(
+    pages: Iterable[List[Any]],
+    stream: Stream,
+    state: StreamState,
+    *,
+    floor_us: int,
+    limits: Limits,
+    keeps: Callable[[Stream, AuditRecord], bool],
+    report: StreamReport,
+    on_unplaceable: Optional[Callable[[Any, str], None]] = None,
+    outcome: Optional[PageOutcome] = None,
+) -> Selection:
+    """Keep the oldest ``max_records_per_pass`` new records of the pages.
+
+    Memory stays bounded by twice that number whatever the backlog: past it, the newest are
+    dropped from memory and the next pass picks them up. Once the cap is held, reading stops where
+    every record still unread is known to be newer (oldest-first pages, or the end of a time
+    window). After each page ``outcome`` hears what was read, for the source's stop rules.
+    """
+    outcome = outcome if outcome is not None else PageOutcome()
+    cap = limits.max_records_per_pass
+    window_us = limits.window_s * 1_000_000
+    chosen: Dict[str, AuditRecord] = {}
+    read: Set[int] = set()  # hashes of the ids read in this pass: a page adding none ends paging
+    complete = ascending = True
+    rose = False  # a later record was newer: the order is shown, not only claimed
+    fetched_before = report.fetched
+    last_ts = -(2**63)
+    oldest: Optional[int] = None
+    page_ends: List[Tuple[int, int]] = []  # (created_at of the page's last record, its offset)
+    iterator = iter(pages)
+    for page_no, page in enumerate(iterator, 1):
+        added = 0
+        for index, raw in enumerate(page, 1):
+            report.fetched += 1
+            try:
+                record = parse_record(raw, stream.object_type)
+            except InvalidRecord as exc:
+                report.invalid += 1
+                if on_unplaceable is None:
+                    raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
+                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
+                continue
+            key = hash(record.event_id)
+            if key not in read:
+                read.add(key)
+                added += 1
+            ascending = ascending and record.ts_us >= last_ts
+            rose = rose or (oldest is not None and record.ts_us > last_ts)
+            last_ts = record.ts_us
+            oldest = last_ts if oldest is None else min(oldest, last_ts)
+            if record.event_id in chosen:
+                continue
+            if not state.is_new(record, floor_us, window_us) or not keeps(stream, record):
+                report.skipped += 1
+                continue
+            chosen[record.event_id] = record
+            if len(chosen) >= 2 * cap:
+                chosen = {r.event_id: r for r in sorted(chosen.values(), key=_sort_key)[:cap]}
+                complete = False
+        outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
+        if page:
+            outcome.last_us = last_ts
+            page_ends.append((last_ts, outcome.page_offset))
+        if ascending and rose and report.fetched - fetched_before >= _ORDER_EVIDENCE:
+            outcome.order_shown = True
+        shown = ascending and outcome.order_shown and outcome.sorted_request
+        if len(chosen) >= cap and (outcome.boundary or shown):
+            complete = False  # the rest is newer than what is held: the next pass resumes here
+            break
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()  # no more pages wanted: a generator source stops fetching now
+    records = sorted(chosen.values(), key=_sort_key)
+    if len(records) > cap:
+        records, complete = records[:cap], False
+    # Every record on a page ending before the newest selected one was read and shipped or skipped.
+    newest = records[-1].ts_us if records else None
+    resume = next((offset for end, offset in page_ends if newest is None or end >= newest), 0)
+    return Selection(records, complete, ascending, resume)
+
+
+def _sort_key(record: AuditRecord) -> Tuple[int, str]:
+    return record.sort_key
+
+
+def start_hint(state: StreamState, floor_us: int, window_us: int) -> int:
+    """The earliest created_at the stream could still need: a start_date for the service."""
+    return floor_us if state.watermark_us is None else state.watermark_us - window_us
+
+
+def next_pass(outcome: PageOutcome, selection: Selection) -> Tuple[Optional[int], PageOutcome]:
+    """Where the pass after this one starts, inside the same run.
+
+    A pass cut off by the cap leaves unshipped only records at or after the newest one it selected
+    (it read every older one in its range), from ``resume_offset`` on in oldest-first pages; a pass the source
+    stopped (page cap, windows left) goes on where it stopped. Late records older than that are
+    the next run's: its look-back window covers them.
+    """
+    if not selection.complete:
+        return selection.records[-1].ts_us, PageOutcome(start_offset=selection.resume_offset)
+    return outcome.resume_us, PageOutcome(start_offset=outcome.start_offset + outcome.items)

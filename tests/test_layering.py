@@ -1,0 +1,122 @@
+"""The layering stays true (rules and walk in tests/layering.py), and each rule fails when broken."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from tests.layering import HEAVY_CLIENTS, IO_MODULES, RULES, check, check_loaded
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_tree_keeps_every_layering_rule() -> None:
+    broken = check(ROOT)
+    assert not broken, "layering broken:\n" + "\n".join(map(str, broken))
+
+
+def test_importing_the_pipeline_loads_no_http_or_aws_client() -> None:
+    broken = check_loaded(ROOT)
+    assert not broken, "\n".join(map(str, broken))
+
+
+# The test of the test: small packages in tmp_path, each breaking one rule in one way.
+
+CLEAN: Dict[str, str] = {
+    "forwarder/__init__.py": "",
+    "forwarder/http.py": "import requests\n",
+    "forwarder/app.py": "import os\nimport time\nfrom . import http, pipeline\n",
+    "forwarder/timeutil.py": "from datetime import datetime\n\ndef now_us():\n    return datetime.now()\n",
+    "forwarder/pipeline.py": (
+        "from typing import TYPE_CHECKING\nfrom . import streams\nif TYPE_CHECKING:\n    import boto3\n"
+    ),
+    "forwarder/streams.py": "def owner():\n    from .http import requests  # runs only when called\n",
+    "forwarder/normalize/__init__.py": "",
+    "forwarder/normalize/ecs.py": (
+        "import re\nfrom datetime import datetime, timezone\nfrom ..timeutil import format_us\n"
+        "def render(options):\n    return options.ingest_time_us\n"
+    ),
+    "forwarder/sinks/__init__.py": "",
+    "forwarder/sinks/hec.py": "import requests\nfrom .. import http\nfrom .base import Sink\n",
+    "forwarder/sinks/base.py": "class Sink: ...\n",
+    "forwarder/state/__init__.py": "",
+    "forwarder/state/store.py": "import boto3\n",
+    "handlers/__init__.py": "",
+    "handlers/aws_lambda.py": "import boto3\nfrom forwarder import app\nfrom forwarder.state import store\n",
+    "splunk_app/package/bin/emailauth_audit_helper.py": "from handlers import aws_lambda\n",
+}
+
+# rule name -> {file: source}, each breaking that rule once: every forbidden module and every form.
+BREAKS: Dict[str, List[Dict[str, str]]] = {
+    "forwarder-imports-runtimes": [
+        {"forwarder/app.py": "import handlers.aws_lambda\n"},
+        {"forwarder/app.py": "from handlers import aws_lambda\n"},
+        {"forwarder/streams.py": "def f():\n    from handlers.aws_lambda import handler\n"},
+        {"forwarder/app.py": "import splunk_app\n"},
+        {"forwarder/app.py": "import emailauth_audit_helper\n"},  # the add-on's bin/ script
+    ],
+    "normalize-does-io": [
+        *({"forwarder/normalize/ecs.py": f"import {name}\n"} for name in sorted(IO_MODULES)),
+        *({"forwarder/normalize/ecs.py": f"from {name} import x\n"} for name in sorted(IO_MODULES)),
+        {"forwarder/normalize/ecs.py": "def f():\n    import os.path\n"},
+        {"forwarder/normalize/ecs.py": "from .. import http\n"},  # through a project module
+        {"forwarder/normalize/ecs.py": "from ..sinks import hec\n"},
+        {"forwarder/normalize/ecs.py": "from datetime import datetime\nT = datetime.now()\n"},
+        {"forwarder/normalize/ecs.py": "import datetime\ndef f():\n    return datetime.datetime.utcnow()\n"},
+        {"forwarder/normalize/ecs.py": "from datetime import date\ndef f():\n    return date.today()\n"},
+        {"forwarder/normalize/ecs.py": "from ..timeutil import now_us\n"},
+        {"forwarder/normalize/ecs.py": "from .. import timeutil\ndef f():\n    return timeutil.now_us()\n"},
+    ],
+    "sinks-import-state": [
+        {"forwarder/sinks/hec.py": "from ..state import store\n"},
+        {"forwarder/sinks/hec.py": "from ..state.store import x\n"},
+        {"forwarder/sinks/base.py": "import forwarder.state\n"},
+        {"forwarder/sinks/__init__.py": "def f():\n    from forwarder import state\n"},
+        {"forwarder/http.py": "from .state import store\n"},  # sinks.hec -> http -> state
+    ],
+    "pipeline-loads-clients": [
+        *({"forwarder/pipeline.py": f"import {name}\n"} for name in sorted(HEAVY_CLIENTS)),
+        {"forwarder/pipeline.py": "from botocore.exceptions import ClientError\n"},
+        {"forwarder/streams.py": "from .http import requests\n"},  # pipeline -> streams -> http
+        {"forwarder/streams.py": "from .state import store\n"},  # pipeline -> streams -> state -> boto3
+    ],
+}
+
+
+def _package(tmp_path: Path, changes: Dict[str, str]) -> Path:
+    for name, text in {**CLEAN, **changes}.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_every_rule_has_breaks_to_fail_on() -> None:
+    assert sorted(BREAKS) == sorted(rule.name for rule in RULES)
+
+
+def test_a_clean_package_passes(tmp_path: Path) -> None:
+    """Allowed: I/O and the clock outside normalize/, lazy and type-only imports of the clients."""
+    assert check(_package(tmp_path, {})) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "changes"),
+    [(rule, changes) for rule, cases in BREAKS.items() for changes in cases],
+    ids=lambda value: value if isinstance(value, str) else "|".join(value.values()).strip(),
+)
+def test_each_forbidden_import_fails_its_rule(tmp_path: Path, rule: str, changes: Dict[str, str]) -> None:
+    broken = check(_package(tmp_path, changes))
+    assert broken and {v.rule for v in broken} == {rule}, broken
+
+
+def test_the_runtime_check_sees_a_client_the_static_walk_cannot(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path, {"forwarder/streams.py": "import importlib\nimportlib.import_module('requests')\n"}
+    )
+    assert check(root) == []
+    assert [(v.rule, v.target) for v in check_loaded(root)] == [("pipeline-loads-clients", "requests")]
+    assert check_loaded(_package(tmp_path, {})) == []
