@@ -157,18 +157,21 @@ class S3Quarantine:
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
         from . import aws
-        from .sinks.s3 import aws_error, partition, put_ndjson
 
         if not rejections:
             return
         at_us = now_us()
         names = "\n".join([stream_key, *sorted(r.event.id for r in rejections)])
-        key = partition(self.prefix, at_us) + hashlib.sha256(names.encode("utf-8")).hexdigest() + ".ndjson"
+        key = (
+            aws.s3_partition(self.prefix, at_us)
+            + hashlib.sha256(names.encode("utf-8")).hexdigest()
+            + ".ndjson"
+        )
         lines = quarantine_lines(stream_key, rejections, at_us)
         try:
-            put_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
+            aws.put_s3_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
         except aws.failures() as exc:
-            raise aws_error(
+            raise aws.sink_error(
                 exc, f"quarantining {len(rejections)} event(s) to s3://{self.bucket}/{key}"
             ) from exc
 
@@ -183,12 +186,12 @@ class S3Quarantine:
                         yield Entry(item["Key"], jsonutil.loads(line))
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        from .sinks.s3 import put_ndjson
+        from . import aws
 
         body = self._client.get_object(Bucket=self.bucket, Key=where)["Body"].read()
         kept = [line for line in body.splitlines(keepends=True) if _entry_id(line) not in event_ids]
         if kept:
-            put_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
+            aws.put_s3_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
         else:
             self._client.delete_object(Bucket=self.bucket, Key=where)
 
