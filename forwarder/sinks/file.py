@@ -23,9 +23,8 @@ from urllib.request import url2pathname
 
 from ..errors import SinkError
 from ..events import Event, SendResult
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
-from .stdout import ndjson
 
 
 def path_from_uri(uri: str) -> str:
