@@ -24,7 +24,7 @@ _THROTTLED = frozenset(
 # holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
 # a changed environment gets a new client.
 _clients: Dict[Tuple[Any, ...], Any] = {}
-_clients_lock = threading.Lock()
+_clients_lock = threading.Lock()  # _clients; a client is built outside it and the first one made is kept
 
 
 def client(service: str, timeout_seconds: float = 60.0) -> Any:

@@ -83,7 +83,7 @@ class LocalQuarantine:
 
     def __init__(self, directory: str) -> None:
         self.location = str(Path(directory) / "quarantine.ndjson")
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # this process's stream threads; the flock in _locked: other processes
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
         if not rejections:

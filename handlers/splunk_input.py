@@ -131,6 +131,8 @@ class EventWriterSink:
         self._stanza = stanza
         self._index = index
         self._sourcetype = sourcetype
+        # One whole XML <event> at a time on stdout: a batch still in flight after the run's flush
+        # timed out is written by its sender thread while the main thread writes the health event.
         self._lock = threading.Lock()
 
     def write(self, data: str, time_us: int, sourcetype: str) -> None:
