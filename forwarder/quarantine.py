@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Sequence, Set
 
 from . import jsonutil
+from .errors import StateError
 from .events import Event, Rejection
+from .files import write_atomic
 from .timeutil import format_us, now_us
 
 try:  # POSIX: a run appending and a replay removing, in two processes, take turns
@@ -105,8 +107,6 @@ class LocalQuarantine:
                 yield Entry(self.location, jsonutil.loads(line))
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        from .state.local import write_atomic
-
         with self._locked():  # re-read under the lock: entries kept meanwhile stay
             try:
                 with open(self.location, "rb") as fh:
@@ -114,7 +114,10 @@ class LocalQuarantine:
             except FileNotFoundError:
                 return
             kept = [line for line in lines if _entry_id(line) not in event_ids]
-            write_atomic(self.location, b"".join(kept))
+            try:
+                write_atomic(self.location, b"".join(kept))
+            except OSError as exc:
+                raise StateError(f"cannot rewrite {self.location}: {exc.strerror or exc}") from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
