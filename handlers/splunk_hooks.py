@@ -19,8 +19,7 @@ from forwarder.http import check_url, new_session
 from forwarder.retry import RetryPolicy
 from forwarder.state.kvstore import KVStore, Splunkd
 
-from .splunk_input import COLLECTION
-from .splunk_settings import APP, DEFAULT_TOKEN_PATH
+from .splunk_settings import APP, COLLECTION, DEFAULT_TOKEN_PATH
 
 CHECK_TIMEOUT_S = 20.0  # the admin waits on the save button
 

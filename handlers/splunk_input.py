@@ -40,12 +40,11 @@ from forwarder.sinks.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from forwarder.sinks.hec import hec_time
 from forwarder.state.kvstore import KVStore, Splunkd
 
-from .splunk_settings import APP, Account, SettingsError, SplunkdSettings
+from .splunk_settings import APP, COLLECTION, Account, SettingsError, SplunkdSettings
 
 SCHEME = "emailauth_audit"
 SOURCETYPE = "emailauth:audit"
 HEALTH_SOURCETYPE = "emailauth:audit:health"
-COLLECTION = "ta_fortra_emailauth_checkpoints"
 LOG_FILE = "ta_fortra_emailauth.log"
 _PLACEHOLDER = Account(
     "validation", "https://api.example.com", "placeholder", "placeholder-secret", "/v1/ep/token"
