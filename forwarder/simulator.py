@@ -182,7 +182,7 @@ class Simulator:
         self._audits_seen = 0
         self.base_url = ""
         self._clock = clock
-        self._lock = threading.Lock()  # all the state below: each request is served on its own thread
+        self._lock = threading.Lock()
         self._tokens: Dict[str, float] = {}  # token -> issue time (clock seconds)
         self.issued_tokens: List[str] = []  # every token ever issued, for tests that hunt for leaks
         self._failures: List[_Fault] = []
@@ -472,7 +472,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: Tuple[str, int], simulator: Simulator) -> None:
         self.simulator = simulator
         self._open: Set[socket.socket] = set()
-        self._open_lock = threading.Lock()  # _open: handler threads add and drop, close_connections walks it
+        self._open_lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
