@@ -1,23 +1,30 @@
-"""boto3 plumbing shared by the AWS sinks, state stores, quarantine and credentials.
+"""boto3 plumbing shared by the AWS sinks, state stores, quarantine and credentials, and the S3
+object layout (date partitions, NDJSON PUT) the S3 sink and the S3 quarantine share.
 
 Everything imports boto3 lazily, so the CLI and the Splunk add-on never load it.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import threading
-from typing import Any, Dict, Tuple, Type
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
 from urllib.parse import urlsplit
 
 from . import deadline, stop
+from .errors import SinkError
+from .timeutil import from_us
 
+_THROTTLED = frozenset(
+    {"Throttling", "ThrottlingException", "SlowDown", "RequestTimeout", "RequestLimitExceeded"}
+)
 # Clients are made once per process and service: creating one costs a few hundred milliseconds of
 # CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
 # holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
 # a changed environment gets a new client.
 _clients: Dict[Tuple[Any, ...], Any] = {}
-_clients_lock = threading.Lock()
+_clients_lock = threading.Lock()  # _clients; a client is built outside it and the first one made is kept
 
 
 def client(service: str, timeout_seconds: float = 60.0) -> Any:
@@ -82,3 +89,40 @@ def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
     if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
         raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
     return parts.netloc, parts.path.strip("/")
+
+
+def sink_error(exc: Exception, doing: str) -> SinkError:
+    """A SinkError from a boto3 failure: retryable for throttling, 5xx and transport errors only."""
+    response = getattr(exc, "response", None)
+    if not response:  # no answer at all: a connection or timeout error
+        return SinkError(f"{doing} failed: {exc}", retryable=True)
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    code = error_code(exc)
+    return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
+
+
+def s3_partition(prefix: str, time_us: int) -> str:
+    """``<prefix>/year=YYYY/month=MM/day=DD/`` of the UTC day of ``time_us``: Hive-style, so Athena,
+    Glue and Spark can prune partitions."""
+    day = from_us(time_us)
+    path = f"year={day.year:04d}/month={day.month:02d}/day={day.day:02d}/"
+    return f"{prefix}/{path}" if prefix else path
+
+
+def put_s3_ndjson(
+    client: Any, bucket: str, key: str, lines: Sequence[bytes], compress: bool, kms_key_id: Optional[str]
+) -> None:
+    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body. Only an answer
+    with an ETag counts as stored (a proxy's empty 200 does not)."""
+    body = b"".join(lines)
+    extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
+    if compress:
+        body = gzip.compress(body, compresslevel=6, mtime=0)
+        extra["ContentEncoding"] = "gzip"
+    if kms_key_id:
+        extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
+    else:
+        extra["ServerSideEncryption"] = "AES256"
+    reply = call(client, "put_object", "S3 PutObject", Bucket=bucket, Key=key, Body=body, **extra)
+    if not (isinstance(reply, dict) and reply.get("ETag")):  # S3's proof that it stored the object
+        raise SinkError(f"S3 answered the PUT of s3://{bucket}/{key} without an ETag", retryable=True)

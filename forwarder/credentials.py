@@ -20,7 +20,7 @@ CACHE_SECONDS = 300.0
 KINDS = ("secretsmanager", "ssm")
 
 _cache: Dict[str, Tuple[float, str]] = {}  # reference -> (fetched at, monotonic seconds; value)
-_lock = threading.Lock()
+_lock = threading.Lock()  # _cache, read by concurrent tenant runs; never held across a fetch
 
 
 def _fetch(kind: str, name: str) -> str:

@@ -39,6 +39,8 @@ class _Call:
         self.sock: Optional[socket.socket] = None
         self.cut = threading.Event()
         self.done = threading.Event()
+        # The watchdog's cut and the caller's attach race: under one lock, a socket attached after
+        # the cut is shut at once and a cut never misses a socket being attached.
         self._lock = threading.Lock()
 
     def attach(self, sock: Optional[socket.socket]) -> None:

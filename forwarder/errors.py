@@ -1,4 +1,5 @@
-"""Exception types. Messages name what was wrong and never carry a secret."""
+"""Exception types, and the one line that describes any exception. Messages name what was wrong and
+never carry a secret."""
 
 from __future__ import annotations
 
@@ -55,3 +56,12 @@ class SinkError(ForwarderError):
     def __init__(self, message: str, retryable: bool = False) -> None:
         self.retryable = retryable
         super().__init__(message)
+
+
+def describe(exc: BaseException) -> str:
+    """One line about ``exc``: our own errors say what was wrong; anything else names its type."""
+    if isinstance(exc, ConfigError):
+        return "; ".join(exc.problems)
+    if isinstance(exc, ForwarderError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - 2.x, as some Splunk environments still
 
 MASK = "***"
 _secrets: List[str] = []
-_lock = threading.Lock()
+_lock = threading.Lock()  # _secrets: a new token is registered while other threads redact
 
 
 def secret_forms(secret: str) -> List[str]:

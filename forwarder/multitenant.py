@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
 from .config import read
-from .errors import ConfigError, ForwarderError
+from .errors import ForwarderError, describe
 from .logs import redact
 from .report import RunReport
 from .tenants import Tenant
@@ -29,15 +29,6 @@ def tenant_concurrency(env: Mapping[str, str]) -> int:
 def failed_report(message: str) -> RunReport:
     stamp = format_us(now_us())
     return RunReport(started=stamp, finished=stamp, error=message)
-
-
-def describe(exc: BaseException) -> str:
-    """One line about ``exc``: our own errors say what was wrong; anything else names its type."""
-    if isinstance(exc, ConfigError):
-        return "; ".join(exc.problems)
-    if isinstance(exc, ForwarderError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def isolated(tenant: Tenant, run: Callable[[Tenant], T], failed: Callable[[str], T]) -> T:

@@ -58,6 +58,8 @@ class RunContext:
     linger_s: float = LINGER_S  # a partly filled batch waits this long for other streams' events
     flush_timeout_s: float = FLUSH_TIMEOUT_S  # the end of a run waits this long for batches in flight
     shipper: Optional[Shipper] = None  # the run's shared batches, while run_streams runs
+    # One renewal at a time: stream threads renew between streams, and a second renewal racing the
+    # first would present the version the first replaced and wrongly learn that the lease was lost.
     lease_lock: threading.Lock = field(default_factory=threading.Lock)
     lease_renewed: float = field(default_factory=time.monotonic)
 
@@ -222,7 +224,7 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
     """Run every stream of ``plan`` with bounded concurrency, their events sharing the sink's
     batches; streams not started before ``ctx.should_stop`` turns true are listed in
     ``report.not_started``. Returns once every batch is confirmed (or the flush timed out)."""
-    lock = threading.Lock()
+    lock = threading.Lock()  # pending and report.streams, shared by the worker threads
     pending = list(plan)
 
     def worker() -> None:

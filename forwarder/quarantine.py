@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Sequence, Set
 
 from . import jsonutil
+from .errors import StateError
 from .events import Event, Rejection
+from .files import write_atomic
 from .timeutil import format_us, now_us
 
 try:  # POSIX: a run appending and a replay removing, in two processes, take turns
@@ -83,7 +85,7 @@ class LocalQuarantine:
 
     def __init__(self, directory: str) -> None:
         self.location = str(Path(directory) / "quarantine.ndjson")
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # this process's stream threads; the flock in _locked: other processes
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
         if not rejections:
@@ -105,8 +107,6 @@ class LocalQuarantine:
                 yield Entry(self.location, jsonutil.loads(line))
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        from .state.local import write_atomic
-
         with self._locked():  # re-read under the lock: entries kept meanwhile stay
             try:
                 with open(self.location, "rb") as fh:
@@ -114,7 +114,10 @@ class LocalQuarantine:
             except FileNotFoundError:
                 return
             kept = [line for line in lines if _entry_id(line) not in event_ids]
-            write_atomic(self.location, b"".join(kept))
+            try:
+                write_atomic(self.location, b"".join(kept))
+            except OSError as exc:
+                raise StateError(f"cannot rewrite {self.location}: {exc.strerror or exc}") from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -157,18 +160,21 @@ class S3Quarantine:
 
     def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
         from . import aws
-        from .sinks.s3 import aws_error, partition, put_ndjson
 
         if not rejections:
             return
         at_us = now_us()
         names = "\n".join([stream_key, *sorted(r.event.id for r in rejections)])
-        key = partition(self.prefix, at_us) + hashlib.sha256(names.encode("utf-8")).hexdigest() + ".ndjson"
+        key = (
+            aws.s3_partition(self.prefix, at_us)
+            + hashlib.sha256(names.encode("utf-8")).hexdigest()
+            + ".ndjson"
+        )
         lines = quarantine_lines(stream_key, rejections, at_us)
         try:
-            put_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
+            aws.put_s3_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
         except aws.failures() as exc:
-            raise aws_error(
+            raise aws.sink_error(
                 exc, f"quarantining {len(rejections)} event(s) to s3://{self.bucket}/{key}"
             ) from exc
 
@@ -183,12 +189,12 @@ class S3Quarantine:
                         yield Entry(item["Key"], jsonutil.loads(line))
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        from .sinks.s3 import put_ndjson
+        from . import aws
 
         body = self._client.get_object(Bucket=self.bucket, Key=where)["Body"].read()
         kept = [line for line in body.splitlines(keepends=True) if _entry_id(line) not in event_ids]
         if kept:
-            put_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
+            aws.put_s3_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
         else:
             self._client.delete_object(Bucket=self.bucket, Key=where)
 

@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Protocol, Sequence, runtime_checkable
 
 from .errors import StateError
 from .report import RunReport
-from .state.lease import ConditionalSlot
+from .state.store import ConditionalSlot
 from .streams import Stream
 
 log = logging.getLogger(__name__)

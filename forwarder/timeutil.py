@@ -60,11 +60,6 @@ def iso_text(given: str, us: int) -> str:
     return given if _CANONICAL.fullmatch(given) else format_us(us)
 
 
-def format_ms(us: int) -> str:
-    """ISO 8601 with milliseconds, the precision Elasticsearch and ECS examples use."""
-    return from_us(us).strftime("%Y-%m-%dT%H:%M:%S.") + f"{(us // 1000) % 1000:03d}Z"
-
-
 def now_us() -> int:
     return to_us(datetime.now(timezone.utc))
 

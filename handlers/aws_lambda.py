@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping
 
-from forwarder import credentials, jsonutil, stop
+from forwarder import credentials, stop
 from forwarder.app import run_once
 from forwarder.config import Settings, load_settings, read
 from forwarder.logs import configure
@@ -34,11 +33,10 @@ from forwarder.schedule import RunCursor
 from forwarder.state import open_store
 from forwarder.tenants import Tenant, load_tenants
 
+from .lambda_metrics import emit, metrics
+from .lambda_runtime import RunFailed, deadline, function_name
+
 log = logging.getLogger("forwarder.lambda")
-
-
-class RunFailed(Exception):
-    """Raised to fail the invocation; the message is the report's summary (no secrets in it)."""
 
 
 def environment(env: Mapping[str, str]) -> Dict[str, str]:
@@ -52,64 +50,6 @@ def environment(env: Mapping[str, str]) -> Dict[str, str]:
 
 def deadline_margin(env: Mapping[str, str]) -> int:
     return int(read(env, "FORWARDER_DEADLINE_MARGIN"))
-
-
-def deadline(context: Any, margin_s: float) -> Callable[[], bool]:
-    """True once less than ``margin_s`` of the invocation is left (never without a Lambda context)."""
-    remaining: Optional[Callable[[], int]] = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is None:
-        return lambda: False
-    margin_ms = margin_s * 1000
-    return lambda: remaining() < margin_ms
-
-
-def metrics(
-    report: RunReport, duration_s: float, function: str, namespace: str, tenant: str = ""
-) -> Dict[str, Any]:
-    """One CloudWatch embedded-metric-format document for the run (of ``tenant``, when named: the
-    values then count both per function and per function and tenant)."""
-    totals = report.totals()
-    lags = [s.lag_seconds for s in report.streams if s.lag_seconds is not None]
-    values: Dict[str, Tuple[Any, str]] = {
-        "ShippedEvents": (totals["shipped"], "Count"),
-        "QuarantinedEvents": (totals["quarantined"], "Count"),  # refused for good, or unplaceable
-        "FutureDatedRecords": (totals["future"], "Count"),  # a peer's clock ahead of ours
-        "FailedStreams": (totals["failed_streams"] + (1 if report.error else 0), "Count"),
-        "StreamsLeft": (len(report.not_started), "Count"),
-        "SkippedRuns": (1 if report.skipped else 0, "Count"),
-        "Duration": (round(duration_s * 1000, 1), "Milliseconds"),
-    }
-    if lags:  # no stream has delivered anything yet: no lag to report
-        values["MaxLagSeconds"] = (max(lags), "Seconds")  # the stalest stream (idle users included)
-        values["NewestRecordAgeSeconds"] = (min(lags), "Seconds")  # what the lag alarm watches
-    return emf(values, function, namespace, tenant)
-
-
-def emf(
-    values: Dict[str, Tuple[Any, str]], function: str, namespace: str, tenant: str = ""
-) -> Dict[str, Any]:
-    """A CloudWatch embedded-metric-format document of ``{name: (value, unit)}``; with ``tenant``
-    the values count both per function and per function and tenant."""
-    definitions: List[Dict[str, str]] = [{"Name": k, "Unit": unit} for k, (_, unit) in values.items()]
-    dimensions = [["FunctionName"], ["FunctionName", "Tenant"]] if tenant else [["FunctionName"]]
-    return {
-        "_aws": {
-            "Timestamp": int(time.time() * 1000),
-            "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": dimensions, "Metrics": definitions}],
-        },
-        "FunctionName": function,
-        **({"Tenant": tenant} if tenant else {}),
-        **{k: v for k, (v, _) in values.items()},
-    }
-
-
-def emit(document: Dict[str, Any]) -> None:
-    sys.stdout.write(jsonutil.dumps(document).decode() + "\n")  # EMF must be a line of its own
-    sys.stdout.flush()
-
-
-def function_name(context: Any, env: Mapping[str, str]) -> str:
-    return getattr(context, "function_name", None) or env.get("AWS_LAMBDA_FUNCTION_NAME", "local")
 
 
 def metrics_namespace(env: Mapping[str, str]) -> str:

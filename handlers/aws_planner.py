@@ -20,7 +20,9 @@ from forwarder.fanout.settings import load_fanout_settings
 from forwarder.logs import configure
 from forwarder.multitenant import tenant_concurrency
 from forwarder.tenants import tenants_or_single
-from handlers.aws_lambda import RunFailed, emf, emit, environment, function_name, metrics_namespace
+from handlers.aws_lambda import environment, metrics_namespace
+from handlers.lambda_metrics import emf, emit
+from handlers.lambda_runtime import RunFailed, function_name
 
 log = logging.getLogger("forwarder.planner")
 

@@ -18,15 +18,9 @@ from forwarder.fanout.settings import load_fanout_settings
 from forwarder.fanout.worker import process
 from forwarder.logs import configure
 from forwarder.tenants import tenants_or_single
-from handlers.aws_lambda import (
-    deadline,
-    deadline_margin,
-    emit,
-    environment,
-    function_name,
-    metrics,
-    metrics_namespace,
-)
+from handlers.aws_lambda import deadline_margin, environment, metrics_namespace
+from handlers.lambda_metrics import emit, metrics
+from handlers.lambda_runtime import deadline, function_name
 
 
 def messages(event: Any) -> List[Tuple[str, str]]:

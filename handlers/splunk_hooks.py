@@ -20,8 +20,7 @@ from forwarder.retry import RetryPolicy
 from forwarder.state.kvstore import KVStore, Splunkd
 from forwarder.urls import check_url
 
-from .splunk_input import COLLECTION
-from .splunk_settings import APP, DEFAULT_TOKEN_PATH
+from .splunk_settings import APP, COLLECTION, DEFAULT_TOKEN_PATH
 
 CHECK_TIMEOUT_S = 20.0  # the admin waits on the save button
 

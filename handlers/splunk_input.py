@@ -40,12 +40,11 @@ from forwarder.sinks.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from forwarder.sinks.hec import hec_time
 from forwarder.state.kvstore import KVStore, Splunkd
 
-from .splunk_settings import APP, Account, SettingsError, SplunkdSettings
+from .splunk_settings import APP, COLLECTION, Account, SettingsError, SplunkdSettings
 
 SCHEME = "emailauth_audit"
 SOURCETYPE = "emailauth:audit"
 HEALTH_SOURCETYPE = "emailauth:audit:health"
-COLLECTION = "ta_fortra_emailauth_checkpoints"
 LOG_FILE = "ta_fortra_emailauth.log"
 _PLACEHOLDER = Account(
     "validation", "https://api.example.com", "placeholder", "placeholder-secret", "/v1/ep/token"
@@ -119,6 +118,8 @@ class EventWriterSink:
         self._stanza = stanza
         self._index = index
         self._sourcetype = sourcetype
+        # One whole XML <event> at a time on stdout: a batch still in flight after the run's flush
+        # timed out is written by its sender thread while the main thread writes the health event.
         self._lock = threading.Lock()
 
     def write(self, data: str, time_us: int, sourcetype: str) -> None:

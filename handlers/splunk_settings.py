@@ -23,6 +23,7 @@ APP = "TA-fortra-emailauth"
 REST_ROOT = "ta_fortra_emailauth"
 ACCOUNT_CONF = f"{REST_ROOT}_account"
 SETTINGS_CONF = f"{REST_ROOT}_settings"
+COLLECTION = f"{REST_ROOT}_checkpoints"  # the KV store collection of the inputs' checkpoints
 DEFAULT_TOKEN_PATH = default_of("FORWARDER_TOKEN_PATH")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TRUE = ("1", "true", "yes", "t", "y")

@@ -71,7 +71,7 @@ class ApiClient:
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
         )
         self._unsupported: set[tuple[str, str]] = set()  # optional parameters the service rejected this run
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # requests_sent and _unsupported: every stream thread shares the client
         self.requests_sent = 0  # every HTTP request to the API, retries included (for progress displays)
 
     def __repr__(self) -> str:

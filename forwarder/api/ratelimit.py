@@ -33,7 +33,7 @@ class TokenBucket:
         self.burst = max(1.0, burst if burst is not None else rate)
         self._clock = clock
         self._sleep = sleep
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # _tokens and _at: every stream thread takes from one bucket
         self._tokens = self.burst
         self._at = clock()
 
@@ -65,7 +65,7 @@ class AdaptiveGate:
         self._resume_at = 0.0
         self._clock = clock
         self._sleep = sleep
-        self._cond = threading.Condition()
+        self._cond = threading.Condition()  # _in_flight, limit, _resume_at; enter waits on it for room
 
     @property
     def in_flight(self) -> int:

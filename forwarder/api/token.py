@@ -55,7 +55,7 @@ def parse_token(body: Any, received_at: float) -> Token:
 # reuse them instead of asking the token endpoint every few minutes. Keyed by a hash that includes
 # the secret, so a rotated secret never reuses a token; one entry per credential.
 _reusable: Dict[str, Token] = {}
-_reusable_lock = threading.Lock()
+_reusable_lock = threading.Lock()  # _reusable: providers of concurrent runs (tenants) share it
 
 
 def reuse_key(*parts: str) -> str:
@@ -70,6 +70,8 @@ class TokenProvider:
     ) -> None:
         self._fetch = fetch
         self._clock = clock
+        # Held across the token request: threads that find the token expired (or refused) wait for
+        # one new token instead of each asking the token endpoint.
         self._lock = threading.Lock()
         self._key = key
         with _reusable_lock:

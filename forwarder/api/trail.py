@@ -78,7 +78,7 @@ class TrailReader:
         self.limit = page_limit
         self.max_pages = max_pages
         self.honoured = Honoured()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # _said_full_scan: stream threads share the reader; one warning a run
         self._said_full_scan = False
         self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
 

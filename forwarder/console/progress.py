@@ -24,7 +24,7 @@ class Progress(RunObserver):
         self.interval_s = interval_s
         self.clock = clock
         self.began = clock()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the counts below: stream threads update them, the ticker reads
         self._planned: Optional[int] = None
         self._api_calls: Callable[[], int] = lambda: 0
         self._reports: Dict[str, StreamReport] = {}

@@ -17,6 +17,8 @@ class Screen:
         self.live = live  # False: not a terminal, so no status line at all
         self._status = ""
         self._shown = 0  # characters of status currently on the screen
+        # Stream threads print messages while the ticker redraws the status: a redraw must never
+        # land between a message's wipe and its text.
         self._lock = threading.Lock()
 
     def width(self) -> int:

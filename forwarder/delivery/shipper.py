@@ -58,6 +58,8 @@ class Shipper:
         self._reports: Dict[str, StreamReport] = {}
         self._queue: Deque[Batch] = deque()  # closed, not yet taken by a sender
         self._in_flight = 0
+        # Guards the queue, _in_flight, _closing, _stopped, _fatal and _cut: stream threads add
+        # batches, sender threads take them, and the flush waits on it until every batch is settled.
         self._cond = threading.Condition()
         self._closing = False
         self._stopped = False  # senders take nothing more

@@ -18,7 +18,7 @@ import logging
 from typing import Any, Dict, Optional
 
 from ..errors import ConflictError, StateError
-from ..state.lease import ConditionalSlot
+from ..state.store import ConditionalSlot
 from ..timeutil import format_us, parse_iso
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from ..api.client import ApiClient
 from ..app import run_once
 from ..config import Settings
+from ..errors import describe
 from ..logs import redact
-from ..multitenant import describe
 from ..report import RunReport
 from ..state import open_store
 from ..streams import Stream

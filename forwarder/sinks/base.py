@@ -1,4 +1,4 @@
-"""The sink contract and the batching every sink shares."""
+"""The sink contract, and the batching and NDJSON framing the sinks share."""
 
 from __future__ import annotations
 
@@ -64,3 +64,23 @@ def reject_oversized(
             kept.append(event)
             encoded.append(data)
     return kept, encoded, rejected
+
+
+def ndjson_line(event: Event) -> bytes:
+    """``event.body`` plus a newline, with any raw CR/LF inside the body neutralised.
+
+    Normalizers never emit raw line breaks, but one slipping through would split a record in
+    two (or forge one), so guard anyway: outside JSON strings a line break is whitespace and may
+    become a space; in a text (CEF) line it becomes the ``\\n``/``\\r`` escape that CEF itself uses.
+    """
+    body = event.body
+    if b"\n" in body or b"\r" in body:
+        if event.is_json:
+            body = body.replace(b"\r", b" ").replace(b"\n", b" ")
+        else:
+            body = body.replace(b"\r", b"\\r").replace(b"\n", b"\\n")
+    return body + b"\n"
+
+
+def ndjson(batch: Sequence[Event]) -> bytes:
+    return b"".join(ndjson_line(event) for event in batch)

@@ -23,9 +23,9 @@ from urllib.request import url2pathname
 
 from ..errors import SinkError
 from ..events import Event, SendResult
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from ..files import fsync_dir
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
-from .stdout import ndjson
 
 
 def path_from_uri(uri: str) -> str:
@@ -47,19 +47,6 @@ def path_from_uri(uri: str) -> str:
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
 _MODE = 0o640  # audit data: owner and group (a log shipper's) only, further narrowed by the umask
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make a newly created file's directory entry durable too (POSIX; best effort elsewhere)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # Windows cannot open a directory; its file system journals the entry
-        return
-    try:
-        with contextlib.suppress(OSError):  # some file systems refuse fsync on a directory (EINVAL)
-            os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -92,7 +79,7 @@ class FileSink:
         except OSError as exc:
             raise SinkError(f"cannot open the sink file {self.path}: {exc.strerror or exc}") from exc
         if created:
-            _fsync_dir(directory)
+            fsync_dir(directory, best_effort=True)
         return fd
 
     def send(self, batch: Sequence[Event]) -> SendResult:

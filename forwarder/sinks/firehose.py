@@ -18,7 +18,6 @@ from .. import aws, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from .base import batches, reject_oversized
-from .s3 import aws_error
 from .settings import SinkSettings
 
 MAX_RECORDS = 500
@@ -96,7 +95,7 @@ class FirehoseSink:
                     Records=records,
                 )
             except aws.failures() as exc:
-                error = aws_error(exc, where)
+                error = aws.sink_error(exc, where)
                 if aws.error_code(exc) not in _BUSY and getattr(exc, "response", None):
                     raise error from exc
                 raise retry.TryAgain(str(error)) from exc

@@ -19,61 +19,20 @@ boto3 is imported only when an AWS sink or the S3 quarantine is used.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Sequence
 
 from .. import aws
-from ..errors import SinkError
 from ..events import Event, SendResult
-from ..timeutil import from_us
 from .settings import SinkSettings
 
 DEFAULT_MAX_EVENTS = 5000
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # before compression; larger objects suit data lakes better
-_THROTTLED = frozenset(
-    {"Throttling", "ThrottlingException", "SlowDown", "RequestTimeout", "RequestLimitExceeded"}
-)
-
-
-def aws_error(exc: Exception, doing: str) -> SinkError:
-    """A SinkError from a boto3 failure: retryable for throttling, 5xx and transport errors only."""
-    response = getattr(exc, "response", None)
-    if not response:  # no answer at all: a connection or timeout error
-        return SinkError(f"{doing} failed: {exc}", retryable=True)
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-    code = aws.error_code(exc)
-    return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
-
-
-def partition(prefix: str, time_us: int) -> str:
-    day = from_us(time_us)
-    path = f"year={day.year:04d}/month={day.month:02d}/day={day.day:02d}/"
-    return f"{prefix}/{path}" if prefix else path
 
 
 def object_key(prefix: str, events: Sequence[Event], suffix: str) -> str:
     digest = hashlib.sha256("\n".join(sorted(event.id for event in events)).encode("ascii")).hexdigest()
-    return partition(prefix, max(event.time_us for event in events)) + digest + suffix
-
-
-def put_ndjson(
-    client: Any, bucket: str, key: str, lines: Sequence[bytes], compress: bool, kms_key_id: Optional[str]
-) -> None:
-    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body. Only an answer
-    with an ETag counts as stored (a proxy's empty 200 does not)."""
-    body = b"".join(lines)
-    extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
-    if compress:
-        body = gzip.compress(body, compresslevel=6, mtime=0)
-        extra["ContentEncoding"] = "gzip"
-    if kms_key_id:
-        extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
-    else:
-        extra["ServerSideEncryption"] = "AES256"
-    reply = aws.call(client, "put_object", "S3 PutObject", Bucket=bucket, Key=key, Body=body, **extra)
-    if not (isinstance(reply, dict) and reply.get("ETag")):  # S3's proof that it stored the object
-        raise SinkError(f"S3 answered the PUT of s3://{bucket}/{key} without an ETag", retryable=True)
+    return aws.s3_partition(prefix, max(event.time_us for event in events)) + digest + suffix
 
 
 class S3Sink:
@@ -98,9 +57,9 @@ class S3Sink:
         key = object_key(self.prefix, batch, self._suffix)
         lines = [event.body + b"\n" for event in batch]
         try:
-            put_ndjson(self._client, self.bucket, key, lines, self._gzip, self._kms_key_id)
+            aws.put_s3_ndjson(self._client, self.bucket, key, lines, self._gzip, self._kms_key_id)
         except aws.failures() as exc:
-            raise aws_error(exc, f"writing s3://{self.bucket}/{key}") from exc
+            raise aws.sink_error(exc, f"writing s3://{self.bucket}/{key}") from exc
         return SendResult.all_delivered(len(batch))
 
     def close(self) -> None:

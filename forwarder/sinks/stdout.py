@@ -1,7 +1,4 @@
-"""The stdout sink: one NDJSON line per event, flushed after every batch.
-
-Also home of the NDJSON line encoding that the file sink shares.
-"""
+"""The stdout sink: one NDJSON line per event, flushed after every batch."""
 
 from __future__ import annotations
 
@@ -11,28 +8,8 @@ from typing import BinaryIO, Optional, Sequence
 
 from ..errors import SinkError
 from ..events import Event, SendResult
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
-
-
-def ndjson_line(event: Event) -> bytes:
-    """``event.body`` plus a newline, with any raw CR/LF inside the body neutralised.
-
-    Normalizers never emit raw line breaks, but one slipping through would split a record in
-    two (or forge one), so guard anyway: outside JSON strings a line break is whitespace and may
-    become a space; in a text (CEF) line it becomes the ``\\n``/``\\r`` escape that CEF itself uses.
-    """
-    body = event.body
-    if b"\n" in body or b"\r" in body:
-        if event.is_json:
-            body = body.replace(b"\r", b" ").replace(b"\n", b" ")
-        else:
-            body = body.replace(b"\r", b"\\r").replace(b"\n", b"\\n")
-    return body + b"\n"
-
-
-def ndjson(batch: Sequence[Event]) -> bytes:
-    return b"".join(ndjson_line(event) for event in batch)
 
 
 class StdoutSink:

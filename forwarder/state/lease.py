@@ -16,36 +16,16 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..errors import ConflictError, LeaseHeld, StateError
 from ..timeutil import format_us, parse_iso
+from .store import ConditionalSlot
 
 LEASE_SCHEMA = 1
 _ACQUIRE_ATTEMPTS = 3
 
 Clock = Callable[[], float]  # seconds since the epoch, like time.time
-
-
-class ConditionalSlot(Protocol):
-    """One stored document, replaced or removed only while its version is the expected one."""
-
-    location: str  # for messages
-
-    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-        """The document and its version, or ``(None, None)``. Raises StateError if unreadable."""
-        ...
-
-    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
-        """Write if the version is still ``expected`` (None: absent); return the new version.
-
-        Raises ConflictError otherwise.
-        """
-        ...
-
-    def delete(self, expected: str) -> None:
-        """Remove if the version is still ``expected``; raises ConflictError otherwise."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tupl
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConflictError, StateError
+from ..files import fsync_dir, write_atomic
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
@@ -41,7 +42,6 @@ _CUT = 200  # encoded characters kept in front of the hash in a shortened name
 _REVISION = "revision"
 _LOCK = ".lock"
 _LEASE = ".lease"
-_TMP = ".tmp-"
 _FIX = "repair or remove the file (state reset)"
 
 
@@ -98,7 +98,7 @@ class _FileSlot:
         with self._locked():
             self._check(expected)
             version = secrets.token_hex(8)
-            write_atomic(self.location, dumps({**doc, _REVISION: version}))
+            _write(self.location, dumps({**doc, _REVISION: version}))
             return version
 
     def delete(self, expected: str) -> None:
@@ -216,43 +216,21 @@ def _make_dirs(path: str) -> None:
         os.mkdir(path, 0o700)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, _TMP + secrets.token_hex(8))
+def _write(path: str, data: bytes) -> None:
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(directory)
-    except BaseException as exc:  # also KeyboardInterrupt: never leave the temp file behind
-        with suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise StateError(f"cannot write state file {path}: {exc.strerror or exc}") from None
-        raise
+        write_atomic(path, data)
+    except OSError as exc:
+        raise StateError(f"cannot write state file {path}: {exc.strerror or exc}") from None
 
 
 def _remove(path: str) -> None:
     try:
         os.unlink(path)
-        _fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path))
     except FileNotFoundError:
         pass
     except OSError as exc:
         raise StateError(f"cannot remove state file {path}: {exc.strerror or exc}") from None
-
-
-def _fsync_dir(directory: str) -> None:
-    # Makes the rename or unlink itself durable, not only the file contents.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _process_gone(owner: str) -> bool:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import StateError
-from .lease import ConditionalSlot
 from .model import StreamState
-from .store import Loaded
+from .store import ConditionalSlot, Loaded
 
 
 def load_stream(slot: ConditionalSlot, key: str) -> Loaded:

@@ -1,9 +1,10 @@
-"""The state-store contract: load, compare-and-swap commit, and a run lease."""
+"""The state-store contract: load, compare-and-swap commit, and a run lease; and the conditional
+document slot the stores build them from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Any, Dict, Optional, Protocol, Tuple
 
 from .model import StreamState
 
@@ -48,4 +49,25 @@ class StateStore(Protocol):
 
     def acquire_lease(self, owner: str, ttl_seconds: int) -> Lease:
         """Take the run lease, or raise LeaseHeld naming the holder and its expiry."""
+        ...
+
+
+class ConditionalSlot(Protocol):
+    """One stored document, replaced or removed only while its version is the expected one."""
+
+    location: str  # for messages
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """The document and its version, or ``(None, None)``. Raises StateError if unreadable."""
+        ...
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        """Write if the version is still ``expected`` (None: absent); return the new version.
+
+        Raises ConflictError otherwise.
+        """
+        ...
+
+    def delete(self, expected: str) -> None:
+        """Remove if the version is still ``expected``; raises ConflictError otherwise."""
         ...

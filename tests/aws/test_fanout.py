@@ -17,7 +17,7 @@ from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import org_secret, organizations
 from forwarder.timeutil import now_us
 from handlers import aws_lambda, aws_planner, aws_worker
-from handlers.aws_lambda import RunFailed
+from handlers.lambda_runtime import RunFailed
 from tests.aws.conftest import make_bucket, make_table
 from tests.aws.esm import EventSourceMapping, lambda_event, overlaps
 from tests.aws.test_handler import FakeContext

@@ -17,7 +17,8 @@ from forwarder.errors import ConfigError
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us, parse_iso
-from handlers.aws_lambda import RunFailed, handler
+from handlers.aws_lambda import handler
+from handlers.lambda_runtime import RunFailed
 from tests.aws.conftest import make_bucket, make_table
 from tests.e2e.helpers import HEC_TOKEN, expected_ids
 from tests.receivers import hec as hec_receiver

@@ -13,9 +13,10 @@ from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.sinks import file as file_sink
 from forwarder.sinks import open_sink
+from forwarder.sinks.base import ndjson_line
 from forwarder.sinks.file import FileSink, path_from_uri
 from forwarder.sinks.settings import SinkSettings
-from forwarder.sinks.stdout import StdoutSink, ndjson_line
+from forwarder.sinks.stdout import StdoutSink
 
 
 def event(n: int) -> Event:

@@ -12,8 +12,7 @@ from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us
 from handlers.splunk_hooks import drop_checkpoint
-from handlers.splunk_input import COLLECTION
-from handlers.splunk_settings import ACCOUNT_CONF, SETTINGS_CONF
+from handlers.splunk_settings import ACCOUNT_CONF, COLLECTION, SETTINGS_CONF
 from tests.e2e.helpers import canonical_id
 
 from .conftest import APP, PY39, PYTHONS, input_xml, run_script, validation_xml

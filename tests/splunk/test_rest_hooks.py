@@ -14,8 +14,7 @@ import pytest
 
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
-from handlers.splunk_input import COLLECTION
-from handlers.splunk_settings import SETTINGS_CONF
+from handlers.splunk_settings import COLLECTION, SETTINGS_CONF
 
 from .conftest import APP, PY39
 from .fake_splunkd import SESSION_KEY, FakeSplunkd
