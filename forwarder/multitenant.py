@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
 from .config import read
-from .errors import ForwarderError, describe
+from .errors import describe
 from .logs import redact
 from .report import RunReport
 from .tenants import Tenant
