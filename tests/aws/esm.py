@@ -9,6 +9,12 @@ deletes and releases nothing: its messages come back when their visibility timeo
 
 Every invocation is logged as ``Invocation`` (pid, message groups, wall-clock start and end), so
 tests can check that no two workers ever held one tenant at once.
+
+Receives are short polls taken one at a time under a lock shared by the workers. moto's long poll
+decides which message groups are in flight once, when the poll starts, and its server threads do
+not serialize receives: two workers could each be handed a message of one group, which SQS FIFO
+never does. Lambda's own pollers are not what these tests are about, so the stand-in keeps SQS's
+rule exact instead of inheriting moto's race.
 """
 
 from __future__ import annotations
@@ -58,7 +64,9 @@ def lambda_event(messages: List[Dict[str, Any]]) -> Dict[str, Any]:
     }
 
 
-def worker_loop(queue_url: str, settings: Dict[str, Any], stop: Any, log: Any, ready: Any) -> None:
+def worker_loop(
+    queue_url: str, settings: Dict[str, Any], stop: Any, log: Any, ready: Any, receiving: Any
+) -> None:
     """One worker process: receive, invoke, delete or release, until told to stop."""
     import logging
 
@@ -70,14 +78,16 @@ def worker_loop(queue_url: str, settings: Dict[str, Any], stop: Any, log: Any, r
     sqs = boto3.client("sqs")
     ready.release()  # a warm environment: imports done, client made
     while not stop.is_set():
-        messages = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=settings["batch_size"],
-            VisibilityTimeout=settings["visibility_timeout"],
-            WaitTimeSeconds=1,  # long polling: idle workers cost the server nothing
-            AttributeNames=["MessageGroupId", "ApproximateReceiveCount"],
-        ).get("Messages", [])
+        with receiving:  # one receive at a time: see the module docstring
+            messages = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=settings["batch_size"],
+                VisibilityTimeout=settings["visibility_timeout"],
+                WaitTimeSeconds=0,
+                AttributeNames=["MessageGroupId", "ApproximateReceiveCount"],
+            ).get("Messages", [])
         if not messages:
+            stop.wait(0.05)  # an idle worker polls 20 times a second, not in a busy loop
             continue
         started = time.time()
         try:
@@ -116,6 +126,7 @@ class EventSourceMapping:
         self._stop = self._ctx.Event()
         self._log = self._ctx.Queue()
         self._ready = self._ctx.Semaphore(0)
+        self._receiving = self._ctx.Lock()
         self.processes: List[Any] = []
         self.invocations: List[Invocation] = []
 
@@ -128,7 +139,8 @@ class EventSourceMapping:
             "quiet": self.quiet,
         }
         process = self._ctx.Process(
-            target=worker_loop, args=(self.queue_url, settings, self._stop, self._log, self._ready)
+            target=worker_loop,
+            args=(self.queue_url, settings, self._stop, self._log, self._ready, self._receiving),
         )
         process.start()
         self.processes.append(process)
