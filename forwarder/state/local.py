@@ -68,11 +68,13 @@ def filename_to_key(name: str) -> Optional[str]:
 
 
 class _FileSlot:
-    """One document file, put and deleted by compare-and-swap on its ``revision``."""
+    """One document file, put and deleted by compare-and-swap on its ``revision``; ``durable``: each
+    change is synced to disk before it returns."""
 
-    def __init__(self, path: str, locked: Callable[[], ContextManager[None]]) -> None:
+    def __init__(self, path: str, locked: Callable[[], ContextManager[None]], durable: bool = True) -> None:
         self.location = path
         self._locked = locked
+        self._durable = durable
 
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
         path = self.location
@@ -98,13 +100,13 @@ class _FileSlot:
         with self._locked():
             self._check(expected)
             version = secrets.token_hex(8)
-            write_atomic(self.location, dumps({**doc, _REVISION: version}))
+            write_atomic(self.location, dumps({**doc, _REVISION: version}), durable=self._durable)
             return version
 
     def delete(self, expected: str) -> None:
         with self._locked():
             self._check(expected)
-            _remove(self.location)
+            _remove(self.location, durable=self._durable)
 
     def _check(self, expected: Optional[str]) -> None:
         _, current = self.read()
@@ -157,7 +159,10 @@ class LocalStore:
             _remove(path)
 
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
-        return acquire(self._file(_LEASE), owner, ttl_seconds, self._clock, holder_gone=_process_gone)
+        # Not synced to disk: a lease only means something while its holder lives, and a crash that
+        # could lose the write (the machine's) ends the holder too. Two syncs less on every run.
+        lease = _FileSlot(os.path.join(self.location, _LEASE), self._locked, durable=False)
+        return acquire(lease, owner, ttl_seconds, self._clock, holder_gone=_process_gone)
 
     def slot(self, name: str) -> _FileSlot:
         """A small document of the run beside the state (``.<name>``, never listed as a stream)."""
@@ -216,18 +221,21 @@ def _make_dirs(path: str) -> None:
         os.mkdir(path, 0o700)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part."""
+def write_atomic(path: str, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part;
+    ``durable``: the new file is on disk when this returns."""
     directory = os.path.dirname(path)
     tmp = os.path.join(directory, _TMP + secrets.token_hex(8))
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(directory)
+        if durable:
+            _fsync_dir(directory)
     except BaseException as exc:  # also KeyboardInterrupt: never leave the temp file behind
         with suppress(OSError):
             os.unlink(tmp)
@@ -236,10 +244,11 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, durable: bool = True) -> None:
     try:
         os.unlink(path)
-        _fsync_dir(os.path.dirname(path))
+        if durable:
+            _fsync_dir(os.path.dirname(path))
     except FileNotFoundError:
         pass
     except OSError as exc:
