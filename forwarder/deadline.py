@@ -14,6 +14,7 @@ connections that hand their socket to the watchdog of the call in progress (``Wa
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import threading
@@ -145,6 +146,7 @@ class _Watchdog:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._deadlines: Dict[_Call, float] = {}  # monotonic time each call is cut at
+        self._wakes_at = math.inf  # when the thread looks next (inf: idle until woken)
         self._thread: Optional[threading.Thread] = None
 
     def add(self, call: _Call, at: float) -> None:
@@ -153,7 +155,8 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="http-deadline", daemon=True)
                 self._thread.start()
-            self._cond.notify()  # its deadline may be the nearest
+            if at < self._wakes_at:  # else waking the thread would only cost a thread switch
+                self._cond.notify()
 
     def remove(self, call: _Call) -> None:
         with self._cond:
@@ -168,10 +171,10 @@ class _Watchdog:
                         # Cut under the lock: a call removed (its block over) can no longer be cut.
                         del self._deadlines[call]
                         call.cut_now()
-                if not self._deadlines:
-                    self._cond.wait()  # idle until a call starts
-                else:  # a stop request is noticed within a quarter second
-                    self._cond.wait(min(min(self._deadlines.values()) - now, 0.25))
+                # While calls are in flight, a stop request is noticed within a quarter second.
+                wait = min(min(self._deadlines.values()) - now, 0.25) if self._deadlines else None
+                self._wakes_at = math.inf if wait is None else now + wait
+                self._cond.wait(wait)
 
 
 _watchdog = _Watchdog()
