@@ -179,8 +179,9 @@ def run_once(
     report.finished = format_us(now_us())
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
-        busy = stream.new or stream.error or stream.quarantined
-        log.log(logging.INFO if busy else logging.DEBUG, "stream finished", extra=asdict(stream))
+        level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
+        if log.isEnabledFor(level):  # asdict is not free: skip it for lines nobody keeps
+            log.log(level, "stream finished", extra=asdict(stream))
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )
