@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -202,12 +203,14 @@ def idle(repeat: int) -> None:
             pairs.append((floor_wall, result))
         floor, best = min(pairs, key=lambda p: p[1]["wall"] / p[0])
     shipped = best["report"]["totals"]["shipped"]
+    # The best pair alone flatters whichever side the machine's load hit less: the median of the
+    # pairs' ratios is the figure held against the goal.
+    median = statistics.median(run["wall"] / floor_wall for floor_wall, run in pairs)
+    calls = max(run["calls"] for _, run in pairs)
     print(f"idle run: {len(names)} streams already delivered, nothing new (shipped {shipped})")
-    print(f"  audits calls per stream: {best['calls'] / len(names):6.2f}   (goal <= 1)")
-    print(
-        f"  latency:  {best['wall']:6.3f}s / floor {floor:6.3f}s",
-        f"= {best['wall'] / floor:5.2f}x   (goal <= 1.3x)",
-    )
+    print(f"  audits calls per stream: {calls / len(names):6.2f}   (most of {len(pairs)} runs; goal <= 1)")
+    print(f"  latency:  median of {len(pairs)} back-to-back pairs {median:5.2f}x the floor   (goal <= 1.3x)")
+    print(f"            best pair {best['wall']:6.3f}s / floor {floor:6.3f}s = {best['wall'] / floor:5.2f}x")
 
 
 def unordered() -> None:

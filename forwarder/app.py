@@ -15,11 +15,13 @@ from .api.trail import TrailReader
 from .config import Settings
 from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
+from .events import Event
 from .logs import redact, register_secrets
-from .normalize import NormalizeOptions, get_formatter
+from .normalize import Formatter, NormalizeOptions, formats, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
+from .records import AuditRecord
 from .report import RunReport
 from .retry import RetryPolicy
 from .selection import Limits
@@ -91,6 +93,22 @@ def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
     return found
 
 
+class FormatterOnDemand:
+    """The formatter named ``name``, its module imported when the first record is formatted: a run
+    with nothing new (the common case every few minutes) never pays for loading it."""
+
+    def __init__(self, name: str) -> None:
+        if name not in formats():
+            get_formatter(name)  # raises, naming the formats there are
+        self._name = name
+        self._formatter: Optional[Formatter] = None
+
+    def __call__(self, record: AuditRecord, options: NormalizeOptions) -> Event:
+        if self._formatter is None:  # two threads may both look it up: the same function either way
+            self._formatter = get_formatter(self._name)
+        return self._formatter(record, options)
+
+
 def run_once(
     settings: Settings,
     *,
@@ -131,7 +149,7 @@ def run_once(
             source=TrailReader(client, settings.page_limit, settings.max_pages),
             store=store,
             sink=sink,
-            formatter=get_formatter(settings.format),
+            formatter=FormatterOnDemand(settings.format),
             quarantine=quarantine or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id),
             limits=Limits(
                 settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
@@ -163,8 +181,9 @@ def run_once(
     report.finished = format_us(now_us())
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
-        busy = stream.new or stream.error or stream.quarantined
-        log.log(logging.INFO if busy else logging.DEBUG, "stream finished", extra=asdict(stream))
+        level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
+        if log.isEnabledFor(level):  # asdict is not free: skip it for lines nobody keeps
+            log.log(level, "stream finished", extra=asdict(stream))
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )

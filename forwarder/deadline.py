@@ -1,9 +1,10 @@
 """Total deadlines for HTTP calls: ``request`` is ``session.request`` that gives up at a deadline.
 
 A socket timeout bounds each read, not a response: a server that sends a byte every few seconds,
-in its headers or its body, would hold a call forever. Here a watchdog thread waits beside every
-call; at the deadline, or when a stop is requested (``forwarder.stop``), it shuts the call's socket
-down, which ends the blocked read at once, and the call raises DeadlineExceeded (or stop.Stopped).
+in its headers or its body, would hold a call forever. Here one watchdog thread watches every call
+in progress; at a call's deadline, or when a stop is requested (``forwarder.stop``), it shuts the
+call's socket down, which ends the blocked read at once, and the call raises DeadlineExceeded (or
+stop.Stopped).
 
 To reach the socket before any byte of the answer arrives, the session's connection pools use
 connections that hand their socket to the watchdog of the call in progress (``Watched``).
@@ -13,10 +14,12 @@ connections that hand their socket to the watchdog of the call in progress (``Wa
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import socket
 import threading
 import time
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import requests
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -38,7 +41,6 @@ class _Call:
     def __init__(self) -> None:
         self.sock: Optional[socket.socket] = None
         self.cut = threading.Event()
-        self.done = threading.Event()
         # The watchdog's cut and the caller's attach race: under one lock, a socket attached after
         # the cut is shut at once and a cut never misses a socket being attached.
         self._lock = threading.Lock()
@@ -130,26 +132,62 @@ def watching(what: str, deadline_s: float) -> Iterator[_Call]:
     socket is shut and ``cut`` set (Stopped instead of starting once a stop is requested)."""
     stop.check(what)
     call = _Call()
-    started = time.monotonic()
-
-    def watchdog() -> None:
-        while not call.done.is_set() and not stop.requested():
-            remaining = deadline_s - (time.monotonic() - started)
-            if remaining <= 0:
-                break
-            call.done.wait(min(remaining, 0.25))  # a stop request is noticed within a quarter second
-        if not call.done.is_set():
-            call.cut_now()
-
-    guard = threading.Thread(target=watchdog, name="http-deadline", daemon=True)
     _calls.call = call
-    guard.start()
+    _watchdog.add(call, time.monotonic() + deadline_s)
     try:
         yield call
     finally:
         _calls.call = None
-        call.done.set()
-        guard.join()
+        _watchdog.remove(call)  # from here on the call is never cut
+
+
+class _Watchdog:
+    """One thread watching every call in progress. A thread started and joined per call cost two
+    thread hand-offs per request, more than a loopback request itself on a busy machine."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._deadlines: Dict[_Call, float] = {}  # monotonic time each call is cut at
+        self._wakes_at = math.inf  # when the thread looks next (inf: idle until woken)
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, call: _Call, at: float) -> None:
+        with self._cond:
+            self._deadlines[call] = at
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="http-deadline", daemon=True)
+                self._thread.start()
+            if at < self._wakes_at:  # else waking the thread would only cost a thread switch
+                self._cond.notify()
+
+    def remove(self, call: _Call) -> None:
+        with self._cond:
+            self._deadlines.pop(call, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now, stopping = time.monotonic(), stop.requested()
+                for call, at in list(self._deadlines.items()):
+                    if stopping or at <= now:
+                        # Cut under the lock: a call removed (its block over) can no longer be cut.
+                        del self._deadlines[call]
+                        call.cut_now()
+                # While calls are in flight, a stop request is noticed within a quarter second.
+                wait = min(min(self._deadlines.values()) - now, 0.25) if self._deadlines else None
+                self._wakes_at = math.inf if wait is None else now + wait
+                self._cond.wait(wait)
+
+
+_watchdog = _Watchdog()
+
+
+def _after_fork() -> None:
+    global _watchdog
+    _watchdog = _Watchdog()  # the parent's thread does not exist in a forked child, nor its lock state
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def current() -> Optional[_Call]:

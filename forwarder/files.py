@@ -10,8 +10,9 @@ import secrets
 TMP_PREFIX = ".tmp-"  # a write in progress; one left behind by a killed process is never read
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part.
+def write_atomic(path: str, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never a part;
+    ``durable``: the new file and its directory entry are on disk when this returns.
 
     Raises OSError; the temporary file never outlives a failure (or an interrupt)."""
     directory = os.path.dirname(path)
@@ -20,10 +21,12 @@ def write_atomic(path: str, data: bytes) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
-        fsync_dir(directory)
+        if durable:
+            fsync_dir(directory)
     except BaseException:  # also KeyboardInterrupt: never leave the temp file behind
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -13,7 +13,7 @@ import requests
 
 from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
-from ..http import DEFAULT_TIMEOUT, new_session
+from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from .paging import PageOutcome, extract_items, iter_pages
 from .ratelimit import RateLimiter
@@ -64,7 +64,10 @@ class ApiClient:
         self._token_path = token_path
         self._timeout = (min(DEFAULT_TIMEOUT[0], timeout), timeout)
         self._retry = retry or RetryPolicy()
-        self._session = session or new_session()
+        if session is None:
+            session = new_session()
+            pin_environment(session, self.base_url)  # one base URL: its proxy cannot change mid-run
+        self._session = session
         self._limiter = limiter or RateLimiter()
         self._tokens = TokenProvider(
             self._request_token,

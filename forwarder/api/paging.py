@@ -93,18 +93,18 @@ def iter_pages(
     rather than risk stopping early.
     """
     offset = outcome.start_offset
-    previous = ""
+    previous: Optional[List[Any]] = None  # the page before, while no reader reports ``added``
     while outcome.pages < max_pages:
         items = fetch(limit, offset if limit is not None else None)
         outcome.pages += 1
         if not items:
             outcome.reason = "empty page"
             return
-        fp = _fingerprint(items) if outcome.added is None else ""
-        if fp and fp == previous:
+        # Fingerprints only once there are two pages to compare: most reads are one page.
+        if previous is not None and outcome.added is None and _fingerprint(items) == _fingerprint(previous):
             outcome.reason = "repeated page"
             return
-        previous = fp
+        previous = items
         outcome.items += len(items)
         outcome.page_offset = offset
         yield items

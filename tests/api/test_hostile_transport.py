@@ -95,3 +95,29 @@ def test_trickled_headers_are_cut_at_the_total_deadline_too():
         while len(sim.trickled) < 2:  # the server notices the hang-up at its next byte
             time.sleep(0.05)
         assert all(sent < 40 for sent, _ in sim.trickled)  # cut inside the headers, not after them
+
+
+def test_calls_in_flight_share_one_watchdog_and_each_ends_at_its_own_deadline():
+    """A watchdog thread per call cost two thread hand-offs per request: one watches them all."""
+    with Simulator(ORG) as sim:
+        sim.trickle_seconds = 0.2
+        sim.break_next(2, "trickle", path_prefix=AUDITS_PATH)
+        errors = {}
+
+        def pull(timeout):
+            client = client_for(sim, timeout=timeout, retry=retry.RetryPolicy(attempts=1))
+            try:
+                audits(client)
+            except ApiError as exc:
+                errors[timeout] = str(exc)
+
+        workers = [threading.Thread(target=pull, args=(t,), daemon=True) for t in (1, 2)]
+        for worker in workers:
+            worker.start()
+        while sum(r.path == AUDITS_PATH for r in sim.requests) < 2:
+            time.sleep(0.02)
+        assert [t.name for t in threading.enumerate()].count("http-deadline") == 1
+        for worker in workers:
+            worker.join(60)
+        assert "no complete response within 1 s" in errors[1]
+        assert "no complete response within 2 s" in errors[2]
