@@ -125,7 +125,11 @@ def peak_rss_mb() -> float:
 
 
 def spawn(spec: Dict[str, Any]) -> Dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Bytecode caches as an installed copy has them (pip compiles on install): a machine with
+    # PYTHONDONTWRITEBYTECODE would otherwise compile the run's lazily imported modules (the state
+    # store, the sink) inside the timed window of every run, a cost no deployment pays each run.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
     out = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(spec)],
         check=True,
