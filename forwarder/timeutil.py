@@ -20,8 +20,18 @@ _CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9
 def parse_iso(value: str) -> int:
     """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
     if _CANONICAL.fullmatch(value):
-        return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+        return canonical_us(value)
     return parse_iso_any(value)
+
+
+def is_canonical(value: str) -> bool:
+    """Whether ``value`` is in the form ``format_us`` writes (the form the API sends)."""
+    return _CANONICAL.fullmatch(value) is not None
+
+
+def canonical_us(value: str) -> int:
+    """``parse_iso`` of a value ``is_canonical`` accepted, by the C parser."""
+    return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
 
 
 def parse_iso_any(value: str) -> int:
@@ -53,11 +63,6 @@ def format_us(us: int) -> str:
     if dt.year < 1000:  # keep strftime's unpadded year: the bytes of events already shipped
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.isoformat(timespec="microseconds") + "Z"
-
-
-def iso_text(given: str, us: int) -> str:
-    """``format_us(us)`` for ``us = parse_iso(given)``: ``given`` itself when it is already canonical."""
-    return given if _CANONICAL.fullmatch(given) else format_us(us)
 
 
 def format_ms(us: int) -> str:

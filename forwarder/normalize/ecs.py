@@ -38,11 +38,11 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, NamedTuple, Optional
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
-from ..timeutil import format_us, iso_text
+from ..timeutil import format_us
 from . import NormalizeOptions
 from .changes import as_pair
 from .facts import Facts, Roles
@@ -69,10 +69,10 @@ class Own(NamedTuple):
     original: Optional[str] = None  # with include_original
 
 
-def _own(record: AuditRecord, opts: NormalizeOptions) -> Own:
-    created = record.raw["created_at"]
+def _own(record: AuditRecord, opts: NormalizeOptions) -> Tuple[Any, ...]:
+    """The fields of ``Own``."""
     original = record.canonical.decode("utf-8") if opts.include_original else None
-    return Own(iso_text(created, record.ts_us), record.event_id, created, original)
+    return (record.timestamp, record.event_id, record.raw["created_at"], original)
 
 
 def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:

@@ -89,9 +89,10 @@ class Own(NamedTuple):
     raw_data: Optional[str] = None  # with include_original
 
 
-def _own(record: AuditRecord, opts: NormalizeOptions) -> Own:
+def _own(record: AuditRecord, opts: NormalizeOptions) -> Tuple[Any, ...]:
+    """The fields of ``Own``."""
     original = record.canonical.decode("utf-8") if opts.include_original else None
-    return Own(record.ts_us // 1000, record.event_id, record.raw["created_at"], original)
+    return (record.ts_us // 1000, record.event_id, record.raw["created_at"], original)
 
 
 def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:

@@ -14,6 +14,7 @@ in full.
 from __future__ import annotations
 
 import functools
+import operator
 import secrets
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
 
@@ -33,11 +34,16 @@ def hole(n: int) -> str:
 class Template(NamedTuple):
     text: bytes  # the event with %b in each hole (and any other % doubled)
     order: Tuple[int, ...]  # which value goes into each hole, in document order
+    pick: Callable[[Sequence[bytes]], Any]  # the serialized values -> the operand of text % (order's)
 
     def fill(self, values: Sequence[Any]) -> bytes:
         """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
-        dumps = jsonutil.dumps
-        return self.text % tuple([dumps(values[n]) for n in self.order])
+        return self.text % self.pick(jsonutil.dumps_each(values))
+
+
+def _picker(order: Tuple[int, ...]) -> Callable[[Sequence[bytes]], Any]:
+    """A C function that puts the values in document order (one value alone is an operand too)."""
+    return operator.itemgetter(*order) if order else lambda values: ()
 
 
 def compile_template(body: bytes, holes: int) -> Optional[Template]:
@@ -59,11 +65,13 @@ def compile_template(body: bytes, holes: int) -> Optional[Template]:
         parts.append(body[start:at].replace(b"%", b"%%"))
         start = at + length
     parts.append(body[start:].replace(b"%", b"%%"))
-    return Template(b"%b".join(parts), tuple(n for _, _, n in found))
+    order = tuple(n for _, _, n in found)
+    return Template(b"%b".join(parts), order, _picker(order))
 
 
 # A format's per-record values: a named tuple whose last field is the record's original text (None
-# without include_original).
+# without include_original). ``own`` gives its fields as a plain tuple: the template's values need no
+# names, and a named tuple costs a Python call to build.
 OwnT = TypeVar("OwnT", bound=Tuple[Any, ...])
 
 
@@ -74,7 +82,7 @@ class Templated(Generic[OwnT]):
     def __init__(
         self,
         render: Callable[[Facts, NormalizeOptions, OwnT], Dict[str, Any]],
-        own: Callable[[AuditRecord, NormalizeOptions], OwnT],
+        own: Callable[[AuditRecord, NormalizeOptions], Tuple[Any, ...]],
         own_type: Type[OwnT],
     ) -> None:
         self._render, self._own, self._own_type = render, own, own_type
@@ -89,10 +97,12 @@ class Templated(Generic[OwnT]):
         key = plain_key(record)
         template = self._for(opts)(key) if key else None
         own = self._own(record, opts)
-        return template.fill(own) if template else jsonutil.dumps(self._render(facts(record), opts, own))
+        if template:
+            return template.fill(own)
+        return jsonutil.dumps(self._render(facts(record), opts, self._own_type(*own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-        return self._render(facts(record), opts, self._own(record, opts))
+        return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))
 
     def _for(self, opts: NormalizeOptions) -> Callable[[PlainKey], Optional[Template]]:
         """The template cache of ``opts`` (compared by identity first: hashing options costs more
