@@ -42,8 +42,21 @@ def _safe_name(key: str) -> str:
     return name or "unnamed"
 
 
-def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
-    """Map every key to a unique safe name; sorted order decides who gets the plain name."""
+def safe_names(keys: Iterable[Any]) -> Mapping[Any, str]:
+    """Map every key to a unique safe name; sorted order decides who gets the plain name. Shared
+    between calls with the same keys: do not change it."""
+    given = tuple(keys)
+    if all(key.__class__ is str for key in given):  # JSON keys: the mapping is cached
+        return _names_of(given)
+    return _names(given)
+
+
+@text_cache(4096)  # records of one kind carry the same keys in the same order
+def _names_of(keys: Tuple[str, ...]) -> Mapping[str, str]:
+    return _names(keys)
+
+
+def _names(keys: Tuple[Any, ...]) -> Dict[Any, str]:
     ordered = sorted(keys, key=str)
     return dict(zip(ordered, _unique_names(tuple(map(str, ordered)))))
 
@@ -78,6 +91,8 @@ def as_text(value: Any) -> Optional[str]:
 
 def as_keyword(value: Any) -> Keyword:
     """A value as a keyword or a list of keywords: lists of scalars stay lists."""
+    if value is None or value.__class__ is str:  # most values: no call
+        return value  # type: ignore[no-any-return]
     if isinstance(value, list) and all(_is_scalar(item) for item in value):
         return [as_text(item) for item in value]
     return as_text(value)

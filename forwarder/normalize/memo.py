@@ -23,10 +23,16 @@ def text_cache(maxsize: int) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(*args: Any) -> Any:
-            return fn(*args) if any(map(_too_long, args)) else cached(*args)
+            for arg in args:
+                kind = arg.__class__
+                if (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and _too_long(arg)):
+                    return fn(*args)
+            return cached(*args)
 
         @functools.wraps(fn)
         def call_one(arg: Any) -> Any:  # most cached functions take one argument: no tuple of them
+            if arg.__class__ is str:  # nearly every call: _too_long inlined
+                return cached(arg) if len(arg) <= MAX_TEXT else fn(arg)
             return fn(arg) if _too_long(arg) else cached(arg)
 
         one = len(inspect.signature(fn).parameters) == 1

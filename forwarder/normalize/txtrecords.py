@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import dkim, spf
 from .changes import as_pair, safe_names
+from .memo import text_cache
 
 Sides = Tuple[Optional[str], Optional[str]]
 Candidates = List[Tuple[str, Sides]]
@@ -52,43 +53,27 @@ def _has_tag_text(value: Any) -> bool:
     return False
 
 
-def _first(candidates: Candidates, recognise: Callable[[object], bool]) -> Optional[Tuple[str, Sides]]:
-    for name, sides in candidates:
-        if any(recognise(side) for side in sides):
-            return name, sides
-    return None
+@text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
+def _recognised(text: str) -> Tuple[bool, ...]:
+    """For each of ``_KINDS``, whether ``text`` is a record of that kind."""
+    return tuple(recognise(text) for _, recognise, _ in _KINDS)
 
 
-def _fields(
-    candidates: Candidates,
-    recognise: Callable[[object], bool],
-    analyze: Callable[[Optional[str], Optional[str]], Any],
-) -> Optional[Dict[str, Any]]:
-    """``{"change": <field name>, **analysis fields}`` for the first change ``recognise`` accepts."""
-    found = _first(candidates, recognise)
-    if not found:
-        return None
-    name, (before, after) = found
-    fields: Dict[str, Any] = analyze(before, after).fields()
-    return {"change": name, **fields}
+_KINDS: Tuple[Tuple[str, Callable[[object], bool], Callable[[Optional[str], Optional[str]], Any]], ...] = (
+    ("spf", spf.is_spf, spf.analyze),
+    ("dkim", dkim.is_dkim, dkim.analyze),
+)
 
 
 def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str, Dict[str, Any]]:
     """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none): the changes are
-    scanned once for both. ``names`` is ``safe_names(change_map)``."""
-    candidates = _candidates(change_map, names)
-    if not candidates:
-        return {}
-    out = {
-        "spf": _fields(candidates, spf.is_spf, spf.analyze),
-        "dkim": _fields(candidates, dkim.is_dkim, dkim.analyze),
-    }
-    return {kind: found for kind, found in out.items() if found}
-
-
-def spf_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return _fields(_candidates(change_map), spf.is_spf, spf.analyze)
-
-
-def dkim_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return _fields(_candidates(change_map), dkim.is_dkim, dkim.analyze)
+    scanned once for both, each side recognised once. For each kind, the first change by field name
+    holding a record of it is analysed (``{"change": <field name>, **analysis fields}``).
+    ``names`` is ``safe_names(change_map)``."""
+    found: Dict[str, Dict[str, Any]] = {}
+    for name, sides in _candidates(change_map, names):
+        marks = [_recognised(side) for side in sides if side]
+        for n, (kind, _, analyze) in enumerate(_KINDS):
+            if kind not in found and any(mark[n] for mark in marks):
+                found[kind] = {"change": name, **analyze(*sides).fields()}
+    return {kind: found[kind] for kind, _, _ in _KINDS if kind in found}
