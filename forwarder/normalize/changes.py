@@ -92,7 +92,7 @@ def as_text(value: Any) -> Optional[str]:
 def as_keyword(value: Any) -> Keyword:
     """A value as a keyword or a list of keywords: lists of scalars stay lists."""
     if value is None or value.__class__ is str:  # most values: no call
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, list) and all(_is_scalar(item) for item in value):
         return [as_text(item) for item in value]
     return as_text(value)
