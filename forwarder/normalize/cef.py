@@ -39,7 +39,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
-from . import NormalizeOptions
+from . import NormalizeOptions, new_tuple
 from .changes import as_pair, as_text
 from .facts import Facts, PlainKey, facts, plain_facts, plain_key
 from .risk import Risk
@@ -57,7 +57,7 @@ _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule mos
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, to_cef(record, opts).encode("utf-8"), False)
+    return new_tuple(Event, (record.event_id, record.ts_us, to_cef(record, opts).encode("utf-8"), False))
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:

@@ -43,7 +43,7 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 from ..events import Event
 from ..records import AuditRecord
 from ..timeutil import format_us
-from . import NormalizeOptions
+from . import NormalizeOptions, new_tuple
 from .changes import as_pair
 from .facts import Facts, Roles
 from .template import Templated
@@ -53,7 +53,7 @@ _PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes
 
 
 def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, _FORMAT.body(record, opts))
+    return new_tuple(Event, (record.event_id, record.ts_us, _FORMAT.body(record, opts), True))
 
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
-from . import NormalizeOptions
+from . import NormalizeOptions, new_tuple
 from .changes import as_text
 from .ecs import audit_fields, user_fields
 from .facts import Domain, Facts
@@ -73,7 +73,7 @@ UNKNOWN_USER = {"name": "unknown"}  # copied into each event: events share no co
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, _FORMAT.body(record, opts))
+    return new_tuple(Event, (record.event_id, record.ts_us, _FORMAT.body(record, opts), True))
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
