@@ -27,6 +27,7 @@ Keyword = Union[None, str, List[Optional[str]]]
 
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
+_STR = frozenset({str})
 
 
 def safe_name(key: Any) -> str:
@@ -46,7 +47,7 @@ def safe_names(keys: Iterable[Any]) -> Mapping[Any, str]:
     """Map every key to a unique safe name; sorted order decides who gets the plain name. Shared
     between calls with the same keys: do not change it."""
     given = tuple(keys)
-    if all(key.__class__ is str for key in given):  # JSON keys: the mapping is cached
+    if _STR.issuperset(map(type, given)):  # JSON keys: the mapping is cached
         return _names_of(given)
     return _names(given)
 

@@ -17,8 +17,8 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .memo import text_cache
 
@@ -99,14 +99,13 @@ def effective(tags: Dict[str, str]) -> Optional[Policy]:
     )
 
 
-@dataclass(frozen=True)
-class DmarcChange:
+class DmarcChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
     """The tags on both sides and the reasons the change weakened the policy or reduced visibility."""
 
-    before: Dict[str, str] = field(default_factory=dict)
-    after: Dict[str, str] = field(default_factory=dict)
-    weakened_reasons: List[str] = field(default_factory=list)
-    visibility_reasons: List[str] = field(default_factory=list)
+    before: Dict[str, str]
+    after: Dict[str, str]
+    weakened_reasons: List[str]
+    visibility_reasons: List[str]
 
     @property
     def weakened(self) -> bool:
@@ -157,7 +156,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
     old_tags, old = _read(before) if before else ({}, None)
     new_tags, new = _read(after) if after else ({}, None)
     if old is None:
-        return DmarcChange(old_tags, new_tags)
+        return DmarcChange(old_tags, new_tags, [], [])
     if new is None:
         weakened = ["record_invalid" if after and after.strip() else "record_removed"]
     else:

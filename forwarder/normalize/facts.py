@@ -119,9 +119,9 @@ def plain_facts(key: PlainKey) -> Facts:
     return _plain_facts(*key)
 
 
-def _short(*texts: Optional[str]) -> bool:
+def _short(action: str, display: Optional[str], user: Optional[str], obj: Optional[str]) -> bool:
     """Short enough together to key a cache (``memo.MAX_TEXT``)."""
-    return sum(len(text) for text in texts if text) <= MAX_TEXT
+    return len(action) + len(display or "") + len(user or "") + len(obj or "") <= MAX_TEXT
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)  # called with short strings only
