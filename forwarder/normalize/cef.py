@@ -40,7 +40,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
-from .changes import as_pair, as_text
+from .changes import as_text
 from .facts import Facts, PlainKey, facts, plain_facts, plain_key
 from .risk import Risk
 
@@ -54,6 +54,7 @@ CHANGED_KEYS_SLOT = 5
 PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
+_OTHER_KEYS = len(_FIRST_KEYS)
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -115,10 +116,7 @@ def _extension(found: Facts) -> Tuple[str, str]:
         ),
     ]
     if found.change_map:
-        parts += [
-            f"{key}={escape_value(value)}"
-            for key, value in _change_strings(found.change_map, found.change_names)
-        ]
+        parts += _change_fields(found.change_map, found.change_names)
     parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}=")
     tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
     if found.risk.reasons:
@@ -147,27 +145,24 @@ def _subject(
     )
 
 
-def _change_strings(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, str]]:
-    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped; ``names`` are the
-    changes' safe names."""
+def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts;
+    ``names`` are the changes' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
     ranked = sorted(
-        (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
-        for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
-        if pair  # names are unique: the pairs themselves are never compared
-    )
-    out: List[Tuple[str, str]] = []
+        (_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], value)
+        for key, value in change_map.items()
+        if isinstance(value, list) and len(value) == 2  # a pair (changes.as_pair)
+    )  # names are unique: the pairs themselves are never compared
+    out: List[str] = []
     number = 0
     for _, name, pair in ranked[:PAIR_SLOTS]:
         for side, value in zip(("before", "after"), pair):
             number += 1
             text = as_text(value)
             if text:
-                out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
-    changed = ",".join(sorted(names.values()))
-    out += [
-        (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
-        (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
-    ]
+                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(cut(text, CS_LIMIT))}")
+    changed = cut(",".join(sorted(names.values())), CS_LIMIT)
+    out.append(f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
     return out
 
 
