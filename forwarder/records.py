@@ -6,7 +6,7 @@ import hashlib
 from typing import Any, Mapping, NamedTuple
 
 from .jsonutil import canonical
-from .timeutil import canonical_us, format_us, is_canonical, parse_iso_any
+from .timeutil import format_us, parse_canonical, parse_iso_any
 
 # Audit records are a few levels deep; far deeper ones would exhaust the normalizers' recursion.
 MAX_DEPTH = 64
@@ -87,8 +87,10 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
     if not isinstance(created, str):
         raise InvalidRecord(f"audit record has no created_at string (got {type(created).__name__})")
     try:
-        canonical_time = is_canonical(created)
-        ts = canonical_us(created) if canonical_time else parse_iso_any(created)
+        ts = parse_canonical(created)
+        canonical_time = ts is not None
+        if ts is None:
+            ts = parse_iso_any(created)
     except (ValueError, OverflowError) as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
     try:

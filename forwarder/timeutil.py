@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 _ISO = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
@@ -24,13 +25,14 @@ def parse_iso(value: str) -> int:
     return parse_iso_any(value)
 
 
-def is_canonical(value: str) -> bool:
-    """Whether ``value`` is in the form ``format_us`` writes (the form the API sends)."""
-    return _CANONICAL.fullmatch(value) is not None
+def parse_canonical(value: str) -> Optional[int]:
+    """``parse_iso(value)`` when ``value`` is in the form ``format_us`` writes (the form the API
+    sends), else None."""
+    return canonical_us(value) if _CANONICAL.fullmatch(value) else None
 
 
 def canonical_us(value: str) -> int:
-    """``parse_iso`` of a value ``is_canonical`` accepted, by the C parser."""
+    """``parse_iso`` of a value in the canonical form, by the C parser."""
     return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
 
 

@@ -95,7 +95,10 @@ class Templated(Generic[OwnT]):
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         key = plain_key(record)
-        template = self._for(opts)(key) if key else None
+        template = None
+        if key:
+            cached_opts, templates = self._templates
+            template = (templates if cached_opts is opts else self._for(opts))(key)
         own = self._own(record, opts)
         if template:
             return template.fill(own)
