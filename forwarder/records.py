@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+from hashlib import sha256 as _sha256
 from typing import Any, Mapping, NamedTuple
 
 from .jsonutil import canonical
@@ -72,11 +72,7 @@ class AuditRecord(NamedTuple):
 
 def event_id(raw: Mapping[str, Any]) -> str:
     """Lowercase hex SHA-256 of the record serialized canonically (sorted keys, compact, UTF-8)."""
-    return _digest(canonical(raw))
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return _sha256(canonical(raw)).hexdigest()
 
 
 def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
@@ -103,7 +99,8 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
         _check_depth(raw)
     # tuple.__new__: the named tuple's own __new__ is a Python function, a third of this call's cost.
     return _new_record(
-        AuditRecord, (raw, _digest(data), ts, object_type, data, created if canonical_time else "")
+        AuditRecord,
+        (raw, _sha256(data).hexdigest(), ts, object_type, data, created if canonical_time else ""),
     )
 
 

@@ -20,20 +20,16 @@ _CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9
 
 def parse_iso(value: str) -> int:
     """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
-    if _CANONICAL.fullmatch(value):
-        return canonical_us(value)
-    return parse_iso_any(value)
+    us = parse_canonical(value)
+    return parse_iso_any(value) if us is None else us
 
 
 def parse_canonical(value: str) -> Optional[int]:
-    """``parse_iso(value)`` when ``value`` is in the form ``format_us`` writes (the form the API
-    sends), else None."""
-    return canonical_us(value) if _CANONICAL.fullmatch(value) else None
-
-
-def canonical_us(value: str) -> int:
-    """``parse_iso`` of a value in the canonical form, by the C parser."""
-    return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+    """``parse_iso(value)`` by the C parser when ``value`` is in the form ``format_us`` writes (the
+    form the API sends), else None."""
+    if _CANONICAL.fullmatch(value):
+        return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+    return None
 
 
 def parse_iso_any(value: str) -> int:

@@ -101,7 +101,7 @@ class Templated(Generic[OwnT]):
             template = (templates if cached_opts is opts else self._for(opts))(key)
         own = self._own(record, opts)
         if template:
-            return template.fill(own)
+            return template.text % template.pick(jsonutil.dumps_each(own))  # template.fill, inlined
         return jsonutil.dumps(self._render(facts(record), opts, self._own_type(*own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
