@@ -41,7 +41,7 @@ from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
 from .changes import as_text
-from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from .facts import Facts, PlainKey, derive, plain_facts, plain_key
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -63,7 +63,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     key = plain_key(record)
-    head, middle, tail = _plain_parts(key, opts) if key else _parts(facts(record), opts)
+    head, middle, tail = _plain_parts(key, opts) if key else _parts(derive(record), opts)
     return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
 
 

@@ -83,7 +83,7 @@ def _is_scalar(value: Any) -> bool:
 
 def as_text(value: Any) -> Optional[str]:
     """A value as one keyword string (null stays None)."""
-    if value is None or isinstance(value, str):
+    if value is None or value.__class__ is str or isinstance(value, str):  # exact str: no call
         return value
     # The standard library, not jsonutil: these texts land in golden files and must not depend on
     # whether orjson is installed.
@@ -101,7 +101,9 @@ def as_keyword(value: Any) -> Keyword:
 
 def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
     """(before, after) when the value is a change pair (a list of exactly two), else None."""
-    return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else None
+    if (value.__class__ is list or isinstance(value, list)) and len(value) == 2:  # exact list: no call
+        return value[0], value[1]
+    return None
 
 
 def flatten(

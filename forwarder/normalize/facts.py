@@ -82,7 +82,12 @@ PlainKey = Tuple[Optional[str], Optional[str], Optional[str], Optional[str], str
 
 def facts(record: AuditRecord) -> Facts:
     key = plain_key(record)
-    return plain_facts(key) if key else _derive(record.raw, record.object_type)
+    return plain_facts(key) if key else derive(record)
+
+
+def derive(record: AuditRecord) -> Facts:
+    """The facts of a record ``plain_key`` has no key for, derived afresh."""
+    return _derive(record.raw, record.object_type)
 
 
 def plain_key(record: AuditRecord) -> Optional[PlainKey]:

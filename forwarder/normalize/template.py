@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Seq
 from .. import jsonutil
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from .facts import Facts, PlainKey, derive, facts, plain_facts, plain_key
 
 _TOKEN = secrets.token_hex(16)
 
@@ -102,7 +102,8 @@ class Templated(Generic[OwnT]):
         own = self._own(record, opts)
         if template:
             return template.text % template.pick(jsonutil.dumps_each(own))  # template.fill, inlined
-        return jsonutil.dumps(self._render(facts(record), opts, self._own_type(*own)))
+        found = plain_facts(key) if key else derive(record)  # facts(record), its key known
+        return jsonutil.dumps(self._render(found, opts, self._own_type(*own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))
