@@ -1,7 +1,9 @@
 """What an audit record says, derived once and rendered by every format (ECS, CEF, OCSF).
 
 The choices (who is the actor and who the target, which forms a domain has, what ``emailauth.audit``
-holds, the one-line message) are documented with the ECS mapping in ``ecs.py``.
+holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. ``emailauth.audit``
+is built by ``audit.py``, the message by ``message.py``; this module names the actor, the target
+and the domain and puts the facts together.
 
 Speed: most of a trail is logins, records without changes that differ only in ``created_at``. Their
 facts depend on a handful of strings, so they are cached by those (bounded), their risk included; an
