@@ -77,8 +77,18 @@ def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
     return tuple(names)
 
 
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float))  # bool is an int
+def _scalar_texts(items: List[Any]) -> Optional[List[Optional[str]]]:
+    """``as_text`` of each item when every item is a scalar (null, text, number, boolean; bool is
+    an int), else None. One loop, no call for text or null: role lists pass here on every change."""
+    out: List[Optional[str]] = []
+    for item in items:
+        if item is None or item.__class__ is str:
+            out.append(item)
+        elif isinstance(item, (str, int, float)):
+            out.append(as_text(item))
+        else:
+            return None
+    return out
 
 
 def as_text(value: Any) -> Optional[str]:
@@ -94,9 +104,8 @@ def as_keyword(value: Any) -> Keyword:
     """A value as a keyword or a list of keywords: lists of scalars stay lists."""
     if value is None or value.__class__ is str:  # most values: no call
         return value
-    if isinstance(value, list) and all(_is_scalar(item) for item in value):
-        return [as_text(item) for item in value]
-    return as_text(value)
+    texts = _scalar_texts(value) if isinstance(value, list) else None
+    return as_text(value) if texts is None else texts
 
 
 def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
@@ -137,10 +146,12 @@ def role_list(value: Any) -> Optional[List[str]]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, list) and all(_is_scalar(item) for item in value):
-        texts = (as_text(item) for item in value)
-        return list(dict.fromkeys(text for text in texts if text is not None))
-    return None
+    texts = _scalar_texts(value) if isinstance(value, list) else None
+    if texts is None:
+        return None
+    names = dict.fromkeys(texts)  # first occurrences, in order
+    names.pop(None, None)
+    return list(names)  # type: ignore[arg-type]
 
 
 def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:
