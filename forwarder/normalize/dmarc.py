@@ -23,7 +23,6 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from .memo import text_cache
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
-_POLICY_TAGS = ("p", "sp", "np")
 
 
 def parse_tags(text: str) -> Dict[str, str]:
@@ -117,19 +116,14 @@ class DmarcChange(NamedTuple):  # one per change record: a named tuple is cheape
 
 
 def _weakening(old: Policy, new: Policy) -> List[str]:
-    reasons = [
-        f"{tag}_weakened"
-        for tag in _POLICY_TAGS
-        if _STRENGTH[getattr(new, tag)] < _STRENGTH[getattr(old, tag)]
-    ]
+    # The policy tags spelled out rather than looked up by name: this runs on every DMARC change.
+    sides = (("p", old.p, new.p), ("sp", old.sp, new.sp), ("np", old.np, new.np))
+    reasons = [f"{tag}_weakened" for tag, was, now in sides if _STRENGTH[now] < _STRENGTH[was]]
     # pct and t only act on an enforcing policy: lowering pct while moving none -> quarantine, or
     # quarantine -> reject, still tightens, and test mode on p=none changes nothing.
-    kept = [
-        tag for tag in _POLICY_TAGS if getattr(old, tag) != "none" and getattr(new, tag) == getattr(old, tag)
-    ]
-    if new.pct < old.pct and kept:
+    if new.pct < old.pct and any(was != "none" and now == was for _, was, now in sides):
         reasons.append("pct_lowered")
-    if new.testing and not old.testing and any(getattr(new, tag) != "none" for tag in _POLICY_TAGS):
+    if new.testing and not old.testing and any(now != "none" for _, _, now in sides):
         reasons.append("testing_enabled")
     if old.adkim == "s" and new.adkim == "r":
         reasons.append("adkim_relaxed")
@@ -161,7 +155,9 @@ def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
         weakened = ["record_invalid" if after and after.strip() else "record_removed"]
     else:
         weakened = _weakening(old, new)
-    visibility = [
-        f"{tag}_removed" for tag in ("rua", "ruf") if getattr(old, tag) and not (new and getattr(new, tag))
-    ]
+    visibility = []
+    if old.rua and not (new and new.rua):
+        visibility.append("rua_removed")
+    if old.ruf and not (new and new.ruf):
+        visibility.append("ruf_removed")
     return DmarcChange(old_tags, new_tags, weakened, visibility)
