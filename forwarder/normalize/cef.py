@@ -42,6 +42,7 @@ from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
 from .changes import as_text
 from .facts import Facts, PlainKey, derive, plain_facts, plain_key
+from .memo import PerOptions
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -63,7 +64,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     key = plain_key(record)
-    head, middle, tail = _plain_parts(key, opts) if key else _parts(derive(record), opts)
+    head, middle, tail = _PLAIN_PARTS.of(opts)(key) if key else _parts(derive(record), opts)
     return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
 
 
@@ -75,10 +76,12 @@ class Parts(NamedTuple):
     tail: str  # from cn1Label to msg
 
 
-@functools.lru_cache(maxsize=4096)  # plain keys are short strings (facts.plain_key)
 def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
     """The line of every record with this plain key (a login): its facts are shared."""
     return _parts(plain_facts(key), opts)
+
+
+_PLAIN_PARTS: PerOptions[PlainKey, Parts] = PerOptions(_plain_parts, 4096)  # plain keys are short
 
 
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:

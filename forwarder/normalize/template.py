@@ -13,7 +13,6 @@ in full.
 
 from __future__ import annotations
 
-import functools
 import operator
 import secrets
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
@@ -22,6 +21,7 @@ from .. import jsonutil
 from ..records import AuditRecord
 from . import NormalizeOptions
 from .facts import Facts, PlainKey, derive, facts, plain_facts, plain_key
+from .memo import PerOptions
 
 _TOKEN = secrets.token_hex(16)
 
@@ -86,19 +86,13 @@ class Templated(Generic[OwnT]):
         own_type: Type[OwnT],
     ) -> None:
         self._render, self._own, self._own_type = render, own, own_type
-        # The templates for one options value (a run has one): swapped as a whole, so that threads
-        # never pair one options value with another's templates.
-        self._templates: Tuple[Optional[NormalizeOptions], Callable[[PlainKey], Optional[Template]]] = (
-            None,
-            lambda key: None,
-        )
+        self._templates = PerOptions(self._compile, 4096)  # plain keys are short
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         key = plain_key(record)
         template = None
         if key:
-            cached_opts, templates = self._templates
-            template = (templates if cached_opts is opts else self._for(opts))(key)
+            template = self._templates.of(opts)(key)
         own = self._own(record, opts)
         if template:
             return template.text % template.pick(jsonutil.dumps_each(own))  # template.fill, inlined
@@ -107,16 +101,6 @@ class Templated(Generic[OwnT]):
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))
-
-    def _for(self, opts: NormalizeOptions) -> Callable[[PlainKey], Optional[Template]]:
-        """The template cache of ``opts`` (compared by identity first: hashing options costs more
-        than filling a template)."""
-        cached_opts, templates = self._templates
-        if cached_opts is not opts and cached_opts != opts:
-            compile_one = functools.partial(self._compile, opts=opts)
-            templates = functools.lru_cache(maxsize=4096)(compile_one)  # plain keys are short
-            self._templates = (opts, templates)
-        return templates
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Template]:
         fields = len(self._own_type._fields)  # type: ignore[attr-defined]
