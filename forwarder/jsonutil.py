@@ -15,7 +15,8 @@ loop.
 from __future__ import annotations
 
 import json
-from typing import Any, List
+from json.encoder import encode_basestring as _encode_basestring
+from typing import Any, Iterable, List
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
@@ -53,6 +54,22 @@ def dumps(value: Any) -> bytes:
         except TypeError:  # integers over 64 bits, lone surrogates, deep nesting: see _encode
             pass
     return _encode(value, sort_keys=False)
+
+
+def dumps_each(values: Iterable[Any]) -> List[bytes]:
+    """``dumps`` of each value: one C loop when orjson writes them all."""
+    if _orjson is not None:
+        try:
+            return list(map(_orjson.dumps, values))
+        except TypeError:
+            pass
+    # A string is most values: the standard encoder's own function for it skips json.dumps's set-up.
+    return [_encode_string(value) if value.__class__ is str else dumps(value) for value in values]
+
+
+def _encode_string(text: str) -> bytes:
+    """``_encode`` of a string."""
+    return _encode_basestring(text).encode("utf-8")
 
 
 def canonical(value: Any) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 _ISO = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
@@ -19,9 +20,16 @@ _CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9
 
 def parse_iso(value: str) -> int:
     """Parse an ISO 8601 timestamp into epoch microseconds. A missing offset means UTC."""
+    us = parse_canonical(value)
+    return parse_iso_any(value) if us is None else us
+
+
+def parse_canonical(value: str) -> Optional[int]:
+    """``parse_iso(value)`` by the C parser when ``value`` is in the form ``format_us`` writes (the
+    form the API sends), else None."""
     if _CANONICAL.fullmatch(value):
         return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
-    return parse_iso_any(value)
+    return None
 
 
 def parse_iso_any(value: str) -> int:
@@ -53,11 +61,6 @@ def format_us(us: int) -> str:
     if dt.year < 1000:  # keep strftime's unpadded year: the bytes of events already shipped
         return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return dt.isoformat(timespec="microseconds") + "Z"
-
-
-def iso_text(given: str, us: int) -> str:
-    """``format_us(us)`` for ``us = parse_iso(given)``: ``given`` itself when it is already canonical."""
-    return given if _CANONICAL.fullmatch(given) else format_us(us)
 
 
 def now_us() -> int:

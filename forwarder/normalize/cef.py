@@ -39,9 +39,10 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
-from . import NormalizeOptions
-from .changes import as_pair, as_text
-from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from . import NormalizeOptions, new_tuple
+from .changes import as_text
+from .facts import Facts, PlainKey, derive, plain_facts, plain_key
+from .memo import PerOptions
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -54,15 +55,16 @@ CHANGED_KEYS_SLOT = 5
 PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
+_OTHER_KEYS = len(_FIRST_KEYS)
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return Event(record.event_id, record.ts_us, to_cef(record, opts).encode("utf-8"), False)
+    return new_tuple(Event, (record.event_id, record.ts_us, to_cef(record, opts).encode("utf-8"), False))
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     key = plain_key(record)
-    head, middle, tail = _plain_parts(key, opts) if key else _parts(facts(record), opts)
+    head, middle, tail = _PLAIN_PARTS.of(opts)(key) if key else _parts(derive(record), opts)
     return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
 
 
@@ -74,10 +76,12 @@ class Parts(NamedTuple):
     tail: str  # from cn1Label to msg
 
 
-@functools.lru_cache(maxsize=4096)  # plain keys are short strings (facts.plain_key)
 def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
     """The line of every record with this plain key (a login): its facts are shared."""
     return _parts(plain_facts(key), opts)
+
+
+_PLAIN_PARTS: PerOptions[PlainKey, Parts] = PerOptions(_plain_parts, 4096)  # plain keys are short
 
 
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
@@ -115,10 +119,7 @@ def _extension(found: Facts) -> Tuple[str, str]:
         ),
     ]
     if found.change_map:
-        parts += [
-            f"{key}={escape_value(value)}"
-            for key, value in _change_strings(found.change_map, found.change_names)
-        ]
+        parts += _change_fields(found.change_map, found.change_names)
     parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}=")
     tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
     if found.risk.reasons:
@@ -147,27 +148,24 @@ def _subject(
     )
 
 
-def _change_strings(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, str]]:
-    """cs1..cs4 (up to two change pairs) and cs5 (every change key), unescaped; ``names`` are the
-    changes' safe names."""
+def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts;
+    ``names`` are the changes' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
     ranked = sorted(
-        (_FIRST_KEYS.get(key, len(_FIRST_KEYS)), names[key], pair)
-        for key, pair in ((key, as_pair(value)) for key, value in change_map.items())
-        if pair  # names are unique: the pairs themselves are never compared
-    )
-    out: List[Tuple[str, str]] = []
+        (_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], value)
+        for key, value in change_map.items()
+        if isinstance(value, list) and len(value) == 2  # a pair (changes.as_pair)
+    )  # names are unique: the pairs themselves are never compared
+    out: List[str] = []
     number = 0
     for _, name, pair in ranked[:PAIR_SLOTS]:
         for side, value in zip(("before", "after"), pair):
             number += 1
             text = as_text(value)
             if text:
-                out += [(f"cs{number}Label", f"{name} {side}"), (f"cs{number}", cut(text, CS_LIMIT))]
-    changed = ",".join(sorted(names.values()))
-    out += [
-        (f"cs{CHANGED_KEYS_SLOT}Label", "changedKeys"),
-        (f"cs{CHANGED_KEYS_SLOT}", cut(changed, CS_LIMIT)),
-    ]
+                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(cut(text, CS_LIMIT))}")
+    changed = cut(",".join(sorted(names.values())), CS_LIMIT)
+    out.append(f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
     return out
 
 

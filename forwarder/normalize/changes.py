@@ -27,6 +27,7 @@ Keyword = Union[None, str, List[Optional[str]]]
 
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
+_STR = frozenset({str})
 
 
 def safe_name(key: Any) -> str:
@@ -42,8 +43,21 @@ def _safe_name(key: str) -> str:
     return name or "unnamed"
 
 
-def safe_names(keys: Iterable[Any]) -> Dict[Any, str]:
-    """Map every key to a unique safe name; sorted order decides who gets the plain name."""
+def safe_names(keys: Iterable[Any]) -> Mapping[Any, str]:
+    """Map every key to a unique safe name; sorted order decides who gets the plain name. Shared
+    between calls with the same keys: do not change it."""
+    given = tuple(keys)
+    if _STR.issuperset(map(type, given)):  # JSON keys: the mapping is cached
+        return _names_of(given)
+    return _names(given)
+
+
+@text_cache(4096)  # records of one kind carry the same keys in the same order
+def _names_of(keys: Tuple[str, ...]) -> Mapping[str, str]:
+    return _names(keys)
+
+
+def _names(keys: Tuple[Any, ...]) -> Dict[Any, str]:
     ordered = sorted(keys, key=str)
     return dict(zip(ordered, _unique_names(tuple(map(str, ordered)))))
 
@@ -63,13 +77,23 @@ def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
     return tuple(names)
 
 
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float))  # bool is an int
+def _scalar_texts(items: List[Any]) -> Optional[List[Optional[str]]]:
+    """``as_text`` of each item when every item is a scalar (null, text, number, boolean; bool is
+    an int), else None. One loop, no call for text or null: role lists pass here on every change."""
+    out: List[Optional[str]] = []
+    for item in items:
+        if item is None or item.__class__ is str:
+            out.append(item)
+        elif isinstance(item, (str, int, float)):
+            out.append(as_text(item))
+        else:
+            return None
+    return out
 
 
 def as_text(value: Any) -> Optional[str]:
     """A value as one keyword string (null stays None)."""
-    if value is None or isinstance(value, str):
+    if value is None or value.__class__ is str or isinstance(value, str):  # exact str: no call
         return value
     # The standard library, not jsonutil: these texts land in golden files and must not depend on
     # whether orjson is installed.
@@ -78,14 +102,17 @@ def as_text(value: Any) -> Optional[str]:
 
 def as_keyword(value: Any) -> Keyword:
     """A value as a keyword or a list of keywords: lists of scalars stay lists."""
-    if isinstance(value, list) and all(_is_scalar(item) for item in value):
-        return [as_text(item) for item in value]
-    return as_text(value)
+    if value is None or value.__class__ is str:  # most values: no call
+        return value
+    texts = _scalar_texts(value) if isinstance(value, list) else None
+    return as_text(value) if texts is None else texts
 
 
 def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
     """(before, after) when the value is a change pair (a list of exactly two), else None."""
-    return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else None
+    if (value.__class__ is list or isinstance(value, list)) and len(value) == 2:  # exact list: no call
+        return value[0], value[1]
+    return None
 
 
 def flatten(
@@ -119,10 +146,12 @@ def role_list(value: Any) -> Optional[List[str]]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, list) and all(_is_scalar(item) for item in value):
-        texts = (as_text(item) for item in value)
-        return list(dict.fromkeys(text for text in texts if text is not None))
-    return None
+    texts = _scalar_texts(value) if isinstance(value, list) else None
+    if texts is None:
+        return None
+    names = dict.fromkeys(texts)  # first occurrences, in order
+    names.pop(None, None)
+    return list(names)  # type: ignore[arg-type]
 
 
 def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:

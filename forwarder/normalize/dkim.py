@@ -16,8 +16,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .dmarc import parse_tags
 from .memo import text_cache
@@ -108,11 +108,10 @@ def _rsa_modulus_bits(der: bytes) -> Optional[int]:
     return len(value) * 8 - (8 - value[0].bit_length()) if value else None
 
 
-@dataclass(frozen=True)
-class DkimChange:
-    before: Optional[DkimKey] = None
-    after: Optional[DkimKey] = None
-    weakened_reasons: List[str] = field(default_factory=list)
+class DkimChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
+    before: Optional[DkimKey]
+    after: Optional[DkimKey]
+    weakened_reasons: List[str]
 
     @property
     def revoked(self) -> bool:
@@ -143,7 +142,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:
     old = parse(before) if before else None
     new = parse(after) if after else None
     if old is None:
-        return DkimChange(old, new)
+        return DkimChange(old, new, [])
     reasons: List[str] = []
     if new is None:
         reasons.append("record_invalid" if after and after.strip() else "record_removed")

@@ -17,13 +17,12 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .memo import text_cache
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
-_POLICY_TAGS = ("p", "sp", "np")
 
 
 def parse_tags(text: str) -> Dict[str, str]:
@@ -99,14 +98,13 @@ def effective(tags: Dict[str, str]) -> Optional[Policy]:
     )
 
 
-@dataclass(frozen=True)
-class DmarcChange:
+class DmarcChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
     """The tags on both sides and the reasons the change weakened the policy or reduced visibility."""
 
-    before: Dict[str, str] = field(default_factory=dict)
-    after: Dict[str, str] = field(default_factory=dict)
-    weakened_reasons: List[str] = field(default_factory=list)
-    visibility_reasons: List[str] = field(default_factory=list)
+    before: Dict[str, str]
+    after: Dict[str, str]
+    weakened_reasons: List[str]
+    visibility_reasons: List[str]
 
     @property
     def weakened(self) -> bool:
@@ -118,19 +116,14 @@ class DmarcChange:
 
 
 def _weakening(old: Policy, new: Policy) -> List[str]:
-    reasons = [
-        f"{tag}_weakened"
-        for tag in _POLICY_TAGS
-        if _STRENGTH[getattr(new, tag)] < _STRENGTH[getattr(old, tag)]
-    ]
+    # The policy tags spelled out rather than looked up by name: this runs on every DMARC change.
+    sides = (("p", old.p, new.p), ("sp", old.sp, new.sp), ("np", old.np, new.np))
+    reasons = [f"{tag}_weakened" for tag, was, now in sides if _STRENGTH[now] < _STRENGTH[was]]
     # pct and t only act on an enforcing policy: lowering pct while moving none -> quarantine, or
     # quarantine -> reject, still tightens, and test mode on p=none changes nothing.
-    kept = [
-        tag for tag in _POLICY_TAGS if getattr(old, tag) != "none" and getattr(new, tag) == getattr(old, tag)
-    ]
-    if new.pct < old.pct and kept:
+    if new.pct < old.pct and any(was != "none" and now == was for _, was, now in sides):
         reasons.append("pct_lowered")
-    if new.testing and not old.testing and any(getattr(new, tag) != "none" for tag in _POLICY_TAGS):
+    if new.testing and not old.testing and any(now != "none" for _, _, now in sides):
         reasons.append("testing_enabled")
     if old.adkim == "s" and new.adkim == "r":
         reasons.append("adkim_relaxed")
@@ -157,12 +150,14 @@ def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
     old_tags, old = _read(before) if before else ({}, None)
     new_tags, new = _read(after) if after else ({}, None)
     if old is None:
-        return DmarcChange(old_tags, new_tags)
+        return DmarcChange(old_tags, new_tags, [], [])
     if new is None:
         weakened = ["record_invalid" if after and after.strip() else "record_removed"]
     else:
         weakened = _weakening(old, new)
-    visibility = [
-        f"{tag}_removed" for tag in ("rua", "ruf") if getattr(old, tag) and not (new and getattr(new, tag))
-    ]
+    visibility = []
+    if old.rua and not (new and new.rua):
+        visibility.append("rua_removed")
+    if old.ruf and not (new and new.ruf):
+        visibility.append("ruf_removed")
     return DmarcChange(old_tags, new_tags, weakened, visibility)

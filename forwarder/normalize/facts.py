@@ -1,7 +1,9 @@
 """What an audit record says, derived once and rendered by every format (ECS, CEF, OCSF).
 
 The choices (who is the actor and who the target, which forms a domain has, what ``emailauth.audit``
-holds, the one-line message) are documented with the ECS mapping in ``ecs.py``.
+holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. ``emailauth.audit``
+is built by ``audit.py``, the message by ``message.py``; this module names the actor, the target
+and the domain and puts the facts together.
 
 Speed: most of a trail is logins, records without changes that differ only in ``created_at``. Their
 facts depend on a handful of strings, so they are cached by those (bounded), their risk included; an
@@ -13,34 +15,20 @@ from __future__ import annotations
 import functools
 import re
 from types import MappingProxyType
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..domains import label_forms
 from ..records import AuditRecord
-from . import roles as role_analysis
-from . import txtrecords
-from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
-from .dmarc import analyze, parse_tags
+from .audit import SPEC_FIELDS, Roles, audit_of, role_names
+from .changes import as_pair, as_text, safe_names
 from .memo import MAX_TEXT, text_cache
+from .message import message
 from .risk import Risk, assess
 
-_SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
-_DMARC_KEY = "dmarc_txt_record"
 _EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
-_PHRASES = {
-    "user.login": "logged in",
-    "user.update": "updated user",
-    "user.update_roles": "changed roles of",
-    "domain.create": "created domain",
-    "domain.update": "updated domain",
-    "domain.destroy": "deleted domain",
-}
-_MESSAGE_MAX = 1024
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
-Roles = Tuple[List[str], List[str]]
 _PLAIN = frozenset({str, type(None)})
 
 
@@ -95,7 +83,12 @@ PlainKey = Tuple[Optional[str], Optional[str], Optional[str], Optional[str], str
 
 def facts(record: AuditRecord) -> Facts:
     key = plain_key(record)
-    return plain_facts(key) if key else _derive(record.raw, record.object_type)
+    return plain_facts(key) if key else derive(record)
+
+
+def derive(record: AuditRecord) -> Facts:
+    """The facts of a record ``plain_key`` has no key for, derived afresh."""
+    return _derive(record.raw, record.object_type)
 
 
 def plain_key(record: AuditRecord) -> Optional[PlainKey]:
@@ -103,22 +96,27 @@ def plain_key(record: AuditRecord) -> Optional[PlainKey]:
     (user, object, action, filterable_action, stream type), when short enough to key a cache."""
     raw = record.raw
     changes = raw.get("changes")
-    if (changes is None or changes == {}) and _SPEC_FIELDS.issuperset(raw):
-        user, obj, action, filterable = (
-            raw.get("user"),
-            raw.get("object"),
-            raw.get("action"),
-            raw.get("filterable_action"),
-        )
-        # Strings or nulls only: a cache key must not confuse 1 with true or 1.0.
-        if (
-            type(user) in _PLAIN
-            and type(obj) in _PLAIN
-            and type(action) in _PLAIN
-            and type(filterable) in _PLAIN
-            and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
-        ):
-            return (user, obj, action, filterable, record.object_type)
+    if changes is not None and (changes.__class__ is not dict or changes):  # no {} built to compare
+        return None
+    if not SPEC_FIELDS.issuperset(raw):
+        return None
+    key = (
+        raw.get("user"),
+        raw.get("object"),
+        raw.get("action"),
+        raw.get("filterable_action"),
+        record.object_type,
+    )
+    user, obj, action, filterable, _ = key
+    # Strings or nulls only: a cache key must not confuse 1 with true or 1.0.
+    if (
+        type(user) in _PLAIN
+        and type(obj) in _PLAIN
+        and type(action) in _PLAIN
+        and type(filterable) in _PLAIN
+        and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
+    ):
+        return key
     return None
 
 
@@ -127,9 +125,9 @@ def plain_facts(key: PlainKey) -> Facts:
     return _plain_facts(*key)
 
 
-def _short(*texts: Optional[str]) -> bool:
+def _short(action: str, display: Optional[str], user: Optional[str], obj: Optional[str]) -> bool:
     """Short enough together to key a cache (``memo.MAX_TEXT``)."""
-    return sum(len(text) for text in texts if text) <= MAX_TEXT
+    return len(action) + len(display or "") + len(user or "") + len(obj or "") <= MAX_TEXT
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)  # called with short strings only
@@ -142,19 +140,20 @@ def _plain_facts(
 
 
 def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
-    action = as_text(raw.get("filterable_action")) or as_text(raw.get("action")) or ""
+    display, user, obj = as_text(raw.get("action")), as_text(raw.get("user")), as_text(raw.get("object"))
+    action = as_text(raw.get("filterable_action")) or display or ""
     changes = raw.get("changes")
     kind = _kind(action, stream_type, bool(changes))
     change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
-    roles = _roles(change_map) if change_map else None
+    roles = role_names(change_map) if change_map else None
     names = safe_names(change_map) if change_map else _NO_NAMES
-    audit = _audit(raw, kind.object_type, change_map, names, roles)
-    actor = _identity(raw.get("user"))
-    target = _target_user(raw.get("object"), action, kind.object_type)
+    audit = audit_of(raw, kind.object_type, change_map, names, roles)
+    actor = _identity(user)
+    target = _target_user(obj, action, kind.object_type)
     domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
     return Facts(
         action,
-        as_text(raw.get("action")),
+        display,
         kind,
         change_map,
         names,
@@ -165,8 +164,8 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         target,
         domain,
         _related_users(actor, target, change_map),
-        _message(raw, action, domain, audit),
-        _short(action, as_text(raw.get("action")), as_text(raw.get("user")), as_text(raw.get("object"))),
+        message(user, action, display, obj, domain, audit),
+        _short(action, display, user, obj),
     )
 
 
@@ -192,72 +191,8 @@ def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
     return Kind(object_type, "configuration", (change,))
 
 
-def _audit(
-    raw: Mapping[str, Any],
-    object_type: str,
-    change_map: Mapping[str, Any],
-    names: Mapping[Any, str],
-    roles: Optional[Roles],
-) -> Dict[str, Any]:
-    audit: Dict[str, Any] = {"object_type": object_type}
-    for name in ("object", "action", "filterable_action"):
-        value = raw.get(name)
-        if value is not None:
-            audit[name] = value if isinstance(value, str) else as_keyword(value)
-    if change_map:
-        audit["changes"] = flatten(change_map, names)
-    elif raw.get("changes") not in (None, {}):
-        audit["changes_value"] = as_keyword(raw["changes"])
-    if roles:
-        actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
-        audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
-    dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
-    if dmarc:
-        audit["dmarc"] = dmarc
-    if change_map:
-        audit.update(txtrecords.fields(change_map, names))
-    if not _SPEC_FIELDS.issuperset(raw):
-        extra = {key: value for key, value in raw.items() if key not in _SPEC_FIELDS}
-        audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
-    return audit
-
-
-def _roles(change_map: Mapping[str, Any]) -> Optional[Roles]:
-    """(before, after) role names when ``changes.roles`` is a pair of role lists."""
-    pair = as_pair(change_map.get("roles"))
-    if not pair:
-        return None
-    before, after = role_list(pair[0]), role_list(pair[1])
-    return (before, after) if before is not None and after is not None else None
-
-
-def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair or not all(side is None or isinstance(side, str) for side in pair):
-        return None
-    result = analyze(pair[0], pair[1])
-    out: Dict[str, Any] = {}
-    for side, text, tags in (("before", pair[0], result.before), ("after", pair[1], result.after)):
-        if text and tags:
-            out[side] = _field_tags(text).copy()
-    out["weakened"] = result.weakened
-    out["weakened_reasons"] = result.weakened_reasons
-    out["visibility_reduced"] = result.visibility_reduced
-    out["visibility_reasons"] = result.visibility_reasons
-    return out
-
-
-# A trail holds each DMARC record twice: the after of one change, the before of the next.
-@text_cache(1024)
-def _field_tags(text: str) -> Dict[str, str]:
-    """A DMARC record's tags under field-safe names (shared: copy it)."""
-    tags = parse_tags(text)
-    return {name: tags[key] for key, name in safe_names(tags).items()}
-
-
-def _identity(value: Any) -> Identity:
-    """ECS user fields for one user identifier (non-strings are kept as their JSON text)."""
-    text = as_text(value)
+def _identity(text: Optional[str]) -> Identity:
+    """ECS user fields for one user identifier (``as_text`` of the record's value)."""
     return _identity_of(text) if text else _NOBODY
 
 
@@ -269,12 +204,13 @@ def _identity_of(text: str) -> Identity:
     return Identity({"id": text, "name": text}, text)
 
 
-def _target_user(value: Any, action: str, object_type: str) -> Identity:
-    """The affected user. A user stream also returns other objects' actions under unknown names
-    (``dkim_record_source.update`` on a domain): for those only an email address is taken as a user."""
+def _target_user(text: Optional[str], action: str, object_type: str) -> Identity:
+    """The affected user (``text`` is ``as_text`` of the record's object). A user stream also returns
+    other objects' actions under unknown names (``dkim_record_source.update`` on a domain): for those
+    only an email address is taken as a user."""
     if object_type != "user":
         return _NOBODY
-    target = _identity(value)
+    target = _identity(text)
     return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
@@ -306,37 +242,3 @@ def _domain_of(given: str) -> Domain:
     ascii_or_none = ascii_form if ascii_form.isascii() else None
     hosts = (given.lower().rstrip("."), unicode_form, ascii_or_none)
     return Domain(given, unicode_form, ascii_or_none, tuple(sorted({host for host in hosts if host})))
-
-
-def _message(raw: Mapping[str, Any], action: str, domain: Optional[Domain], audit: Dict[str, Any]) -> str:
-    """One line: who did what to what, and the gist of the change."""
-    text = _headline(as_text(raw.get("user")), action, as_text(raw.get("object")), domain)
-    display = as_text(raw.get("action"))
-    if "roles" in audit:
-        roles = audit["roles"]
-        diff = [f"+{r}" for r in roles["added"]] + [f"-{r}" for r in roles["removed"]]
-        text += ": " + (" ".join(diff) or "no change")
-    elif display and display != action:
-        text += f": {display}"
-    elif "changes" in audit:
-        text += ": " + ", ".join(sorted(audit["changes"]))
-    dmarc = audit.get("dmarc")
-    if dmarc and dmarc["weakened"]:
-        text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
-    if dmarc and dmarc["visibility_reduced"]:
-        text += " (DMARC reports lost: " + ", ".join(dmarc["visibility_reasons"]) + ")"
-    if not text.isprintable():
-        text = _CONTROL.sub(" ", text)
-    return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
-
-
-def _headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
-    """Who did what to what."""
-    actor = actor or "unknown user"
-    phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
-    target = target or ""
-    if domain and domain.unicode != domain.given.lower().rstrip("."):
-        target = f"{domain.given} ({domain.unicode})"
-    if action == "user.login" or not target:
-        return f"{actor} {phrase}"
-    return f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ..events import Event
 from ..records import AuditRecord
-from . import NormalizeOptions
+from . import NormalizeOptions, new_tuple
 
 
 def format_raw(record: AuditRecord, opts: NormalizeOptions) -> Event:
     """``opts`` is unused: raw output depends on the record alone."""
-    return Event(record.event_id, record.ts_us, record.canonical)
+    return new_tuple(Event, (record.event_id, record.ts_us, record.canonical, True))

@@ -8,16 +8,14 @@ as the service compares addresses); *all removed* means the user held roles and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Union
 
 from .changes import role_diff
 
 ADMIN_ROLES = frozenset({"OrganizationAdminRole", "UserAdminRole", "PolicyAdminRole", "ThreatAdminRole"})
 
 
-@dataclass(frozen=True)
-class RoleChange:
+class RoleChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
     added: List[str]
     removed: List[str]
     admin_added: List[str]

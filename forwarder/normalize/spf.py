@@ -20,8 +20,8 @@ business and only listed (``targets_added``), never a reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .memo import text_cache
 
@@ -89,13 +89,12 @@ def parse(text: str) -> Optional[SpfRecord]:
     return SpfRecord(final, tuple(targets), lookups)
 
 
-@dataclass(frozen=True)
-class SpfChange:
-    before: Optional[SpfRecord] = None
-    after: Optional[SpfRecord] = None
-    targets_added: List[str] = field(default_factory=list)
-    targets_removed: List[str] = field(default_factory=list)
-    weakened_reasons: List[str] = field(default_factory=list)
+class SpfChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
+    before: Optional[SpfRecord]
+    after: Optional[SpfRecord]
+    targets_added: List[str]
+    targets_removed: List[str]
+    weakened_reasons: List[str]
 
     @property
     def weakened(self) -> bool:
@@ -126,7 +125,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
     new_targets = set(new.targets) if new else set()
     added, removed = sorted(new_targets - old_targets), sorted(old_targets - new_targets)
     if old is None:
-        return SpfChange(old, new, added, removed)
+        return SpfChange(old, new, added, removed, [])
     reasons: List[str] = []
     if new is None:
         reasons.append("record_invalid" if after and after.strip() else "record_removed")

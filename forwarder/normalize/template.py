@@ -13,14 +13,15 @@ in full.
 
 from __future__ import annotations
 
-import functools
+import operator
 import secrets
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
 
 from .. import jsonutil
 from ..records import AuditRecord
 from . import NormalizeOptions
-from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from .facts import Facts, PlainKey, derive, facts, plain_facts, plain_key
+from .memo import PerOptions
 
 _TOKEN = secrets.token_hex(16)
 
@@ -33,11 +34,16 @@ def hole(n: int) -> str:
 class Template(NamedTuple):
     text: bytes  # the event with %b in each hole (and any other % doubled)
     order: Tuple[int, ...]  # which value goes into each hole, in document order
+    pick: Callable[[Sequence[bytes]], Any]  # the serialized values -> the operand of text % (order's)
 
     def fill(self, values: Sequence[Any]) -> bytes:
         """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
-        dumps = jsonutil.dumps
-        return self.text % tuple([dumps(values[n]) for n in self.order])
+        return self.text % self.pick(jsonutil.dumps_each(values))
+
+
+def _picker(order: Tuple[int, ...]) -> Callable[[Sequence[bytes]], Any]:
+    """A C function that puts the values in document order (one value alone is an operand too)."""
+    return operator.itemgetter(*order) if order else lambda values: ()
 
 
 def compile_template(body: bytes, holes: int) -> Optional[Template]:
@@ -59,11 +65,13 @@ def compile_template(body: bytes, holes: int) -> Optional[Template]:
         parts.append(body[start:at].replace(b"%", b"%%"))
         start = at + length
     parts.append(body[start:].replace(b"%", b"%%"))
-    return Template(b"%b".join(parts), tuple(n for _, _, n in found))
+    order = tuple(n for _, _, n in found)
+    return Template(b"%b".join(parts), order, _picker(order))
 
 
 # A format's per-record values: a named tuple whose last field is the record's original text (None
-# without include_original).
+# without include_original). ``own`` gives its fields as a plain tuple: the template's values need no
+# names, and a named tuple costs a Python call to build.
 OwnT = TypeVar("OwnT", bound=Tuple[Any, ...])
 
 
@@ -74,35 +82,25 @@ class Templated(Generic[OwnT]):
     def __init__(
         self,
         render: Callable[[Facts, NormalizeOptions, OwnT], Dict[str, Any]],
-        own: Callable[[AuditRecord, NormalizeOptions], OwnT],
+        own: Callable[[AuditRecord, NormalizeOptions], Tuple[Any, ...]],
         own_type: Type[OwnT],
     ) -> None:
         self._render, self._own, self._own_type = render, own, own_type
-        # The templates for one options value (a run has one): swapped as a whole, so that threads
-        # never pair one options value with another's templates.
-        self._templates: Tuple[Optional[NormalizeOptions], Callable[[PlainKey], Optional[Template]]] = (
-            None,
-            lambda key: None,
-        )
+        self._templates = PerOptions(self._compile, 4096)  # plain keys are short
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         key = plain_key(record)
-        template = self._for(opts)(key) if key else None
+        template = None
+        if key:
+            template = self._templates.of(opts)(key)
         own = self._own(record, opts)
-        return template.fill(own) if template else jsonutil.dumps(self._render(facts(record), opts, own))
+        if template:
+            return template.text % template.pick(jsonutil.dumps_each(own))  # template.fill, inlined
+        found = plain_facts(key) if key else derive(record)  # facts(record), its key known
+        return jsonutil.dumps(self._render(found, opts, self._own_type(*own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-        return self._render(facts(record), opts, self._own(record, opts))
-
-    def _for(self, opts: NormalizeOptions) -> Callable[[PlainKey], Optional[Template]]:
-        """The template cache of ``opts`` (compared by identity first: hashing options costs more
-        than filling a template)."""
-        cached_opts, templates = self._templates
-        if cached_opts is not opts and cached_opts != opts:
-            compile_one = functools.partial(self._compile, opts=opts)
-            templates = functools.lru_cache(maxsize=4096)(compile_one)  # plain keys are short
-            self._templates = (opts, templates)
-        return templates
+        return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Template]:
         fields = len(self._own_type._fields)  # type: ignore[attr-defined]

@@ -12,83 +12,57 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import dkim, spf
-from .changes import as_pair, safe_names
+from .memo import text_cache
 
 Sides = Tuple[Optional[str], Optional[str]]
-Candidates = List[Tuple[str, Sides]]
 
 
-def _text_sides(value: Any) -> Optional[Sides]:
-    sides = as_pair(value) or (None, value)
-    if all(side is None or isinstance(side, str) for side in sides):
-        return sides[0], sides[1]
-    return None
+def _candidates(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, Sides]]:
+    """(field name, sides) of the changes that could hold a record, by field name: a pair whose sides
+    are text or null, or a lone text (a record created). Both kinds are tag lists (``v=spf1 ...``,
+    ``v=DKIM1; p=...``): a change without ``=`` in its text holds neither, which rules out nearly
+    every change with one cheap scan. One loop, spelled out: it runs on every change."""
+    out: List[Tuple[str, Sides]] = []
+    for key, value in change_map.items():
+        if isinstance(value, str):
+            if "=" in value:
+                out.append((names[key], (None, value)))
+        elif isinstance(value, list) and len(value) == 2:
+            before, after = value
+            if (
+                (before is None or isinstance(before, str))
+                and (after is None or isinstance(after, str))
+                and ((before is not None and "=" in before) or (after is not None and "=" in after))
+            ):
+                out.append((names[key], (before, after)))
+    out.sort()  # names are unique: sides are never compared
+    return out
 
 
-def _candidates(change_map: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None) -> Candidates:
-    """(field name, sides) of the changes that could hold a record, by field name. Both kinds are
-    tag lists (``v=spf1 ...``, ``v=DKIM1; p=...``): a change without ``=`` in its text holds
-    neither, which rules out nearly every change with one cheap scan and no name to compute."""
-    found = [key for key, value in change_map.items() if _has_tag_text(value)]
-    if not found:
-        return []
-    if names is None:
-        names = safe_names(change_map)  # names depend on every key, not only the candidates'
-    out: Candidates = []
-    for key in found:
-        sides = _text_sides(change_map[key])
-        if sides:
-            out.append((names[key], sides))
-    return sorted(out, key=lambda item: item[0])
+@text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
+def _kinds_of(text: str) -> Tuple[str, ...]:
+    """The ``_KINDS`` ``text`` is a record of (seldom any)."""
+    return tuple(kind for kind, recognise, _ in _KINDS if recognise(text))
 
 
-def _has_tag_text(value: Any) -> bool:
-    """Text holding "=", alone or as a side of a pair (spelled out: it runs on every change)."""
-    if isinstance(value, str):
-        return "=" in value
-    if isinstance(value, list) and len(value) == 2:
-        before, after = value
-        return (isinstance(before, str) and "=" in before) or (isinstance(after, str) and "=" in after)
-    return False
-
-
-def _first(candidates: Candidates, recognise: Callable[[object], bool]) -> Optional[Tuple[str, Sides]]:
-    for name, sides in candidates:
-        if any(recognise(side) for side in sides):
-            return name, sides
-    return None
-
-
-def _fields(
-    candidates: Candidates,
-    recognise: Callable[[object], bool],
-    analyze: Callable[[Optional[str], Optional[str]], Any],
-) -> Optional[Dict[str, Any]]:
-    """``{"change": <field name>, **analysis fields}`` for the first change ``recognise`` accepts."""
-    found = _first(candidates, recognise)
-    if not found:
-        return None
-    name, (before, after) = found
-    fields: Dict[str, Any] = analyze(before, after).fields()
-    return {"change": name, **fields}
+_KINDS: Tuple[Tuple[str, Callable[[object], bool], Callable[[Optional[str], Optional[str]], Any]], ...] = (
+    ("spf", spf.is_spf, spf.analyze),
+    ("dkim", dkim.is_dkim, dkim.analyze),
+)
 
 
 def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str, Dict[str, Any]]:
     """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none): the changes are
-    scanned once for both. ``names`` is ``safe_names(change_map)``."""
-    candidates = _candidates(change_map, names)
-    if not candidates:
-        return {}
-    out = {
-        "spf": _fields(candidates, spf.is_spf, spf.analyze),
-        "dkim": _fields(candidates, dkim.is_dkim, dkim.analyze),
+    scanned once for both, each side recognised once. For each kind, the first change by field name
+    holding a record of it is analysed (``{"change": <field name>, **analysis fields}``).
+    ``names`` is ``safe_names(change_map)``."""
+    found: Dict[str, Tuple[str, Sides]] = {}
+    for name, sides in _candidates(change_map, names):
+        for side in sides:
+            for kind in _kinds_of(side) if side else ():
+                found.setdefault(kind, (name, sides))  # the first change by field name
+    return {
+        kind: {"change": found[kind][0], **analyze(*found[kind][1]).fields()}
+        for kind, _, analyze in _KINDS
+        if kind in found
     }
-    return {kind: found for kind, found in out.items() if found}
-
-
-def spf_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return _fields(_candidates(change_map), spf.is_spf, spf.analyze)
-
-
-def dkim_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    return _fields(_candidates(change_map), dkim.is_dkim, dkim.analyze)

@@ -13,7 +13,7 @@ from forwarder import jsonutil
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.ecs import format_ecs, to_ecs
 from forwarder.normalize.facts import _derive, _plain_facts, facts
-from forwarder.normalize.memo import MAX_TEXT, text_cache
+from forwarder.normalize.memo import MAX_TEXT, PerOptions, text_cache
 from forwarder.normalize.ocsf import format_ocsf, to_ocsf
 from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
@@ -114,6 +114,26 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
             assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
             assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
             assert format_cef(record, opts).body == to_cef(record, opts).encode(), record.raw
+
+
+def test_caches_per_options_follow_the_options_value():
+    calls = []
+
+    def line(key, opts):
+        calls.append(key)
+        return f"{key}/{opts.vendor}"
+
+    cache = PerOptions(line, 8)
+    other = dataclasses.replace(OPTIONS, vendor="Other")
+    assert [cache.of(OPTIONS)("k"), cache.of(other)("k"), cache.of(OPTIONS)("k")] == [
+        "k/Fortra",
+        "k/Other",
+        "k/Fortra",
+    ]
+    assert cache.of(dataclasses.replace(OPTIONS))("k") == "k/Fortra"  # an equal copy: cached
+    assert len(calls) == 3
+    login = parse_record(LOGIN)
+    assert to_cef(login, OPTIONS).split("|")[1] == "Fortra" and to_cef(login, other).split("|")[1] == "Other"
 
 
 def test_a_template_fills_every_place_of_a_value():

@@ -1,0 +1,83 @@
+"""``emailauth.audit`` of one record: its spec fields, its changes flattened (``changes.py``) and
+their analyses (roles, DMARC, SPF, DKIM), unknown top-level fields under ``extra``. The mapping
+is documented with the ECS one in ``ecs.py``."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from . import roles as role_analysis
+from . import txtrecords
+from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
+from .dmarc import analyze, parse_tags
+from .memo import text_cache
+
+# The fields of an audit record in the spec; any other goes to extra.
+SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
+_DMARC_KEY = "dmarc_txt_record"
+Roles = Tuple[List[str], List[str]]
+
+
+def audit_of(
+    raw: Mapping[str, Any],
+    object_type: str,
+    change_map: Mapping[str, Any],
+    names: Mapping[Any, str],
+    roles: Optional[Roles],
+) -> Dict[str, Any]:
+    """``emailauth.audit`` without created_at and risk. ``names`` is ``safe_names(change_map)``,
+    ``roles`` is ``role_names(change_map)``."""
+    audit: Dict[str, Any] = {"object_type": object_type}
+    for name in ("object", "action", "filterable_action"):
+        value = raw.get(name)
+        if value is not None:
+            audit[name] = value if isinstance(value, str) else as_keyword(value)
+    if change_map:
+        audit["changes"] = flatten(change_map, names)
+    elif raw.get("changes") not in (None, {}):
+        audit["changes_value"] = as_keyword(raw["changes"])
+    if roles:
+        actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
+        audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
+    dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
+    if dmarc:
+        audit["dmarc"] = dmarc
+    if change_map:
+        audit.update(txtrecords.fields(change_map, names))
+    if not SPEC_FIELDS.issuperset(raw):
+        extra = {key: value for key, value in raw.items() if key not in SPEC_FIELDS}
+        audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
+    return audit
+
+
+def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
+    """(before, after) role names when ``changes.roles`` is a pair of role lists."""
+    pair = as_pair(change_map.get("roles"))
+    if not pair:
+        return None
+    before, after = role_list(pair[0]), role_list(pair[1])
+    return (before, after) if before is not None and after is not None else None
+
+
+def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    pair = as_pair(change_map.get(_DMARC_KEY))
+    if not pair or not all(side is None or isinstance(side, str) for side in pair):
+        return None
+    result = analyze(pair[0], pair[1])
+    out: Dict[str, Any] = {}
+    for side, text, tags in (("before", pair[0], result.before), ("after", pair[1], result.after)):
+        if text and tags:
+            out[side] = _field_tags(text).copy()
+    out["weakened"] = result.weakened
+    out["weakened_reasons"] = result.weakened_reasons
+    out["visibility_reduced"] = result.visibility_reduced
+    out["visibility_reasons"] = result.visibility_reasons
+    return out
+
+
+# A trail holds each DMARC record twice: the after of one change, the before of the next.
+@text_cache(1024)
+def _field_tags(text: str) -> Dict[str, str]:
+    """A DMARC record's tags under field-safe names (shared: copy it)."""
+    tags = parse_tags(text)
+    return {name: tags[key] for key, name in safe_names(tags).items()}

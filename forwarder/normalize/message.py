@@ -1,0 +1,62 @@
+"""The one-line summary of an audit record (ECS ``message``, CEF ``msg``, OCSF ``message``)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:  # facts imports this module
+    from .facts import Domain
+
+_PHRASES = {
+    "user.login": "logged in",
+    "user.update": "updated user",
+    "user.update_roles": "changed roles of",
+    "domain.create": "created domain",
+    "domain.update": "updated domain",
+    "domain.destroy": "deleted domain",
+}
+_MESSAGE_MAX = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
+
+
+def message(
+    actor: Optional[str],
+    action: str,
+    display: Optional[str],
+    target: Optional[str],
+    domain: Optional[Domain],
+    audit: Mapping[str, Any],
+) -> str:
+    """One line: who did what to what, and the gist of the change. ``actor``, ``display`` and
+    ``target`` are the record's user, action and object as text (``changes.as_text``), ``action``
+    the filterable one, ``audit`` the event's ``emailauth.audit``."""
+    text = _headline(actor, action, target, domain)
+    if "roles" in audit:
+        roles = audit["roles"]
+        diff = [f"+{r}" for r in roles["added"]] + [f"-{r}" for r in roles["removed"]]
+        text += ": " + (" ".join(diff) or "no change")
+    elif display and display != action:
+        text += f": {display}"
+    elif "changes" in audit:
+        text += ": " + ", ".join(sorted(audit["changes"]))
+    dmarc = audit.get("dmarc")
+    if dmarc and dmarc["weakened"]:
+        text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
+    if dmarc and dmarc["visibility_reduced"]:
+        text += " (DMARC reports lost: " + ", ".join(dmarc["visibility_reasons"]) + ")"
+    if not text.isprintable():
+        text = _CONTROL.sub(" ", text)
+    return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
+
+
+def _headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
+    """Who did what to what."""
+    actor = actor or "unknown user"
+    phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
+    target = target or ""
+    if domain and domain.unicode != domain.given.lower().rstrip("."):
+        target = f"{domain.given} ({domain.unicode})"
+    if action == "user.login" or not target:
+        return f"{actor} {phrase}"
+    return f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}"
