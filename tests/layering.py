@@ -9,9 +9,10 @@ which the rules count, but it does not run when the module is imported, which is
 asks. ``check_loaded`` asks a real interpreter too, which also sees what third-party packages and
 dynamic imports load.
 
-The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and names
+The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and reaches
 none of the clock readers ``now``, ``utcnow``, ``today`` (datetime, date) or the forwarder's own
-``now_us``, whether called, imported or referenced; the ingest time comes in
+``now_us``, neither as an attribute (``datetime.now``, ``timeutil.now_us``) nor by importing it; a
+local variable that happens to be called ``now`` reads no clock. The ingest time comes in
 ``NormalizeOptions.ingest_time_us``.
 """
 
@@ -227,8 +228,6 @@ def _check_from(project: Project, rule: Rule, start: str, forbidden: FrozenSet[s
 def _clock_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Attribute) and node.attr in CLOCK_NAMES:
         return node.attr
-    if isinstance(node, ast.Name) and node.id in CLOCK_NAMES:
-        return node.id
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return next((a.name for a in node.names if a.name.split(".")[-1] in CLOCK_NAMES), None)
     return None

@@ -38,6 +38,7 @@ CLEAN: Dict[str, str] = {
     "forwarder/normalize/ecs.py": (
         "import re\nfrom datetime import datetime, timezone\nfrom ..timeutil import format_us\n"
         "def render(options):\n    return options.ingest_time_us\n"
+        "def newer(pairs):\n    return [now for was, now in pairs if now > was]\n"
     ),
     "forwarder/sinks/__init__.py": "",
     "forwarder/sinks/hec.py": "import requests\nfrom .. import http\nfrom .base import Sink\n",
