@@ -91,6 +91,7 @@ class TrailReader:
                 except _Unordered:
                     self.honoured.order = False
                     outcome.sorted_request = False
+                    outcome.reason = "pages asked oldest-first came in another order"
                     if outcome.items:
                         raise ReadAgain() from None
             if start_us is not None and self.honoured.time_bounds is not False:
@@ -118,7 +119,7 @@ class TrailReader:
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             nonlocal anchor, base, first
-            if not outcome.ascending and outcome.sorted_request:
+            if (not outcome.ascending or outcome.misplaced) and outcome.sorted_request:
                 raise _Unordered()  # the pages read so far were not oldest-first, and more follow
             try:
                 items = self._get(stream, limit, (offset or 0) - base, sort=True, start_us=anchor)
@@ -148,6 +149,10 @@ class TrailReader:
                 raise
             outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
             outcome.reason = f"service refused offset {outcome.items}"
+        if outcome.misplaced and outcome.sorted_request:
+            # The last page repeated a record out of place: the order changed between calls, so the
+            # pages may have skipped records, though their count says they hold everything.
+            raise _Unordered()
         last = outcome.last_us
         if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
             outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
