@@ -225,3 +225,48 @@ def test_a_record_inserted_before_the_offset_costs_no_re_read_and_the_next_run_s
     assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
     second, later = _one_run(api, page_limit=10, cap=100, store=store)
     assert second.ok and later.delivered == [event_id(late)]
+
+
+class Rotating(FakeService):
+    """Pages and honours time bounds, but call ``n`` lists the trail rotated by ``n``: a new
+    order on every call, deterministic."""
+
+    def __init__(self, records: List[Dict[str, Any]]) -> None:
+        super().__init__("random", True, True)
+        self.records = records
+        self.rng = self  # type: ignore[assignment]
+
+    def shuffle(self, items: List[Any]) -> None:
+        if items:
+            turn = self.calls % len(items)
+            items[:] = items[turn:] + items[:turn]
+
+
+def test_a_second_holding_more_than_a_page_of_a_reordering_service_is_paged_until_whole():
+    """Five records in one second, pages of four, a new order on every call: the page after the
+    first repeats one of it and skips another. The window is paged again until five different
+    records came, rather than passing a record it never saw."""
+    records = make_records([10] * 5, now_us() - 3600 * 1_000_000)
+    api = Rotating(records)
+    report, sink = _one_run(api, page_limit=4, cap=10)
+    assert report.ok, report.error
+    assert report.strategy == "time-windows"
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+
+
+class Hiding(FakeService):
+    """Pages and honours time bounds, but any page past the first repeats the first record, so the
+    fifth record of a second is never returned."""
+
+    def page(self, path, plural, base, optional, limit, offset) -> List[Any]:
+        items = super().page(path, plural, base, optional, limit, offset)
+        return [self.records[0]] if offset and items else items
+
+
+def test_a_second_that_never_comes_whole_fails_the_stream_and_ships_nothing():
+    records = make_records([10] * 5, now_us() - 3600 * 1_000_000)
+    api = Hiding("asc", True, True)
+    api.records = records
+    report, sink = _one_run(api, page_limit=4, cap=10)
+    assert not report.ok and "raise FORWARDER_PAGE_LIMIT" in report.error
+    assert sink.delivered == [] and report.watermark is None
