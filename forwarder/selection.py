@@ -5,7 +5,7 @@ stored here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .api.paging import PageOutcome
 from .errors import StreamFailed
@@ -61,7 +61,7 @@ def select_new(
     cap = limits.max_records_per_pass
     window_us = limits.window_s * 1_000_000
     chosen: Dict[str, AuditRecord] = {}
-    read: Set[int] = set()  # hashes of the ids read in this pass: a page adding none ends paging
+    read: Dict[int, int] = {}  # hash of each id read in this pass -> its place in the read order
     complete = ascending = True
     rose = False  # a later record was newer: the order is shown, not only claimed
     fetched_before = report.fetched
@@ -71,6 +71,7 @@ def select_new(
     iterator = iter(pages)
     for page_no, page in enumerate(iterator, 1):
         added = 0
+        repeats = _Repeats(len(read))
         for index, raw in enumerate(page, 1):
             report.fetched += 1
             try:
@@ -82,9 +83,11 @@ def select_new(
                 on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
                 continue
             key = hash(record.event_id)
-            if key not in read:
-                read.add(key)
+            place = read.get(key)
+            if place is None:
+                read[key] = len(read)
                 added += 1
+            repeats.note(place)
             ascending = ascending and record.ts_us >= last_ts
             rose = rose or (oldest is not None and record.ts_us > last_ts)
             last_ts = record.ts_us
@@ -99,12 +102,14 @@ def select_new(
                 chosen = {r.event_id: r for r in sorted(chosen.values(), key=_sort_key)[:cap]}
                 complete = False
         outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
+        if repeats.found and not (ascending and outcome.order_shown and repeats.shifted()):
+            outcome.misplaced = True
         if page:
             outcome.last_us = last_ts
             page_ends.append((last_ts, outcome.page_offset))
         if ascending and rose and report.fetched - fetched_before >= _ORDER_EVIDENCE:
             outcome.order_shown = True
-        shown = ascending and outcome.order_shown and outcome.sorted_request
+        shown = ascending and outcome.order_shown and outcome.sorted_request and not outcome.misplaced
         if len(chosen) >= cap and (outcome.boundary or shown):
             complete = False  # the rest is newer than what is held: the next pass resumes here
             break
@@ -118,6 +123,33 @@ def select_new(
     newest = records[-1].ts_us if records else None
     resume = next((offset for end, offset in page_ends if newest is None or end >= newest), 0)
     return Selection(records, complete, ascending, resume)
+
+
+class _Repeats:
+    """The records of one page that were read on an earlier page of the pass. In pages that keep
+    one oldest-first order they can only be the page's first records, read in a row before: records
+    inserted before the offset shift the later pages, and a start_date moved back repeats its ties.
+    A repeat anywhere else means the order changed between calls: what the pass skipped is unknown."""
+
+    def __init__(self, page_start: int) -> None:
+        self.page_start = page_start  # places in the read order below it were read on earlier pages
+        self.found = False
+        self.in_row = True
+        self.fresh = False  # a record new to the pass came on this page
+        self.last = -1
+
+    def note(self, place: Optional[int]) -> None:
+        """One record of the page: ``place`` is where it was first read, None if it is new."""
+        if place is None:
+            self.fresh = True
+        elif place < self.page_start:
+            self.in_row = self.in_row and not self.fresh and (not self.found or place == self.last + 1)
+            self.found, self.last = True, place
+
+    def shifted(self) -> bool:
+        """The repeats are what a shift of stable pages brings: the records read last, or (a shift
+        of more than a page) a page of nothing else."""
+        return self.in_row and (self.last == self.page_start - 1 or not self.fresh)
 
 
 def _sort_key(record: AuditRecord) -> Tuple[int, str]:

@@ -65,6 +65,7 @@ class PageOutcome:
     # -- reported by the reader after each page
     added: Optional[int] = None  # records on the page not seen before in this pass
     ascending: bool = True  # every record so far was at least as new as the one before
+    misplaced: bool = False  # a record came again where pages kept in one order cannot repeat it
     last_us: Optional[int] = None  # created_at of the last record read
     oldest_us: Optional[int] = None
 

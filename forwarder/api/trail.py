@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
 
-from ..errors import ApiError
+from ..errors import ApiError, StreamFailed
 from ..jsonutil import canonical
 from ..streams import Stream
 from ..timeutil import format_us, now_us, parse_iso
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 _SECOND = 1_000_000
 _SKEW_US = 300 * _SECOND  # the newest window reaches past the local clock by this much
+_WINDOW_ROUNDS = 8  # times one over-full window is paged through while the service reorders
 
 
 @dataclass
@@ -91,6 +92,7 @@ class TrailReader:
                 except _Unordered:
                     self.honoured.order = False
                     outcome.sorted_request = False
+                    outcome.reason = "pages asked oldest-first came in another order"
                     if outcome.items:
                         raise ReadAgain() from None
             if start_us is not None and self.honoured.time_bounds is not False:
@@ -118,7 +120,7 @@ class TrailReader:
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             nonlocal anchor, base, first
-            if not outcome.ascending and outcome.sorted_request:
+            if (not outcome.ascending or outcome.misplaced) and outcome.sorted_request:
                 raise _Unordered()  # the pages read so far were not oldest-first, and more follow
             try:
                 items = self._get(stream, limit, (offset or 0) - base, sort=True, start_us=anchor)
@@ -148,6 +150,10 @@ class TrailReader:
                 raise
             outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
             outcome.reason = f"service refused offset {outcome.items}"
+        if outcome.misplaced and outcome.sorted_request:
+            # The last page repeated a record out of place: the order changed between calls, so the
+            # pages may have skipped records, though their count says they hold everything.
+            raise _Unordered()
         last = outcome.last_us
         if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
             outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
@@ -178,7 +184,10 @@ class TrailReader:
                 span = max(_SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
                 continue
             if full:  # a second holding a full page: page through it
-                items += self._rest_of_window(stream, low, high, items, outcome)
+                rest = self._rest_of_window(stream, low, high, items, outcome)
+                if rest is None:  # out of pages: this window is read again, whole, by the next pass
+                    break
+                items += rest
                 times = [record_time(r) for r in items]
             # A record without a usable time goes with the first window only (the reader reports it).
             inside = [
@@ -199,21 +208,41 @@ class TrailReader:
 
     def _rest_of_window(
         self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
-    ) -> List[Any]:
+    ) -> Optional[List[Any]]:
+        """The records after ``first`` of a window too narrow to split; None once out of pages.
+
+        Pages of one order add up to the window's size, each record once. A service that reorders
+        between calls repeats some records and skips others: then the window is paged through again
+        (each call reorders) until as many different records came as the pages added up to."""
         seen = {canonical(r) for r in first}
         rest: List[Any] = []
+        offset = size = len(first)
+        rounds = 1
         while outcome.pages < self.max_pages:
-            page = self._get(
-                stream, self.limit, len(first) + len(rest), sort=False, start_us=low, end_us=high
-            )
+            page = self._get(stream, self.limit, offset, sort=False, start_us=low, end_us=high)
             outcome.pages += 1
-            fresh = [r for r in page if canonical(r) not in seen]
-            seen.update(canonical(r) for r in fresh)
-            rest += fresh
-            if len(page) != self.limit or not fresh:
+            if offset == len(first) and {canonical(r) for r in page} == seen:
+                return rest  # the first page again, past it: the service ignores offset
+            fresh = 0
+            for record in page:
+                key = canonical(record)
+                if key not in seen:
+                    seen.add(key)
+                    rest.append(record)
+                    fresh += 1
+            offset, size = offset + len(page), size + len(page)
+            if len(page) == self.limit and fresh:
+                continue
+            if len(page) < self.limit and len(seen) >= size:
                 return rest
-        outcome.truncated = True
-        return rest
+            if rounds == _WINDOW_ROUNDS:
+                raise StreamFailed(
+                    f"{format_us(low)} to {format_us(high)} holds more records than a page and the "
+                    "service answers its pages in a different order on every call, so some are never "
+                    "returned: raise FORWARDER_PAGE_LIMIT"
+                )
+            rounds, offset, size = rounds + 1, 0, 0
+        return None
 
     def _full_scan(
         self, stream: Stream, start_us: Optional[int], outcome: PageOutcome

@@ -119,6 +119,19 @@ def test_an_unordered_service_with_time_bounds_is_read_in_windows(tmp_path):
         assert_each_once(hec, sim.records_for("user", DEEP))
 
 
+@pytest.mark.parametrize("count", [3, 4, 5, 7])
+def test_a_service_that_pages_in_a_new_order_on_every_call_loses_nothing(tmp_path, count):
+    """limit/offset honoured, the order not: a page can look oldest-first by chance and the next
+    repeat one of its records. That must not end the pass early (the record it skipped would be
+    behind the watermark): the stream is read again in time windows, all of it in this run."""
+    org = deep_org(count)
+    with Simulator.unordered(org, time_bounds=True) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        extra = {"FORWARDER_PAGE_LIMIT": "2", "FORWARDER_MAX_RECORDS_PER_PASS": "2"}
+        report = run_once(deep_settings(sim, hec, tmp_path, **extra))
+        assert report.ok, report.to_dict()
+        assert_each_once(hec, sim.records_for("user", DEEP))
+
+
 def test_a_mixed_case_user_is_asked_for_as_the_users_endpoint_spells_it(tmp_path):
     org = generate_org(5)
     with Simulator(org, case_sensitive_names=True) as sim, HecReceiver(token=HEC_TOKEN) as hec:

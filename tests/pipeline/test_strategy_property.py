@@ -151,3 +151,122 @@ def test_an_oldest_first_backlog_costs_about_one_call_per_page(count, page_limit
     # Each pass re-reads at most its boundary page (and the second before the watermark).
     assert api.calls <= pages + 2 * report.passes
     assert report.passes <= count // cap + 2
+
+
+class Scripted(FakeService):
+    """A service that honours paging and time bounds, answering call ``n`` in the order
+    ``orders[n]`` (indices into the oldest-first trail) while there are orders left, oldest-first
+    after that; ``before_call`` runs before each call with its number (from 0)."""
+
+    def __init__(self, records: List[Dict[str, Any]], *orders: List[int], before_call: Any = None) -> None:
+        super().__init__("random", True, True)
+        self.records, self.orders, self.before_call = records, list(orders), before_call
+        self.rng = self  # type: ignore[assignment]
+
+    def page(self, path, plural, base, optional, limit, offset) -> List[Any]:
+        if self.before_call is not None:
+            self.before_call(self.calls)
+        return super().page(path, plural, base, optional, limit, offset)
+
+    def shuffle(self, items: List[Any]) -> None:
+        if self.orders:
+            order = self.orders.pop(0)
+            items[:] = [items[i] for i in order] + [r for i, r in enumerate(items) if i not in order]
+
+
+def _one_run(api: FakeService, page_limit: int, cap: int, store: Optional[MemoryStore] = None) -> Any:
+    sink = MemorySink(max_batch_events=7)
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
+    return run_with(api, page_limit, store or MemoryStore(), sink, limits), sink
+
+
+def test_a_shuffled_page_that_looks_oldest_first_and_a_repeat_on_the_next_are_read_again():
+    """Hypothesis found it: offsets=[0,2,4], a new order on every call, page_limit=2, cap=2. Page 1
+    came [0, 2] (oldest-first by chance), page 2 repeated 0: paging ended on "no new record", 4 was
+    never read and the watermark went past it."""
+    records = make_records([0, 2, 4], now_us() - 3600 * 1_000_000)
+    api = Scripted(records, [0, 1, 2], [1, 2, 0])
+    report, sink = _one_run(api, page_limit=2, cap=2)
+    assert report.ok, report.error
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+    assert report.strategy == "time-windows"  # read again, the other way
+    assert report.api_calls == api.calls
+
+
+def test_a_last_page_out_of_order_with_a_repeat_is_read_again():
+    """25 records shown oldest-first on two pages, then the last page comes in another order and
+    repeats a record: its count says it ends the trail, but record 20 was never read."""
+    records = make_records(list(range(25)), now_us() - 3600 * 1_000_000)
+    api = Scripted(
+        records,
+        list(range(25)),
+        list(range(25)),
+        [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 24, 3, 22, 23, 21],
+    )
+    report, sink = _one_run(api, page_limit=10, cap=100)
+    assert report.ok, report.error
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+    assert report.strategy == "time-windows"
+
+
+def test_a_record_inserted_before_the_offset_costs_no_re_read_and_the_next_run_ships_it():
+    """Oldest-first paging: a late record inserted before the offset shifts the next page by one,
+    which repeats the last record read. That is not disorder: the pass goes on without a re-read,
+    and the late record (older than the watermark) is the next run's, inside its look-back."""
+    base = now_us() - 3600 * 1_000_000
+    records = make_records(list(range(30)), base)
+    late = make_records([3], base + 500_000, user=STREAM.name)[0]
+    late["changes"] = {"n": "late"}
+    api = Scripted(list(records), before_call=lambda n: api.records.append(late) if n == 2 else None)
+    store = MemoryStore()
+    first, sink = _one_run(api, page_limit=10, cap=100, store=store)
+    assert first.ok and first.strategy == "ascending+start_date" and first.passes == 1
+    assert api.calls == 4  # pages at 0, 10, 20 (repeating record 19), 30: no page read twice
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+    second, later = _one_run(api, page_limit=10, cap=100, store=store)
+    assert second.ok and later.delivered == [event_id(late)]
+
+
+class Rotating(FakeService):
+    """Pages and honours time bounds, but call ``n`` lists the trail rotated by ``n``: a new
+    order on every call, deterministic."""
+
+    def __init__(self, records: List[Dict[str, Any]]) -> None:
+        super().__init__("random", True, True)
+        self.records = records
+        self.rng = self  # type: ignore[assignment]
+
+    def shuffle(self, items: List[Any]) -> None:
+        if items:
+            turn = self.calls % len(items)
+            items[:] = items[turn:] + items[:turn]
+
+
+def test_a_second_holding_more_than_a_page_of_a_reordering_service_is_paged_until_whole():
+    """Five records in one second, pages of four, a new order on every call: the page after the
+    first repeats one of it and skips another. The window is paged again until five different
+    records came, rather than passing a record it never saw."""
+    records = make_records([10] * 5, now_us() - 3600 * 1_000_000)
+    api = Rotating(records)
+    report, sink = _one_run(api, page_limit=4, cap=10)
+    assert report.ok, report.error
+    assert report.strategy == "time-windows"
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+
+
+class Hiding(FakeService):
+    """Pages and honours time bounds, but any page past the first repeats the first record, so the
+    fifth record of a second is never returned."""
+
+    def page(self, path, plural, base, optional, limit, offset) -> List[Any]:
+        items = super().page(path, plural, base, optional, limit, offset)
+        return [self.records[0]] if offset and items else items
+
+
+def test_a_second_that_never_comes_whole_fails_the_stream_and_ships_nothing():
+    records = make_records([10] * 5, now_us() - 3600 * 1_000_000)
+    api = Hiding("asc", True, True)
+    api.records = records
+    report, sink = _one_run(api, page_limit=4, cap=10)
+    assert not report.ok and "raise FORWARDER_PAGE_LIMIT" in report.error
+    assert sink.delivered == [] and report.watermark is None
