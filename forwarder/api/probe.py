@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..jsonutil import canonical
 from ..streams import Stream
+from .bounds import bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .trail import bound, record_time
 
 _PROBE_LIMIT = 5
 _SECOND = 1_000_000

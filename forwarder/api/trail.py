@@ -22,18 +22,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
 
-from ..errors import ApiError, StreamFailed
-from ..jsonutil import canonical
+from ..errors import ApiError
 from ..streams import Stream
-from ..timeutil import format_us, now_us, parse_iso
+from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
 from .paging import PageOutcome, ReadAgain, iter_pages
+from .windows import WindowReader
 
 log = logging.getLogger(__name__)
-
-_SECOND = 1_000_000
-_SKEW_US = 300 * _SECOND  # the newest window reaches past the local clock by this much
-_WINDOW_ROUNDS = 8  # times one over-full window is paged through while the service reorders
 
 
 @dataclass
@@ -48,22 +44,6 @@ class Honoured:
 
 class _Unordered(Exception):
     """Pages asked oldest-first came in another order, and more pages follow."""
-
-
-def bound(us: int, up: bool = False) -> str:
-    """A time bound as the integrations send it (whole seconds, ``Z``), widened by one second so
-    that the service's rounding and inclusiveness cannot leave out a record we asked for."""
-    us = us + 2 * _SECOND - 1 if up else us - _SECOND
-    return format_us(us)[:19] + "Z"
-
-
-def record_time(raw: Any) -> Optional[int]:
-    """created_at of a raw record; None when unusable (the reader reports those)."""
-    created = raw.get("created_at") if isinstance(raw, dict) else None
-    try:
-        return parse_iso(created) if isinstance(created, str) else None
-    except ValueError:
-        return None
 
 
 def _ascending(items: List[Any]) -> bool:
@@ -81,7 +61,7 @@ class TrailReader:
         self.honoured = Honoured()
         self._lock = threading.Lock()  # _said_full_scan: stream threads share the reader; one warning a run
         self._said_full_scan = False
-        self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
+        self._windows = WindowReader(self._get, page_limit, max_pages, self.honoured)
 
     def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterator[List[Any]]:
         try:
@@ -96,7 +76,7 @@ class TrailReader:
                     if outcome.items:
                         raise ReadAgain() from None
             if start_us is not None and self.honoured.time_bounds is not False:
-                yield from self._windows(stream, start_us, outcome)
+                yield from self._windows.read(stream, start_us, outcome)
             else:
                 yield from self._full_scan(stream, start_us, outcome)
         finally:
@@ -158,92 +138,6 @@ class TrailReader:
         if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
             outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
 
-    def _windows(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
-        """Oldest window first, each asked to fit one page: a full page splits the window."""
-        outcome.strategy = "time-windows"
-        end_us = now_us() + _SKEW_US
-        low = start_us
-        # The first window asks for everything (an idle stream costs one call); later ones are sized
-        # from what the last one held, carried across passes.
-        span = self._spans.get(stream.key, end_us - low)
-        while low < end_us and outcome.pages < self.max_pages:
-            high = min(low + span, end_us)
-            items = self._get(stream, self.limit, 0, sort=False, start_us=low, end_us=high)
-            outcome.pages += 1
-            times = [record_time(r) for r in items]
-            if any(t is not None and not low - 2 * _SECOND <= t <= high + 2 * _SECOND for t in times):
-                # The bounds are ignored: the next pass (and stream) scans instead, from here.
-                self.honoured.time_bounds = False
-                outcome.more, outcome.resume_us = True, low
-                outcome.reason = "the service ignores start_date/end_date"
-                return
-            if len(items) > self.limit:
-                self.honoured.paging = False  # every answer is whole: a full page is too
-            full = len(items) == self.limit and self.honoured.paging is not False
-            if full and high - low > _SECOND:
-                span = max(_SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
-                continue
-            if full:  # a second holding a full page: page through it
-                rest = self._rest_of_window(stream, low, high, items, outcome)
-                if rest is None:  # out of pages: this window is read again, whole, by the next pass
-                    break
-                items += rest
-                times = [record_time(r) for r in items]
-            # A record without a usable time goes with the first window only (the reader reports it).
-            inside = [
-                r for r, t in zip(items, times) if (low <= t < high if t is not None else low == start_us)
-            ]
-            outcome.items += len(inside)
-            outcome.boundary = True
-            yield inside
-            outcome.boundary = False
-            low = high
-            fill = max(len(items), 1) / self.limit
-            span = max(_SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
-            self._spans[stream.key] = span
-        if low < end_us:
-            outcome.truncated = outcome.more = True
-            outcome.resume_us = low
-            outcome.reason = f"page cap of {self.max_pages} reached"
-
-    def _rest_of_window(
-        self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
-    ) -> Optional[List[Any]]:
-        """The records after ``first`` of a window too narrow to split; None once out of pages.
-
-        Pages of one order add up to the window's size, each record once. A service that reorders
-        between calls repeats some records and skips others: then the window is paged through again
-        (each call reorders) until as many different records came as the pages added up to."""
-        seen = {canonical(r) for r in first}
-        rest: List[Any] = []
-        offset = size = len(first)
-        rounds = 1
-        while outcome.pages < self.max_pages:
-            page = self._get(stream, self.limit, offset, sort=False, start_us=low, end_us=high)
-            outcome.pages += 1
-            if offset == len(first) and {canonical(r) for r in page} == seen:
-                return rest  # the first page again, past it: the service ignores offset
-            fresh = 0
-            for record in page:
-                key = canonical(record)
-                if key not in seen:
-                    seen.add(key)
-                    rest.append(record)
-                    fresh += 1
-            offset, size = offset + len(page), size + len(page)
-            if len(page) == self.limit and fresh:
-                continue
-            if len(page) < self.limit and len(seen) >= size:
-                return rest
-            if rounds == _WINDOW_ROUNDS:
-                raise StreamFailed(
-                    f"{format_us(low)} to {format_us(high)} holds more records than a page and the "
-                    "service answers its pages in a different order on every call, so some are never "
-                    "returned: raise FORWARDER_PAGE_LIMIT"
-                )
-            rounds, offset, size = rounds + 1, 0, 0
-        return None
-
     def _full_scan(
         self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
     ) -> Iterator[List[Any]]:
@@ -300,7 +194,7 @@ class TrailReader:
         elif outcome.sorted_request and outcome.order_shown:
             h.order = True
         if start_us is not None and outcome.oldest_us is not None:
-            if outcome.oldest_us < start_us - 2 * _SECOND:
+            if outcome.oldest_us < start_us - 2 * SECOND:
                 h.start_date = False
             elif h.start_date is None and outcome.strategy != "offset":
                 h.start_date = True

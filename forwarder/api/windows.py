@@ -1,0 +1,124 @@
+"""The ``time-windows`` strategy: a service that ignores order but honours ``start_date`` and
+``end_date`` is read window by window, oldest first, each window sized to fit one page.
+
+A window whose page comes back full is halved until it fits; a one-second window that still fills a
+page is paged through (``_rest_of_window``), and again while the service reorders between calls,
+until it has come whole. What the answers show about the service goes into the shared ``Honoured``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
+
+from ..errors import StreamFailed
+from ..jsonutil import canonical
+from ..streams import Stream
+from ..timeutil import format_us, now_us
+from .bounds import SECOND, record_time
+from .paging import PageOutcome
+
+if TYPE_CHECKING:
+    from .trail import Honoured
+
+_SKEW_US = 300 * SECOND  # the newest window reaches past the local clock by this much
+_WINDOW_ROUNDS = 8  # times one over-full window is paged through while the service reorders
+
+# (stream, limit, offset, *, sort, start_us, end_us) -> the page's records
+Fetch = Callable[..., List[Any]]
+
+
+class WindowReader:
+    """Reads streams by time windows; the window length learnt per stream is kept across passes."""
+
+    def __init__(self, fetch: Fetch, limit: int, max_pages: int, honoured: Honoured) -> None:
+        self._fetch = fetch
+        self.limit = limit
+        self.max_pages = max_pages
+        self.honoured = honoured
+        self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
+
+    def read(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
+        """Oldest window first, each asked to fit one page: a full page splits the window."""
+        outcome.strategy = "time-windows"
+        end_us = now_us() + _SKEW_US
+        low = start_us
+        # The first window asks for everything (an idle stream costs one call); later ones are sized
+        # from what the last one held, carried across passes.
+        span = self._spans.get(stream.key, end_us - low)
+        while low < end_us and outcome.pages < self.max_pages:
+            high = min(low + span, end_us)
+            items = self._fetch(stream, self.limit, 0, sort=False, start_us=low, end_us=high)
+            outcome.pages += 1
+            times = [record_time(r) for r in items]
+            if any(t is not None and not low - 2 * SECOND <= t <= high + 2 * SECOND for t in times):
+                # The bounds are ignored: the next pass (and stream) scans instead, from here.
+                self.honoured.time_bounds = False
+                outcome.more, outcome.resume_us = True, low
+                outcome.reason = "the service ignores start_date/end_date"
+                return
+            if len(items) > self.limit:
+                self.honoured.paging = False  # every answer is whole: a full page is too
+            full = len(items) == self.limit and self.honoured.paging is not False
+            if full and high - low > SECOND:
+                span = max(SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
+                continue
+            if full:  # a second holding a full page: page through it
+                rest = self._rest_of_window(stream, low, high, items, outcome)
+                if rest is None:  # out of pages: this window is read again, whole, by the next pass
+                    break
+                items += rest
+                times = [record_time(r) for r in items]
+            # A record without a usable time goes with the first window only (the reader reports it).
+            inside = [
+                r for r, t in zip(items, times) if (low <= t < high if t is not None else low == start_us)
+            ]
+            outcome.items += len(inside)
+            outcome.boundary = True
+            yield inside
+            outcome.boundary = False
+            low = high
+            fill = max(len(items), 1) / self.limit
+            span = max(SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
+            self._spans[stream.key] = span
+        if low < end_us:
+            outcome.truncated = outcome.more = True
+            outcome.resume_us = low
+            outcome.reason = f"page cap of {self.max_pages} reached"
+
+    def _rest_of_window(
+        self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
+    ) -> Optional[List[Any]]:
+        """The records after ``first`` of a window too narrow to split; None once out of pages.
+
+        Pages of one order add up to the window's size, each record once. A service that reorders
+        between calls repeats some records and skips others: then the window is paged through again
+        (each call reorders) until as many different records came as the pages added up to."""
+        seen = {canonical(r) for r in first}
+        rest: List[Any] = []
+        offset = size = len(first)
+        rounds = 1
+        while outcome.pages < self.max_pages:
+            page = self._fetch(stream, self.limit, offset, sort=False, start_us=low, end_us=high)
+            outcome.pages += 1
+            if offset == len(first) and {canonical(r) for r in page} == seen:
+                return rest  # the first page again, past it: the service ignores offset
+            fresh = 0
+            for record in page:
+                key = canonical(record)
+                if key not in seen:
+                    seen.add(key)
+                    rest.append(record)
+                    fresh += 1
+            offset, size = offset + len(page), size + len(page)
+            if len(page) == self.limit and fresh:
+                continue
+            if len(page) < self.limit and len(seen) >= size:
+                return rest
+            if rounds == _WINDOW_ROUNDS:
+                raise StreamFailed(
+                    f"{format_us(low)} to {format_us(high)} holds more records than a page and the "
+                    "service answers its pages in a different order on every call, so some are never "
+                    "returned: raise FORWARDER_PAGE_LIMIT"
+                )
+            rounds, offset, size = rounds + 1, 0, 0
+        return None
