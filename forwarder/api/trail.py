@@ -5,8 +5,8 @@ asks for the best (oldest-first pages from ``start_date``) and learns from the a
 for every stream:
 
 * ``ascending+start_date``: pages come oldest-first, so a pass may stop once it holds its cap and the
-  next pass resumes from the new watermark; an offset ceiling re-anchors ``start_date`` at the last
-  ``created_at`` read.
+  next pass resumes from the new watermark; an offset ceiling, or a service that ignores offset
+  (every page is the first page again), re-anchors ``start_date`` at the last ``created_at`` read.
 * ``offset``: oldest-first without ``start_date``: the next pass resumes at the offset it stopped at.
 * ``time-windows``: no order, but ``start_date``/``end_date`` are honoured: the trail is read window
   by window, each sized to fit one page, oldest window first.

@@ -194,6 +194,10 @@ def test_a_mixed_case_user_is_asked_for_as_the_users_endpoint_spells_it(tmp_path
             ("yes", "newest-first", "yes", "yes", "time-windows"),
         ),
         (lambda org: Simulator.unordered(org), ("no (limit ignored)", "none", "no", "no", "full-scan")),
+        (
+            lambda org: Simulator(org, ignore_offset=True),
+            ("no (offset ignored)", "oldest-first", "yes", "yes", "ascending+start_date (offset ignored"),
+        ),
     ],
 )
 def test_check_probe_names_what_the_service_honours(make, expected):
