@@ -102,7 +102,8 @@ def select_new(
                 chosen = {r.event_id: r for r in sorted(chosen.values(), key=_sort_key)[:cap]}
                 complete = False
         outcome.added, outcome.ascending, outcome.oldest_us = added, ascending, oldest
-        if repeats.found and not (ascending and outcome.order_shown and repeats.shifted()):
+        expected = outcome.order_shown or outcome.anchored  # a re-anchored page repeats the last ties
+        if repeats.found and not (ascending and expected and repeats.shifted()):
             outcome.misplaced = True
         if page:
             outcome.last_us = last_ts

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional
 
 from ..errors import ApiError, MalformedResponse
-from ..jsonutil import ascii_text
+from ..jsonutil import ascii_text, canonical
 
 # Keys that hold the list in the enveloped style; the resource's plural comes first.
 _LIST_KEYS = ("data", "items", "results", "records")
@@ -36,6 +36,19 @@ def extract_items(body: Any, plural: str) -> List[Any]:
     raise MalformedResponse(f"response object holds no {plural!r} list (keys: {keys or 'none'})")
 
 
+def may_hold_more(page: List[Any], limit: int) -> bool:
+    """A page this long may have been cut by the limit or by the service's own page size."""
+    return len(page) >= limit or len(page) in _SERVICE_CAPS
+
+
+def same_page(first: List[Any], items: List[Any]) -> bool:
+    """Whether a page past the first holds the first page's records again, in any order: the
+    service ignores offset and answers every page with the first one (an unordered one shuffled)."""
+    if not first or len(items) != len(first) or items[0] not in first:
+        return False
+    return items == first or sorted(map(canonical, items)) == sorted(map(canonical, first))
+
+
 class ReadAgain(Exception):
     """Pages asked oldest-first turned out in another order after some were read: what was read
     cannot be trusted to hold the oldest new records, so the pass starts over another way."""
@@ -58,6 +71,7 @@ class PageOutcome:
     sorted_request: bool = False  # pages were asked oldest-first: once they prove it, a pass may stop
     order_shown: bool = False  # enough records came oldest-first (this pass or an earlier one)
     boundary: bool = False  # the page just yielded closes a time window: every later record is newer
+    anchored: bool = False  # the page just yielded starts again from the last created_at read
     more: bool = False  # the source stopped before the end of its range; ``resume_us`` says where
     resume_us: Optional[int] = None
     start_offset: int = 0  # where offset paging starts (a pass resumed without start_date)
@@ -118,7 +132,7 @@ def iter_pages(
         if outcome.added == 0:
             outcome.reason = "page brought no new record (the service ignores offset)"
             return
-        if len(items) < limit and len(items) not in _SERVICE_CAPS:
+        if not may_hold_more(items, limit):
             outcome.reason = "short page"
             return
         offset += len(items)

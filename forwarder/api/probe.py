@@ -27,8 +27,11 @@ class Findings:
     @property
     def strategy(self) -> str:
         """The strategy a run will use, as TrailReader decides it."""
+        if self.order == "oldest-first" and self.start_date != "no":
+            moves = " (offset ignored: each page asks from the last created_at read)"
+            return "ascending+start_date" + (moves if self.paging == "no (offset ignored)" else "")
         if self.order == "oldest-first":
-            return "ascending+start_date" if self.start_date != "no" else "offset"
+            return "offset"
         if self.start_date != "no" and self.end_date != "no":
             return "time-windows"
         return "full-scan (every pass reads the whole trail)"

@@ -5,8 +5,8 @@ asks for the best (oldest-first pages from ``start_date``) and learns from the a
 for every stream:
 
 * ``ascending+start_date``: pages come oldest-first, so a pass may stop once it holds its cap and the
-  next pass resumes from the new watermark; an offset ceiling re-anchors ``start_date`` at the last
-  ``created_at`` read.
+  next pass resumes from the new watermark; an offset ceiling, or a service that ignores offset
+  (every page is the first page again), re-anchors ``start_date`` at the last ``created_at`` read.
 * ``offset``: oldest-first without ``start_date``: the next pass resumes at the offset it stopped at.
 * ``time-windows``: no order, but ``start_date``/``end_date`` are honoured: the trail is read window
   by window, each sized to fit one page, oldest window first.
@@ -22,11 +22,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
 
-from ..errors import ApiError
+from ..errors import ApiError, StreamFailed
 from ..streams import Stream
+from ..timeutil import format_us
 from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .paging import PageOutcome, ReadAgain, iter_pages
+from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, same_page
 from .windows import WindowReader
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,20 @@ class Honoured:
     start_date: Optional[bool] = None
     time_bounds: Optional[bool] = None  # start_date and end_date together, as filters
     paging: Optional[bool] = None  # limit and offset
+    offset: Optional[bool] = None  # False: every offset answers the first page (limit honoured)
 
 
 class _Unordered(Exception):
     """Pages asked oldest-first came in another order, and more pages follow."""
+
+
+def _crowded(limit: Optional[int], anchor: Optional[int], why: str) -> str:
+    """Re-anchoring start_date at the same second again would read the same page forever."""
+    at = format_us(anchor) if anchor is not None else "the start"
+    return (
+        f"{limit} records or more fall within the two seconds up to {at} and {why}, so start_date "
+        f"(whole seconds) cannot move past them: raise FORWARDER_PAGE_LIMIT (now {limit})"
+    )
 
 
 def _ascending(items: List[Any]) -> bool:
@@ -61,6 +72,7 @@ class TrailReader:
         self.honoured = Honoured()
         self._lock = threading.Lock()  # _said_full_scan: stream threads share the reader; one warning a run
         self._said_full_scan = False
+        self._at_least: Dict[str, int] = {}  # records a stream's paged answer held: unpaged must too
         self._windows = WindowReader(self._get, page_limit, max_pages, self.honoured)
 
     def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterator[List[Any]]:
@@ -97,34 +109,69 @@ class TrailReader:
         anchor = start_us if with_start else None
         base = 0  # the offset iter_pages counts at which the current anchor began
         first = True
+        page_one: List[Any] = []  # the first page read from the current anchor
+        page: List[Any] = []  # the page fetch returned last
+        moved = ""  # why start_date was re-anchored in this pass, if it was
+
+        def re_anchor(limit: Optional[int], offset: int, why: str) -> List[Any]:
+            """Start again from the last created_at read (the look-back ids cover its ties)."""
+            nonlocal anchor, base, moved
+            last = outcome.last_us
+            if last is None or anchor is None or last <= anchor:
+                stuck(why)
+                return []  # (the call iter_pages counts) the page was all there is from the anchor on
+            log.info(f"{why}: re-anchoring start_date", extra={"stream": stream.key, "offset": offset})
+            anchor, base, moved = last, offset, why
+            outcome.anchored = True
+            items = self._get(stream, limit, 0, sort=True, start_us=anchor)
+            if any(t < anchor - 2 * SECOND for t in map(record_time, items) if t is not None):
+                self.honoured.start_date = False  # the first page again: offset is all that is left
+                return self._offset_ignored(stream, page_one, outcome)
+            return items
+
+        def stuck(why: str) -> None:
+            """Start_date cannot move past the last page: it was either all the service holds from
+            the anchor on (an unpaged request answers it again) or a crowd of records fills it."""
+            whole = self._get(stream, None, 0, sort=True, start_us=anchor)
+            if not same_page(page, whole):
+                raise StreamFailed(_crowded(self.limit, anchor, why))
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
-            nonlocal anchor, base, first
+            nonlocal first, page_one, page
             if (not outcome.ascending or outcome.misplaced) and outcome.sorted_request:
                 raise _Unordered()  # the pages read so far were not oldest-first, and more follow
-            try:
-                items = self._get(stream, limit, (offset or 0) - base, sort=True, start_us=anchor)
-            except ApiError as exc:
-                # A 400 deep into the pages is an offset ceiling (one integration saw 9,900):
-                # start again from the last created_at read (the look-back ids cover the ties).
-                last = outcome.last_us
-                if exc.status != 400 or not offset or not with_start or last is None or last == anchor:
-                    raise
-                log.info(
-                    "offset ceiling: re-anchoring start_date", extra={"stream": stream.key, "offset": offset}
-                )
-                anchor, base = last, offset or 0
-                items = self._get(stream, limit, 0, sort=True, start_us=anchor)
+            at = (offset or 0) - base
+            outcome.anchored = False
+            if at and self.honoured.offset is False and with_start:
+                items = re_anchor(limit, offset or 0, "the service ignores offset")  # no call wasted
+            else:
+                try:
+                    items = self._get(stream, limit, at, sort=True, start_us=anchor)
+                except ApiError as exc:
+                    # A 400 deep into the pages is an offset ceiling (one integration saw 9,900).
+                    last = outcome.last_us
+                    if exc.status != 400 or not offset or not with_start or last is None or last == anchor:
+                        raise
+                    items = re_anchor(limit, offset, f"offset ceiling at {offset}")
+                if at and same_page(page_one, items):  # every offset answers the first page
+                    self.honoured.offset = False
+                    if not with_start:  # no start_date to move on: the trail ends, or goes unpaged
+                        return self._offset_ignored(stream, page_one, outcome)
+                    outcome.pages += 1  # fetched, and asked again
+                    items = re_anchor(limit, offset or 0, "the service ignores offset")
             if first and len(items) == limit and not _ascending(items):
                 outcome.pages += 1  # fetched, and read again another way
                 raise _Unordered()
             first = False
+            if (offset or 0) == base:
+                page_one = items
+            page = items
             if not self.client.sends(AUDITS_PATH, "sort"):
                 outcome.sorted_request = False
             return items
 
         try:
-            yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
+            yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, outcome)
         except ApiError as exc:
             if exc.status != 400 or outcome.pages == 0:
                 raise
@@ -134,6 +181,9 @@ class TrailReader:
             # The last page repeated a record out of place: the order changed between calls, so the
             # pages may have skipped records, though their count says they hold everything.
             raise _Unordered()
+        if moved and outcome.added == 0 and may_hold_more(page, self.limit):
+            outcome.pages += 1
+            stuck(moved)  # re-anchored onto records read already
         last = outcome.last_us
         if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
             outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
@@ -150,12 +200,21 @@ class TrailReader:
                 extra={"stream": stream.key},
             )
 
+        page_one: List[Any] = []
+
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
-            return self._get(stream, limit, offset or 0, sort=False, start_us=start_us)
+            nonlocal page_one
+            items = self._get(stream, limit, offset or 0, sort=False, start_us=start_us)
+            if not offset:
+                page_one = items
+            elif same_page(page_one, items):  # every offset answers the first page
+                self.honoured.offset = False
+                return self._offset_ignored(stream, page_one, outcome)
+            return items
 
         outcome.start_offset = 0  # no order: no page can be skipped
 
-        yield from iter_pages(fetch, self._page_limit(), self.max_pages, outcome)
+        yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, outcome)
 
     # -- helpers --------------------------------------------------------------------------------------
 
@@ -178,13 +237,33 @@ class TrailReader:
         if end_us is not None:
             optional["end_date"] = bound(end_us, up=True)
         items = self.client.page(AUDITS_PATH, "audits", base, optional, limit, offset)
+        least = self._at_least.get(stream.key)
+        if limit is None and least is not None:
+            if len(items) < least:
+                raise StreamFailed(
+                    f"the service ignores offset and start_date, and answers {least} records a page "
+                    f"but {len(items)} unpaged: a trail past its first page cannot be read; raise "
+                    "FORWARDER_PAGE_LIMIT above the longest trail"
+                )
+            self.honoured.paging = False  # unpaged answers are whole: every stream asks so
         if end_us is not None and not self.client.sends(AUDITS_PATH, "end_date"):
             self.honoured.time_bounds = False
         return items
 
-    def _page_limit(self) -> Optional[int]:
+    def _offset_ignored(self, stream: Stream, page_one: List[Any], outcome: PageOutcome) -> List[Any]:
+        """Every offset answers the first page, and start_date cannot move on. A first page short of
+        the limit was the whole trail (or all the service shows): the pass ends. A full one may be cut
+        by the limit: the pass is read again unpaged, which must answer at least as many records."""
+        if len(page_one) < self.limit:
+            return []  # an empty page: the end
+        self._at_least[stream.key] = len(page_one)
+        outcome.pages += 1  # fetched, and read again another way
+        raise ReadAgain()
+
+    def _page_limit(self, stream: Stream) -> Optional[int]:
         """None once the service was seen to ignore paging: every answer is whole, ask once."""
-        return None if self.honoured.paging is False else self.limit
+        unpaged = self.honoured.paging is False or stream.key in self._at_least
+        return None if unpaged else self.limit
 
     def _learn(self, outcome: PageOutcome, start_us: Optional[int]) -> None:
         """What this pass showed about the service, for the passes and streams after it."""
@@ -202,7 +281,7 @@ class TrailReader:
             h.start_date = h.time_bounds = False
         if h.start_date is False:
             h.time_bounds = False
-        if outcome.reason.startswith("page longer") or outcome.reason.startswith("page brought"):
+        if outcome.reason.startswith("page longer"):
             h.paging = False
         elif outcome.pages > 1 and h.paging is None:
             h.paging = True

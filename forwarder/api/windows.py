@@ -8,7 +8,7 @@ until it has come whole. What the answers show about the service goes into the s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set
 
 from ..errors import StreamFailed
 from ..jsonutil import canonical
@@ -101,7 +101,7 @@ class WindowReader:
             page = self._fetch(stream, self.limit, offset, sort=False, start_us=low, end_us=high)
             outcome.pages += 1
             if offset == len(first) and {canonical(r) for r in page} == seen:
-                return rest  # the first page again, past it: the service ignores offset
+                return self._unpaged_window(stream, low, high, seen, outcome)
             fresh = 0
             for record in page:
                 key = canonical(record)
@@ -122,3 +122,18 @@ class WindowReader:
                 )
             rounds, offset, size = rounds + 1, 0, 0
         return None
+
+    def _unpaged_window(
+        self, stream: Stream, low: int, high: int, seen: Set[bytes], outcome: PageOutcome
+    ) -> List[Any]:
+        """The first page came again past it: the service ignores offset. If it ignores paging as a
+        whole, that page was the whole window (one unpaged request shows it); if it honours limit, a
+        second holding more than a page cannot be read past its first page."""
+        whole = self._fetch(stream, None, 0, sort=False, start_us=low, end_us=high)
+        outcome.pages += 1
+        if {canonical(r) for r in whole} == seen:
+            return []
+        raise StreamFailed(
+            f"{format_us(low)} to {format_us(high)} holds more records than a page and the service "
+            "ignores offset, so only its first page can be read: raise FORWARDER_PAGE_LIMIT"
+        )

@@ -29,6 +29,7 @@ class ServiceStyle:
     strict_params: bool = False  # 400 on parameters (and token form fields) outside the spec
     takes_limit: bool = True  # False: pages are always default_limit long (strict: 400 on limit)
     max_offset: Optional[int] = None  # an offset ceiling: 400 beyond it
+    ignore_offset: bool = False  # limit honoured, offset not: every page is the first page again
     _shuffler: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
     # Guards the shuffler: handler threads shuffle at once, and a shared Random is not thread-safe.
     _shuffle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -92,7 +93,7 @@ class ServiceStyle:
                 if self.takes_limit
                 else self.default_limit
             )
-            offset = int_param(query, "offset", 0, minimum=0)
+            offset = 0 if self.ignore_offset else int_param(query, "offset", 0, minimum=0)
             if self.max_offset is not None and offset > self.max_offset:
                 raise BadRequest(f"offset must be at most {self.max_offset}")
             if limit > self.max_limit:

@@ -74,6 +74,41 @@ def test_an_offset_ceiling_re_anchors_start_date_and_the_pass_goes_on(tmp_path):
         assert sim.calls() <= 2500 // 100 + 1 + 2 * (2500 // 900 + 1)
 
 
+def test_a_service_that_ignores_offset_re_anchors_start_date_at_each_page(tmp_path):
+    """limit, sort and start_date honoured, offset not: each page asks from the last created_at
+    read. Before, the pass ended after one page and the next run re-read the same one."""
+    org = deep_org(2500)
+    with Simulator(org, ignore_offset=True) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = deep_settings(sim, hec, tmp_path)
+        report = run_once(settings)
+        assert report.ok, report.to_dict()
+        stream = report.streams[0]
+        assert stream.strategy == "ascending+start_date" and stream.passes == 1
+        assert_each_once(hec, sim.records_for("user", DEEP))
+        # A page re-reads the records of the second before the last one read; one asked in vain.
+        assert sim.calls() == stream.api_calls <= math.ceil(2500 / 99) + 2
+        before = sim.calls()
+        idle = run_once(settings)
+        assert idle.ok and idle.totals()["shipped"] == 0
+        assert sim.calls() - before == 1
+
+
+def test_a_service_that_ignores_offset_and_start_date_fails_the_stream_with_a_message(tmp_path):
+    """Pages of 100 from the start whatever the offset, 25 records unpaged: only the first page of
+    a trail can ever be read, and the run says so instead of shipping it again and again."""
+    org = deep_org(300)
+    with (
+        Simulator(org, ignore_offset=True, honour_start_date=False) as sim,
+        HecReceiver(token=HEC_TOKEN) as hec,
+    ):
+        report = run_once(deep_settings(sim, hec, tmp_path))
+        assert not report.ok
+        assert "ignores offset and start_date" in report.streams[0].error
+        assert "FORWARDER_PAGE_LIMIT" in report.streams[0].error
+        assert delivered_ids(hec) == []
+        assert sim.calls() <= 5
+
+
 def test_a_bare_unordered_unpaged_service_one_request_per_stream_and_pass(tmp_path):
     """The whole trail as a bare list, a new order on every call, limit/offset/sort ignored."""
     org = generate_org(5)
@@ -159,6 +194,10 @@ def test_a_mixed_case_user_is_asked_for_as_the_users_endpoint_spells_it(tmp_path
             ("yes", "newest-first", "yes", "yes", "time-windows"),
         ),
         (lambda org: Simulator.unordered(org), ("no (limit ignored)", "none", "no", "no", "full-scan")),
+        (
+            lambda org: Simulator(org, ignore_offset=True),
+            ("no (offset ignored)", "oldest-first", "yes", "yes", "ascending+start_date (offset ignored"),
+        ),
     ],
 )
 def test_check_probe_names_what_the_service_honours(make, expected):

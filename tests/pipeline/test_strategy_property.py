@@ -8,8 +8,9 @@ import random
 import tempfile
 import time
 from collections import Counter
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -30,15 +31,17 @@ class FakeService:
     """The audits endpoint at the client's interface (``page``/``sends``), in memory.
 
     ``order``: "asc" honours sort, "desc" always answers newest-first, "random" answers in a new
-    order on every call. A service in random order that pages but ignores time bounds cannot be
-    read completely by any client, so the tests leave that one out.
+    order on every call. ``paging``: True honours limit and offset, "limit" honours limit but not
+    offset (every page is the first page again), False neither. A service in random order that
+    pages (or takes limit) but ignores time bounds cannot be read completely by any client, so the
+    tests leave those out.
     """
 
     def __init__(
         self,
         order: str,
         time_bounds: bool,
-        paging: bool,
+        paging: Union[bool, str],
         max_offset: Optional[int] = None,
         seed: int = 0,
     ) -> None:
@@ -64,7 +67,8 @@ class FakeService:
         if self.paging and limit is not None:
             if self.max_offset is not None and offset and offset > self.max_offset:
                 raise ApiError("offset must be at most the ceiling", 400)
-            items = items[offset : offset + limit]
+            start = 0 if self.paging == "limit" else offset
+            items = items[start : start + limit]
         return items
 
 
@@ -102,6 +106,11 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
             ("random", True, True),
             ("random", True, False),
             ("random", False, False),
+            ("asc", True, "limit"),
+            ("asc", False, "limit"),
+            ("desc", True, "limit"),
+            ("desc", False, "limit"),
+            ("random", True, "limit"),
         ]
     ),
     page_limit=st.integers(1, 30),
@@ -115,6 +124,12 @@ def test_every_record_once_whatever_the_service_honours(
     # Re-anchoring at an offset ceiling needs fewer records than the ceiling in any two seconds.
     crowd = max(Counter(o // 2 for o in offsets).values())  # records in the busiest two seconds
     assume(max_offset is None or crowd * 2 < max_offset)
+    # Without offset, start_date and end_date (whole seconds, widened by one and two) are the only
+    # ways on: fewer records than a page in any five seconds (a crowd fails the stream with a
+    # message, as test_a_crowd_of_a_page_in_two_seconds_fails_the_stream shows).
+    per_second = Counter(offsets)
+    busiest = max(sum(per_second[o + d] for d in range(-2, 3)) for o in per_second)
+    assume(paging != "limit" or busiest < page_limit)
     # In a new order on every call, pages are only whole if a window fits one: no client can read
     # more records than a page holds inside the smallest window (a second) of such a service.
     assume(service != ("random", True, True) or crowd < page_limit)
@@ -270,3 +285,64 @@ def test_a_second_that_never_comes_whole_fails_the_stream_and_ships_nothing():
     report, sink = _one_run(api, page_limit=4, cap=10)
     assert not report.ok and "raise FORWARDER_PAGE_LIMIT" in report.error
     assert sink.delivered == [] and report.watermark is None
+
+
+def _limits(cap: int = 1000) -> Limits:
+    return Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
+
+
+def test_a_service_that_ignores_offset_is_read_by_re_anchoring_start_date():
+    """limit, sort and start_date honoured, offset not: every page is the first page again. That
+    page must neither end the pass as if the trail were read nor pass for disorder (which read the
+    trail again in time windows, every run): start_date moves to the last created_at read instead,
+    learnt once (one page asked in vain)."""
+    records = make_records(list(range(0, 1000, 10)), now_us() - 3600 * 1_000_000)
+    api = FakeService("asc", True, "limit")
+    api.records = records
+    store, sink = MemoryStore(), MemorySink()
+    report = run_with(api, 30, store, sink, _limits())
+    assert report.ok, report.error
+    assert report.strategy == "ascending+start_date" and report.passes == 1
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+    assert api.calls == report.api_calls <= 100 // 29 + 2
+    idle = run_with(api, 30, store, sink, _limits())  # the look-back window holds every record
+    assert idle.ok and idle.new == 0 and idle.strategy == "ascending+start_date"
+    assert api.calls - report.api_calls <= 100 // 29 + 2
+
+
+def test_a_service_that_ignores_offset_and_start_date_is_read_unpaged():
+    """Before, each run re-read the first page: 30 of 100 records shipped, and never the rest."""
+    records = make_records(list(range(0, 1000, 10)), now_us() - 3600 * 1_000_000)
+    api = FakeService("asc", False, "limit")
+    api.records = records
+    store, sink = MemoryStore(), MemorySink()
+    for _ in range(2):
+        report = run_with(api, 30, store, sink, _limits(cap=40))
+        assert report.ok, report.error
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_a_crowd_of_a_page_in_two_seconds_fails_the_stream(order):
+    """Without offset, start_date (whole seconds) cannot get past a page of records in one second:
+    the stream fails and says what to raise, rather than ship the first page and stall."""
+    records = make_records([0, 1, 2, 3, 4] + [10] * 12 + [20, 21, 22], now_us() - 3600 * 1_000_000)
+    api = FakeService(order, True, "limit")
+    api.records = records
+    store, sink = MemoryStore(), MemorySink()
+    report = run_with(api, 10, store, sink, _limits())
+    assert not report.ok and "raise FORWARDER_PAGE_LIMIT" in report.error
+    assert set(sink.delivered) <= {event_id(r) for r in records[:5]}  # only what is older than the crowd
+    assert report.watermark is None or parse_iso(report.watermark) < parse_iso(records[5]["created_at"])
+
+
+def test_a_whole_trail_as_long_as_a_page_from_a_service_that_ignores_paging_is_read_once():
+    """Every answer is the whole trail, which is exactly a page long: the page at the next offset
+    is the same, and so is the one from the last created_at read. One unpaged request shows the
+    trail was whole (a service honouring limit would answer more): nothing fails, calls counted."""
+    records = make_records([0, 5, 10], now_us() - 3600 * 1_000_000)
+    api = FakeService("asc", True, False)
+    api.records = records
+    report = run_with(api, 3, MemoryStore(), MemorySink(), _limits())
+    assert report.ok, report.error
+    assert report.api_calls == api.calls <= 4

@@ -109,3 +109,12 @@ def test_the_unordered_style_returns_every_record_in_a_new_order_each_call(org, 
         mid = sim.records_for("user", user)[10]["created_at"]
         got = get(sim, AUDITS_PATH, object_type="user", name=user, start_date=mid, limit=200).json()
         assert got and all(r["created_at"] >= mid for r in got)
+
+
+def test_a_service_that_ignores_offset_answers_the_first_page_again(make_sim, org):
+    sim = make_sim(ignore_offset=True)
+    name = busiest_user(org)
+    first = audits(sim, object_type="user", name=name, limit=10, sort="created_at ASC").json()
+    again = audits(sim, object_type="user", name=name, limit=10, offset=10, sort="created_at ASC").json()
+    assert again["offset"] == 0 and again["audits"] == first["audits"]
+    assert first["audits"] == sim.records_for("user", name)[:10]
