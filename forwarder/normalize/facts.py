@@ -19,6 +19,7 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..domains import label_forms
 from ..records import AuditRecord
+from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair, as_text, safe_names
 from .memo import MAX_TEXT, text_cache
@@ -151,21 +152,24 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     actor = _identity(user)
     target = _target_user(obj, action, kind.object_type)
     domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
-    return Facts(
-        action,
-        display,
-        kind,
-        change_map,
-        names,
-        roles,
-        audit,
-        assess(action, audit),
-        actor,
-        target,
-        domain,
-        _related_users(actor, target, change_map),
-        message(user, action, display, obj, domain, audit),
-        _short(action, display, user, obj),
+    return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
+        Facts,
+        (
+            action,
+            display,
+            kind,
+            change_map,
+            names,
+            roles,
+            audit,
+            assess(action, audit),
+            actor,
+            target,
+            domain,
+            _related_users(actor, target, change_map),
+            message(user, action, display, obj, domain, audit),
+            _short(action, display, user, obj),
+        ),
     )
 
 

@@ -85,6 +85,10 @@ _TESTS: Tuple[Tuple[str, str, Callable[[Part], bool]], ...] = (
     ("dkim_weakened", "dkim", lambda d: bool(_weakened_reasons(d) - _DKIM_LOSS)),
 )  # fmt: skip
 _PARTS = frozenset(part for _, part, _ in _TESTS)
+# part -> its (reason, test) pairs, in WEIGHTS order: an event runs only the tests of its parts.
+_BY_PART: Dict[str, Tuple[Tuple[str, Callable[[Part], bool]], ...]] = {
+    name: tuple((code, test) for code, part, test in _TESTS if part == name) for name in sorted(_PARTS)
+}
 
 
 def _deleted(action: str) -> bool:
@@ -95,7 +99,10 @@ def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
     found = ["domain_deleted"] if _deleted(action) else []
     if not _PARTS.isdisjoint(audit):
-        found += [code for code, part, test in _TESTS if part in audit and test(audit[part])]
+        for part, tests in _BY_PART.items():
+            fields = audit.get(part)
+            if fields is not None:
+                found += [code for code, test in tests if test(fields)]
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
         return Risk(base, [])
