@@ -41,8 +41,8 @@ from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
 from .changes import as_text
-from .facts import Facts, PlainKey, derive, plain_facts, plain_key
-from .memo import PerOptions
+from .facts import Facts, PlainKey, derive, plain_facts
+from .plain import PlainCache
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -63,8 +63,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
-    key = plain_key(record)
-    head, middle, tail = _PLAIN_PARTS.of(opts)(key) if key else _parts(derive(record), opts)
+    head, middle, tail = _PLAIN_PARTS.get(record, opts) or _parts(derive(record), opts)
     return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
 
 
@@ -81,7 +80,7 @@ def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
     return _parts(plain_facts(key), opts)
 
 
-_PLAIN_PARTS: PerOptions[PlainKey, Parts] = PerOptions(_plain_parts, 4096)  # plain keys are short
+_PLAIN_PARTS: PlainCache[Parts] = PlainCache(_plain_parts, 4096)  # plain keys are short
 
 
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:

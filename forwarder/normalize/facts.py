@@ -95,30 +95,38 @@ def derive(record: AuditRecord) -> Facts:
 def plain_key(record: AuditRecord) -> Optional[PlainKey]:
     """For a record without changes or unknown fields (a login), the strings its facts depend on
     (user, object, action, filterable_action, stream type), when short enough to key a cache."""
+    key = candidate_key(record)
+    return key if key and is_plain(key) else None
+
+
+def candidate_key(record: AuditRecord) -> Optional[Tuple[Any, ...]]:
+    """``plain_key`` before its checks of the values: they may be any JSON value, or too long."""
     raw = record.raw
     changes = raw.get("changes")
     if changes is not None and (changes.__class__ is not dict or changes):  # no {} built to compare
         return None
     if not SPEC_FIELDS.issuperset(raw):
         return None
-    key = (
+    return (
         raw.get("user"),
         raw.get("object"),
         raw.get("action"),
         raw.get("filterable_action"),
         record.object_type,
     )
+
+
+def is_plain(key: Tuple[Any, ...]) -> bool:
+    """A ``candidate_key`` of strings or nulls only (a cache key must not confuse 1 with true or
+    1.0), short enough to key a cache."""
     user, obj, action, filterable, _ = key
-    # Strings or nulls only: a cache key must not confuse 1 with true or 1.0.
-    if (
+    return (
         type(user) in _PLAIN
         and type(obj) in _PLAIN
         and type(action) in _PLAIN
         and type(filterable) in _PLAIN
         and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
-    ):
-        return key
-    return None
+    )
 
 
 def plain_facts(key: PlainKey) -> Facts:

@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Seq
 
 from .. import jsonutil
 from ..records import AuditRecord
-from . import NormalizeOptions
-from .facts import Facts, PlainKey, derive, facts, plain_facts, plain_key
-from .memo import PerOptions
+from . import NormalizeOptions, new_tuple
+from .facts import Facts, PlainKey, facts, plain_facts
+from .plain import PlainCache
 
 _TOKEN = secrets.token_hex(16)
 
@@ -87,18 +87,14 @@ class Templated(Generic[OwnT]):
         own_type: Type[OwnT],
     ) -> None:
         self._render, self._own, self._own_type = render, own, own_type
-        self._templates = PerOptions(self._compile, 4096)  # plain keys are short
+        self._templates: PlainCache[Optional[Template]] = PlainCache(self._compile, 4096)
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
-        key = plain_key(record)
-        template = None
-        if key:
-            template = self._templates.of(opts)(key)
+        template = self._templates.get(record, opts)
         own = self._own(record, opts)
         if template:  # template.fill, inlined
             return b"".join(template.pick(template.parts + tuple(jsonutil.dumps_each(own))))
-        found = plain_facts(key) if key else derive(record)  # facts(record), its key known
-        return jsonutil.dumps(self._render(found, opts, self._own_type(*own)))
+        return jsonutil.dumps(self._render(facts(record), opts, new_tuple(self._own_type, own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))

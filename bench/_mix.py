@@ -1,0 +1,84 @@
+"""Normalize+serialize throughput of every format against a floor measured in the same run.
+
+The floor is a bare orjson (or json) loads+dumps of the same records: the least any pipeline must do
+to read a record and write an event. A format's ratio says how many floors one record costs it:
+loads, parse (created_at, event id), normalize, serialize. Times are CPU time of this process (the
+machine may be shared), best of ``--repeat``; the floor is measured between the formats too and its
+best kept.
+
+    python bench/normalize.py [--records N] [--format ecs --format cef ...] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+from timing import best_of
+
+from forwarder import jsonutil
+from forwarder.normalize import NormalizeOptions, formats, get_formatter
+from forwarder.records import parse_record
+from forwarder.sim.generate import generate_org
+from forwarder.timeutil import now_us
+
+
+def main(argv: List[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--format", action="append", choices=formats(), help="default: every format")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    org_records = generate_org(7).all_records()
+    raws = [org_records[i % len(org_records)] for i in range(args.records)]
+    blobs = [jsonutil.dumps(r) for r in raws]
+    import os
+    if os.environ.get("ONLY") == "login": blobs = [b for b, r in zip(blobs, raws) if not r.get("changes")]
+    if os.environ.get("ONLY") == "change": blobs = [b for b, r in zip(blobs, raws) if r.get("changes")]
+    options = NormalizeOptions(ingest_time_us=now_us())
+
+    bare_loads, bare_dumps = _bare_codec()
+
+    def floor() -> None:
+        for blob in blobs:
+            bare_dumps(bare_loads(blob))
+
+    def pipeline(name: str) -> float:
+        formatter = get_formatter(name)
+
+        def run() -> None:
+            for blob in blobs:
+                formatter(parse_record(jsonutil.loads(blob)), options)
+
+        return best_of(args.repeat, run, time.process_time)
+
+    floor_s = best_of(args.repeat, floor, time.process_time)
+    work: Dict[str, float] = {}
+    for name in args.format or formats():
+        work[name] = pipeline(name)
+        floor_s = min(floor_s, best_of(args.repeat, floor, time.process_time))
+
+    n = len(blobs)
+    codec = "orjson" if jsonutil.HAVE_ORJSON else "stdlib json"
+    print(f"records: {n} ({codec}), CPU time, best of {args.repeat}")
+    print(f"{'':8}{'records/s':>12}{'us/record':>11}{'ratio':>8}")
+    print(f"{'floor':8}{n / floor_s:>12,.0f}{floor_s / n * 1e6:>11.2f}{1:>7.1f}x   (loads+dumps)")
+    for name, seconds in work.items():
+        print(f"{name:8}{n / seconds:>12,.0f}{seconds / n * 1e6:>11.2f}{seconds / floor_s:>7.1f}x")
+
+
+def _bare_codec() -> Tuple[Callable[[bytes], Any], Callable[[Any], Any]]:
+    """orjson itself when installed, else the standard library: not jsonutil, whose own work (exact
+    big integers, fallbacks) is part of what the pipeline costs."""
+    if jsonutil.HAVE_ORJSON:
+        import orjson
+
+        return orjson.loads, orjson.dumps
+    return json.loads, lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+if __name__ == "__main__":
+    main()
