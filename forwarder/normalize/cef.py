@@ -56,6 +56,7 @@ PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
 _OTHER_KEYS = len(_FIRST_KEYS)
+_SIDES = ("before", "after")
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -150,19 +151,22 @@ def _subject(
 def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
     """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts;
     ``names`` are the changes' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
-    ranked = sorted(
+    ranked = [
         (_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], value)
         for key, value in change_map.items()
         if isinstance(value, list) and len(value) == 2  # a pair (changes.as_pair)
-    )  # names are unique: the pairs themselves are never compared
+    ]
+    ranked.sort()  # names are unique: the pairs themselves are never compared
     out: List[str] = []
     number = 0
     for _, name, pair in ranked[:PAIR_SLOTS]:
-        for side, value in zip(("before", "after"), pair):
+        for side, value in zip(_SIDES, pair):
             number += 1
-            text = as_text(value)
+            text = value if value.__class__ is str else as_text(value)  # as_text, its usual case inlined
             if text:
-                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(cut(text, CS_LIMIT))}")
+                if len(text) > CS_LIMIT:
+                    text = cut(text, CS_LIMIT)
+                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(text)}")
     changed = cut(",".join(sorted(names.values())), CS_LIMIT)
     out.append(f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
     return out
