@@ -104,8 +104,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk = found.risk
-    risk_level_id, risk_level = RISK_LEVEL[risk.level]
-    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
+    level = risk.level
+    risk_level_id, risk_level = RISK_LEVEL[level]
+    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": own.event_id,
