@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Tuple
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
@@ -57,15 +57,15 @@ def dumps(value: Any) -> bytes:
     return _encode(value, sort_keys=False)
 
 
-def dumps_each(values: Iterable[Any]) -> List[bytes]:
+def dumps_each(values: Iterable[Any]) -> Tuple[bytes, ...]:
     """``dumps`` of each value: one C loop when orjson writes them all."""
     if _orjson is not None:
         try:
-            return list(map(_orjson.dumps, values))
+            return tuple(map(_orjson.dumps, values))
         except TypeError:
             pass
     # A string is most values: the standard encoder's own function for it skips json.dumps's set-up.
-    return [_encode_string(value) if value.__class__ is str else dumps(value) for value in values]
+    return tuple([_encode_string(value) if value.__class__ is str else dumps(value) for value in values])
 
 
 def _encode_string(text: str) -> bytes:

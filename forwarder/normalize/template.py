@@ -41,7 +41,7 @@ class Template(NamedTuple):
 
     def fill(self, values: Sequence[Any]) -> bytes:
         """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
-        return b"".join(self.pick(self.parts + tuple(jsonutil.dumps_each(values))))
+        return b"".join(self.pick(self.parts + jsonutil.dumps_each(values)))
 
 
 def compile_template(body: bytes, holes: int) -> Optional[Template]:
@@ -93,7 +93,7 @@ class Templated(Generic[OwnT]):
         template = self._templates.get(record, opts)
         own = self._own(record, opts)
         if template:  # template.fill, inlined
-            return b"".join(template.pick(template.parts + tuple(jsonutil.dumps_each(own))))
+            return b"".join(template.pick(template.parts + jsonutil.dumps_each(own)))
         return jsonutil.dumps(self._render(facts(record), opts, new_tuple(self._own_type, own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
