@@ -121,14 +121,19 @@ def flatten(
     """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
     ``names`` is ``safe_names(changes)`` when the caller has it."""
     out: Dict[str, Dict[str, Keyword]] = {}
+    # as_pair and as_keyword spelled out for their usual cases (a list pair, text or null): this
+    # loop runs on every change of every change record.
     for key, name in (safe_names(changes) if names is None else names).items():
         value = changes[key]
-        pair = as_pair(value)
-        entry: Dict[str, Keyword] = (
-            {"before": as_keyword(pair[0]), "after": as_keyword(pair[1])}
-            if pair
-            else {"value": as_keyword(value)}
-        )
+        entry: Dict[str, Keyword]
+        if (value.__class__ is list or isinstance(value, list)) and len(value) == 2:
+            before, after = value
+            entry = {
+                "before": before if before is None or before.__class__ is str else as_keyword(before),
+                "after": after if after is None or after.__class__ is str else as_keyword(after),
+            }
+        else:
+            entry = {"value": value if value is None or value.__class__ is str else as_keyword(value)}
         if name != key:
             entry["key"] = str(key)
         out[name] = entry
