@@ -162,6 +162,8 @@ def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> L
     for _, name, pair in ranked[:PAIR_SLOTS]:
         for side, value in zip(_SIDES, pair):
             number += 1
+            if value is None:
+                continue
             text = value if value.__class__ is str else as_text(value)  # as_text, its usual case inlined
             if text:
                 if len(text) > CS_LIMIT:
@@ -186,8 +188,8 @@ def escape_header(text: str, limit: Optional[int] = None) -> str:
 
 
 def escape_value(text: str) -> str:
-    if "\\" not in text and "=" not in text and "\r" not in text and "\n" not in text:
-        return text  # most values: four scans are cheaper than four copies
+    if "\\" not in text and "\r" not in text and "\n" not in text:
+        return text.replace("=", "\\=")  # most values: three scans are cheaper than three copies
     return text.replace("\\", "\\\\").replace("=", "\\=").replace("\r", "\\r").replace("\n", "\\n")
 
 

@@ -28,6 +28,9 @@ Keyword = Union[None, str, List[Optional[str]]]
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
 _STR = frozenset({str})
+# json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) without building
+# the encoder on every call, as json.dumps does for any argument besides the value.
+_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def safe_name(key: Any) -> str:
@@ -97,7 +100,7 @@ def as_text(value: Any) -> Optional[str]:
         return value
     # The standard library, not jsonutil: these texts land in golden files and must not depend on
     # whether orjson is installed.
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _TEXT_ENCODER.encode(value)
 
 
 def as_keyword(value: Any) -> Keyword:
