@@ -194,9 +194,10 @@ def _class_fields(
         )
         return {"user": _user(target), "user_result": _user(new)}
     entity = _entity(audit, domain)
-    fields = {"entity": dict(entity, **_side(audit, "before"))}
+    before, after = _sides(audit)
+    fields = {"entity": dict(entity, data=before) if before else entity}
     if activity_id != 4:
-        fields["entity_result"] = dict(entity, **_side(audit, "after"))
+        fields["entity_result"] = dict(entity, data=after) if after else entity.copy()
     return fields
 
 
@@ -217,10 +218,16 @@ def _entity(audit: Mapping[str, Any], domain: Optional[Domain]) -> Dict[str, Any
     return {"name": name or "unknown", "type": audit["object_type"]}
 
 
-def _side(audit: Mapping[str, Any], side: str) -> Dict[str, Any]:
-    """``{"data": {name: value}}`` for one side of every change pair, or nothing."""
-    data = {name: entry[side] for name, entry in audit.get("changes", {}).items() if side in entry}
-    return {"data": data} if data else {}
+def _sides(audit: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """``{name: value}`` of the before and of the after side of every change pair: one loop."""
+    before: Dict[str, Any] = {}
+    after: Dict[str, Any] = {}
+    for name, entry in (audit.get("changes") or {}).items():
+        if "before" in entry:
+            before[name] = entry["before"]
+        if "after" in entry:
+            after[name] = entry["after"]
+    return before, after
 
 
 _FORMAT = Templated(render, _own, Own)
