@@ -4,7 +4,8 @@ options value and found with little more work than the dictionary lookup.
 Most of a trail is logins, and per login the lookup is much of what is left to do once the event
 itself is cached. The cache holds only keys of strings and nulls (``facts.is_plain``), and no other
 JSON value equals one of those, so a record's ``candidate_key`` is looked up before its values are
-checked: a hit is a plain key (a list or an object cannot be hashed: a miss). Only a miss checks.
+checked: a hit is a plain key (a list or an object cannot be hashed: no plain key). Only a miss
+checks them.
 """
 
 from __future__ import annotations
