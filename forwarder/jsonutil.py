@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Tuple
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
@@ -34,7 +34,8 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range
 def loads(data: bytes | str) -> Any:
     """Parse JSON; ValueError names the cause when it cannot be parsed."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    if _orjson is not None and _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
+    # find, not "in": the operator goes through the buffer protocol and costs twice as much here
+    if _orjson is not None and raw.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0:
         try:
             return _orjson.loads(raw)
         except ValueError:
@@ -56,15 +57,15 @@ def dumps(value: Any) -> bytes:
     return _encode(value, sort_keys=False)
 
 
-def dumps_each(values: Iterable[Any]) -> List[bytes]:
+def dumps_each(values: Iterable[Any]) -> Tuple[bytes, ...]:
     """``dumps`` of each value: one C loop when orjson writes them all."""
     if _orjson is not None:
         try:
-            return list(map(_orjson.dumps, values))
+            return tuple(map(_orjson.dumps, values))
         except TypeError:
             pass
     # A string is most values: the standard encoder's own function for it skips json.dumps's set-up.
-    return [_encode_string(value) if value.__class__ is str else dumps(value) for value in values]
+    return tuple([_encode_string(value) if value.__class__ is str else dumps(value) for value in values])
 
 
 def _encode_string(text: str) -> bytes:

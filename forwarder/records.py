@@ -94,8 +94,9 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
     except ValueError as exc:  # a lone surrogate or undecodable bytes: it has no UTF-8 form
         _check_depth(raw)  # the nesting, when it is also too deep, is named first
         raise InvalidRecord(f"audit record holds text that is not valid Unicode ({exc})") from None
-    # Each level opens a bracket: a record with few brackets (nearly all) needs no walk.
-    if data.count(b"{") + data.count(b"[") > MAX_DEPTH:
+    # Each level opens a bracket: a record with few brackets (nearly all) needs no walk. Counted as
+    # what deleting them removes: one C pass, cheaper than two bytes.count calls.
+    if len(data) - len(data.translate(None, _BRACKETS)) > MAX_DEPTH:
         _check_depth(raw)
     # tuple.__new__: the named tuple's own __new__ is a Python function, a third of this call's cost.
     return _new_record(
@@ -105,6 +106,7 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
 
 
 _new_record = tuple.__new__
+_BRACKETS = b"{["
 
 
 def _check_depth(raw: Mapping[str, Any]) -> None:

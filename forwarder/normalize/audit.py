@@ -61,7 +61,7 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair or not all(side is None or isinstance(side, str) for side in pair):
+    if not pair or not (_text_or_null(pair[0]) and _text_or_null(pair[1])):
         return None
     result = analyze(pair[0], pair[1])
     out: Dict[str, Any] = {}
@@ -73,6 +73,10 @@ def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     out["visibility_reduced"] = result.visibility_reduced
     out["visibility_reasons"] = result.visibility_reasons
     return out
+
+
+def _text_or_null(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 # A trail holds each DMARC record twice: the after of one change, the before of the next.

@@ -41,8 +41,8 @@ from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
 from .changes import as_text
-from .facts import Facts, PlainKey, derive, plain_facts, plain_key
-from .memo import PerOptions
+from .facts import Facts, PlainKey, derive, plain_facts
+from .plain import PlainCache
 from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
@@ -56,6 +56,7 @@ PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
 _OTHER_KEYS = len(_FIRST_KEYS)
+_SIDES = ("before", "after")
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -63,8 +64,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
-    key = plain_key(record)
-    head, middle, tail = _PLAIN_PARTS.of(opts)(key) if key else _parts(derive(record), opts)
+    head, middle, tail = _PLAIN_PARTS.get(record, opts) or _parts(derive(record), opts)
     return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
 
 
@@ -81,7 +81,7 @@ def _plain_parts(key: PlainKey, opts: NormalizeOptions) -> Parts:
     return _parts(plain_facts(key), opts)
 
 
-_PLAIN_PARTS: PerOptions[PlainKey, Parts] = PerOptions(_plain_parts, 4096)  # plain keys are short
+_PLAIN_PARTS: PlainCache[Parts] = PlainCache(_plain_parts, 4096)  # plain keys are short
 
 
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
@@ -151,19 +151,24 @@ def _subject(
 def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
     """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts;
     ``names`` are the changes' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
-    ranked = sorted(
+    ranked = [
         (_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], value)
         for key, value in change_map.items()
         if isinstance(value, list) and len(value) == 2  # a pair (changes.as_pair)
-    )  # names are unique: the pairs themselves are never compared
+    ]
+    ranked.sort()  # names are unique: the pairs themselves are never compared
     out: List[str] = []
     number = 0
     for _, name, pair in ranked[:PAIR_SLOTS]:
-        for side, value in zip(("before", "after"), pair):
+        for side, value in zip(_SIDES, pair):
             number += 1
-            text = as_text(value)
+            if value is None:
+                continue
+            text = value if value.__class__ is str else as_text(value)  # as_text, its usual case inlined
             if text:
-                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(cut(text, CS_LIMIT))}")
+                if len(text) > CS_LIMIT:
+                    text = cut(text, CS_LIMIT)
+                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(text)}")
     changed = cut(",".join(sorted(names.values())), CS_LIMIT)
     out.append(f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
     return out
@@ -183,8 +188,8 @@ def escape_header(text: str, limit: Optional[int] = None) -> str:
 
 
 def escape_value(text: str) -> str:
-    if "\\" not in text and "=" not in text and "\r" not in text and "\n" not in text:
-        return text  # most values: four scans are cheaper than four copies
+    if "\\" not in text and "\r" not in text and "\n" not in text:
+        return text.replace("=", "\\=")  # most values: three scans are cheaper than three copies
     return text.replace("\\", "\\\\").replace("=", "\\=").replace("\r", "\\r").replace("\n", "\\n")
 
 

@@ -28,6 +28,9 @@ Keyword = Union[None, str, List[Optional[str]]]
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
 _STR = frozenset({str})
+# json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) without building
+# the encoder on every call, as json.dumps does for any argument besides the value.
+_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def safe_name(key: Any) -> str:
@@ -97,7 +100,7 @@ def as_text(value: Any) -> Optional[str]:
         return value
     # The standard library, not jsonutil: these texts land in golden files and must not depend on
     # whether orjson is installed.
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _TEXT_ENCODER.encode(value)
 
 
 def as_keyword(value: Any) -> Keyword:
@@ -121,14 +124,19 @@ def flatten(
     """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
     ``names`` is ``safe_names(changes)`` when the caller has it."""
     out: Dict[str, Dict[str, Keyword]] = {}
+    # as_pair and as_keyword spelled out for their usual cases (a list pair, text or null): this
+    # loop runs on every change of every change record.
     for key, name in (safe_names(changes) if names is None else names).items():
         value = changes[key]
-        pair = as_pair(value)
-        entry: Dict[str, Keyword] = (
-            {"before": as_keyword(pair[0]), "after": as_keyword(pair[1])}
-            if pair
-            else {"value": as_keyword(value)}
-        )
+        entry: Dict[str, Keyword]
+        if (value.__class__ is list or isinstance(value, list)) and len(value) == 2:
+            before, after = value
+            entry = {
+                "before": before if before is None or before.__class__ is str else as_keyword(before),
+                "after": after if after is None or after.__class__ is str else as_keyword(after),
+            }
+        else:
+            entry = {"value": value if value is None or value.__class__ is str else as_keyword(value)}
         if name != key:
             entry["key"] = str(key)
         out[name] = entry

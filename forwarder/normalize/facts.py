@@ -19,6 +19,7 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..domains import label_forms
 from ..records import AuditRecord
+from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair, as_text, safe_names
 from .memo import MAX_TEXT, text_cache
@@ -94,30 +95,38 @@ def derive(record: AuditRecord) -> Facts:
 def plain_key(record: AuditRecord) -> Optional[PlainKey]:
     """For a record without changes or unknown fields (a login), the strings its facts depend on
     (user, object, action, filterable_action, stream type), when short enough to key a cache."""
+    key = candidate_key(record)
+    return key if key and is_plain(key) else None
+
+
+def candidate_key(record: AuditRecord) -> Optional[Tuple[Any, ...]]:
+    """``plain_key`` before its checks of the values: they may be any JSON value, or too long."""
     raw = record.raw
     changes = raw.get("changes")
     if changes is not None and (changes.__class__ is not dict or changes):  # no {} built to compare
         return None
     if not SPEC_FIELDS.issuperset(raw):
         return None
-    key = (
+    return (
         raw.get("user"),
         raw.get("object"),
         raw.get("action"),
         raw.get("filterable_action"),
         record.object_type,
     )
+
+
+def is_plain(key: Tuple[Any, ...]) -> bool:
+    """A ``candidate_key`` of strings or nulls only (a cache key must not confuse 1 with true or
+    1.0), short enough to key a cache."""
     user, obj, action, filterable, _ = key
-    # Strings or nulls only: a cache key must not confuse 1 with true or 1.0.
-    if (
+    return (
         type(user) in _PLAIN
         and type(obj) in _PLAIN
         and type(action) in _PLAIN
         and type(filterable) in _PLAIN
         and len(user or "") + len(obj or "") + len(action or "") + len(filterable or "") <= MAX_TEXT
-    ):
-        return key
-    return None
+    )
 
 
 def plain_facts(key: PlainKey) -> Facts:
@@ -145,27 +154,30 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     changes = raw.get("changes")
     kind = _kind(action, stream_type, bool(changes))
     change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
-    roles = role_names(change_map) if change_map else None
+    roles = role_names(change_map) if "roles" in change_map else None  # a call less for most changes
     names = safe_names(change_map) if change_map else _NO_NAMES
     audit = audit_of(raw, kind.object_type, change_map, names, roles)
     actor = _identity(user)
     target = _target_user(obj, action, kind.object_type)
     domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
-    return Facts(
-        action,
-        display,
-        kind,
-        change_map,
-        names,
-        roles,
-        audit,
-        assess(action, audit),
-        actor,
-        target,
-        domain,
-        _related_users(actor, target, change_map),
-        message(user, action, display, obj, domain, audit),
-        _short(action, display, user, obj),
+    return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
+        Facts,
+        (
+            action,
+            display,
+            kind,
+            change_map,
+            names,
+            roles,
+            audit,
+            assess(action, audit),
+            actor,
+            target,
+            domain,
+            _related_users(actor, target, change_map),
+            message(user, action, display, obj, domain, audit),
+            _short(action, display, user, obj),
+        ),
     )
 
 
@@ -218,7 +230,8 @@ def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, A
     found = {actor.related, target.related}
     found.discard("")
     for key, value in change_map.items():
-        if str(key) == "email" or str(key).endswith("_email"):
+        name = key if key.__class__ is str else str(key)  # JSON keys are text: no call
+        if name == "email" or name.endswith("_email"):
             sides = as_pair(value) or [value]
             found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
     return tuple(sorted(found))

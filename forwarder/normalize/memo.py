@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Generic, Hashable, Tuple, TypeVar
+from typing import Any, Callable, TypeVar
 
 MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
 
 F = TypeVar("F", bound=Callable[..., Any])
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
 
 def text_cache(maxsize: int) -> Callable[[F], F]:
@@ -47,34 +45,3 @@ def _too_long(arg: Any) -> bool:
     """A string, or a tuple of strings, too long to key a cache."""
     kind = arg.__class__
     return (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and sum(map(len, arg)) > MAX_TEXT)
-
-
-class PerOptions(Generic[K, V]):
-    """``fn(key, opts)`` cached by ``key`` for one options value at a time (a run has one). The
-    options are compared by identity first: hashing them (a dataclass) costs more than what most
-    callers cache. The cache and its options are swapped as one tuple, so that threads never pair
-    one options value with another's cache."""
-
-    def __init__(self, fn: Callable[[K, Any], V], maxsize: int) -> None:
-        self._fn, self._maxsize = fn, maxsize
-        self._current: Tuple[Any, Callable[[K], V]] = (_NO_OPTIONS, self._cache(_NO_OPTIONS))
-
-    def of(self, opts: Any) -> Callable[[K], V]:
-        """The cached ``fn`` of ``opts``, taking the key alone."""
-        current_opts, cached = self._current
-        if current_opts is not opts:
-            if current_opts != opts:
-                cached = self._cache(opts)
-            self._current = (opts, cached)
-        return cached
-
-    def _cache(self, opts: Any) -> Callable[[K], V]:
-        fn = self._fn
-
-        def bound(key: K) -> V:
-            return fn(key, opts)
-
-        return functools.lru_cache(maxsize=self._maxsize)(bound)
-
-
-_NO_OPTIONS = object()  # equal to no options value

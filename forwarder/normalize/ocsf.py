@@ -104,8 +104,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     class_name = CLASS_NAMES[class_uid]
     activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk = found.risk
-    risk_level_id, risk_level = RISK_LEVEL[risk.level]
-    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(risk.level, risk_level)
+    level = risk.level
+    risk_level_id, risk_level = RISK_LEVEL[level]
+    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": own.event_id,
@@ -193,9 +194,10 @@ def _class_fields(
         )
         return {"user": _user(target), "user_result": _user(new)}
     entity = _entity(audit, domain)
-    fields = {"entity": dict(entity, **_side(audit, "before"))}
+    before, after = _sides(audit)
+    fields = {"entity": dict(entity, data=before) if before else entity}
     if activity_id != 4:
-        fields["entity_result"] = dict(entity, **_side(audit, "after"))
+        fields["entity_result"] = dict(entity, data=after) if after else entity.copy()
     return fields
 
 
@@ -216,10 +218,16 @@ def _entity(audit: Mapping[str, Any], domain: Optional[Domain]) -> Dict[str, Any
     return {"name": name or "unknown", "type": audit["object_type"]}
 
 
-def _side(audit: Mapping[str, Any], side: str) -> Dict[str, Any]:
-    """``{"data": {name: value}}`` for one side of every change pair, or nothing."""
-    data = {name: entry[side] for name, entry in audit.get("changes", {}).items() if side in entry}
-    return {"data": data} if data else {}
+def _sides(audit: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """``{name: value}`` of the before and of the after side of every change pair: one loop."""
+    before: Dict[str, Any] = {}
+    after: Dict[str, Any] = {}
+    for name, entry in (audit.get("changes") or {}).items():
+        if "before" in entry:
+            before[name] = entry["before"]
+        if "after" in entry:
+            after[name] = entry["after"]
+    return before, after
 
 
 _FORMAT = Templated(render, _own, Own)

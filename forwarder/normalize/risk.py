@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Set, Tuple
 
+from . import new_tuple
+
 WEIGHTS: Dict[str, int] = {
     "self_admin_grant": 95,
     "spf_all_pass": 95,
@@ -55,7 +57,13 @@ class Risk(NamedTuple):
 
     @property
     def level(self) -> str:
-        return next(name for floor, name in LEVELS if self.score >= floor)
+        score = self.score
+        if 0 <= score <= 100:
+            return _LEVEL_OF_SCORE[score]
+        return next(name for floor, name in LEVELS if score >= floor)
+
+
+_LEVEL_OF_SCORE = tuple(next(name for floor, name in LEVELS if score >= floor) for score in range(101))
 
 
 Part = Mapping[str, Any]  # one analysis of emailauth.audit: roles, dmarc, spf or dkim
@@ -85,6 +93,10 @@ _TESTS: Tuple[Tuple[str, str, Callable[[Part], bool]], ...] = (
     ("dkim_weakened", "dkim", lambda d: bool(_weakened_reasons(d) - _DKIM_LOSS)),
 )  # fmt: skip
 _PARTS = frozenset(part for _, part, _ in _TESTS)
+# part -> its (reason, test) pairs, in WEIGHTS order: an event runs only the tests of its parts.
+_BY_PART: Dict[str, Tuple[Tuple[str, Callable[[Part], bool]], ...]] = {
+    name: tuple((code, test) for code, part, test in _TESTS if part == name) for name in sorted(_PARTS)
+}
 
 
 def _deleted(action: str) -> bool:
@@ -95,9 +107,12 @@ def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
     found = ["domain_deleted"] if _deleted(action) else []
     if not _PARTS.isdisjoint(audit):
-        found += [code for code, part, test in _TESTS if part in audit and test(audit[part])]
+        for part, tests in _BY_PART.items():
+            fields = audit.get(part)
+            if fields is not None:
+                found += [code for code, test in tests if test(fields)]
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
-        return Risk(base, [])
+        return new_tuple(Risk, (base, []))
     reasons = sorted(found, key=lambda code: (-WEIGHTS[code], code))
-    return Risk(max([base] + [WEIGHTS[code] for code in reasons]), reasons)
+    return new_tuple(Risk, (max([base] + [WEIGHTS[code] for code in reasons]), reasons))

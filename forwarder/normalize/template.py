@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Seq
 
 from .. import jsonutil
 from ..records import AuditRecord
-from . import NormalizeOptions
-from .facts import Facts, PlainKey, derive, facts, plain_facts, plain_key
-from .memo import PerOptions
+from . import NormalizeOptions, new_tuple
+from .facts import Facts, PlainKey, facts, plain_facts
+from .plain import PlainCache
 
 _TOKEN = secrets.token_hex(16)
 
@@ -32,18 +32,16 @@ def hole(n: int) -> str:
 
 
 class Template(NamedTuple):
-    text: bytes  # the event with %b in each hole (and any other % doubled)
-    order: Tuple[int, ...]  # which value goes into each hole, in document order
-    pick: Callable[[Sequence[bytes]], Any]  # the serialized values -> the operand of text % (order's)
+    """The event cut at its holes. ``pick`` takes ``parts`` followed by the serialized values and
+    gives the pieces in document order, ready for one ``bytes.join``: both steps run in C, where
+    ``bytes %`` would scan the whole event for its ``%``."""
+
+    parts: Tuple[bytes, ...]  # the bytes around the holes: one more than the holes
+    pick: Callable[[Sequence[bytes]], Tuple[bytes, ...]]  # parts + values -> pieces in document order
 
     def fill(self, values: Sequence[Any]) -> bytes:
         """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
-        return self.text % self.pick(jsonutil.dumps_each(values))
-
-
-def _picker(order: Tuple[int, ...]) -> Callable[[Sequence[bytes]], Any]:
-    """A C function that puts the values in document order (one value alone is an operand too)."""
-    return operator.itemgetter(*order) if order else lambda values: ()
+        return b"".join(self.pick(self.parts + jsonutil.dumps_each(values)))
 
 
 def compile_template(body: bytes, holes: int) -> Optional[Template]:
@@ -62,11 +60,14 @@ def compile_template(body: bytes, holes: int) -> Optional[Template]:
     parts: List[bytes] = []
     start = 0
     for at, length, _ in found:
-        parts.append(body[start:at].replace(b"%", b"%%"))
+        parts.append(body[start:at])
         start = at + length
-    parts.append(body[start:].replace(b"%", b"%%"))
-    order = tuple(n for _, _, n in found)
-    return Template(b"%b".join(parts), order, _picker(order))
+    parts.append(body[start:])
+    # parts[i], then the value of the i-th hole (at len(parts) + its number), ..., the last part
+    order = [len(parts) + n for _, _, n in found]
+    pieces = [index for i, value in enumerate(order) for index in (i, value)] + [len(parts) - 1]
+    pick = operator.itemgetter(*pieces) if holes else lambda items: (items[0],)  # one index: no tuple
+    return Template(tuple(parts), pick)
 
 
 # A format's per-record values: a named tuple whose last field is the record's original text (None
@@ -86,18 +87,14 @@ class Templated(Generic[OwnT]):
         own_type: Type[OwnT],
     ) -> None:
         self._render, self._own, self._own_type = render, own, own_type
-        self._templates = PerOptions(self._compile, 4096)  # plain keys are short
+        self._templates: PlainCache[Optional[Template]] = PlainCache(self._compile, 4096)
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
-        key = plain_key(record)
-        template = None
-        if key:
-            template = self._templates.of(opts)(key)
+        template = self._templates.get(record, opts)
         own = self._own(record, opts)
-        if template:
-            return template.text % template.pick(jsonutil.dumps_each(own))  # template.fill, inlined
-        found = plain_facts(key) if key else derive(record)  # facts(record), its key known
-        return jsonutil.dumps(self._render(found, opts, self._own_type(*own)))
+        if template:  # template.fill, inlined
+            return b"".join(template.pick(template.parts + jsonutil.dumps_each(own)))
+        return jsonutil.dumps(self._render(facts(record), opts, new_tuple(self._own_type, own)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))

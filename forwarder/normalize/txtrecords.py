@@ -61,6 +61,8 @@ def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str,
         for side in sides:
             for kind in _kinds_of(side) if side else ():
                 found.setdefault(kind, (name, sides))  # the first change by field name
+    if not found:  # most changes, DMARC ones included
+        return {}
     return {
         kind: {"change": found[kind][0], **analyze(*found[kind][1]).fields()}
         for kind, _, analyze in _KINDS

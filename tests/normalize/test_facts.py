@@ -12,9 +12,10 @@ import pytest
 from forwarder import jsonutil
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.ecs import format_ecs, to_ecs
-from forwarder.normalize.facts import _derive, _plain_facts, facts
-from forwarder.normalize.memo import MAX_TEXT, PerOptions, text_cache
+from forwarder.normalize.facts import _derive, _plain_facts, facts, plain_key
+from forwarder.normalize.memo import MAX_TEXT, text_cache
 from forwarder.normalize.ocsf import format_ocsf, to_ocsf
+from forwarder.normalize.plain import PlainCache
 from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
 from forwarder.sim.generate import generate_org
@@ -107,6 +108,8 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
     odd = [
         dict(LOGIN, user='q"\\\x00\u2028é@example.com', object=None),
         dict(LOGIN, created_at="2026-01-05 08:15:30+02:00"),
+        # equal to one another in Python, not in JSON: a cached "1" must not serve them
+        *(dict(LOGIN, user=value) for value in ("1", 1, True, 1.0, ["1"], {"1": 1})),
     ]
     records = corpus() + [parse_record(raw) for raw in odd]
     for _ in range(2):  # the second time from the cached templates
@@ -123,14 +126,16 @@ def test_caches_per_options_follow_the_options_value():
         calls.append(key)
         return f"{key}/{opts.vendor}"
 
-    cache = PerOptions(line, 8)
+    cache = PlainCache(line, 8)
+    record = parse_record(LOGIN)
+    k = plain_key(record)
     other = dataclasses.replace(OPTIONS, vendor="Other")
-    assert [cache.of(OPTIONS)("k"), cache.of(other)("k"), cache.of(OPTIONS)("k")] == [
-        "k/Fortra",
-        "k/Other",
-        "k/Fortra",
+    assert [cache.get(record, OPTIONS), cache.get(record, other), cache.get(record, OPTIONS)] == [
+        f"{k}/Fortra",
+        f"{k}/Other",
+        f"{k}/Fortra",
     ]
-    assert cache.of(dataclasses.replace(OPTIONS))("k") == "k/Fortra"  # an equal copy: cached
+    assert cache.get(record, dataclasses.replace(OPTIONS)) == f"{k}/Fortra"  # an equal copy: cached
     assert len(calls) == 3
     login = parse_record(LOGIN)
     assert to_cef(login, OPTIONS).split("|")[1] == "Fortra" and to_cef(login, other).split("|")[1] == "Other"
