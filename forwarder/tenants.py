@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .config import Settings, load_settings
+from .config import Settings, default_of, load_settings
 from .errors import ConfigError
 
 VARIABLE = "FORWARDER_TENANTS"
@@ -153,8 +153,8 @@ def _one(
     if not isinstance(namespace, str) or (namespace and not _NAMESPACE.match(namespace)):
         own.append(f"{label}: state_namespace: expected path segments of A-Z a-z 0-9 _ - joined by /")
         namespace = default_namespace
-    env["FORWARDER_STATE"] = namespaced(base.get("FORWARDER_STATE") or "./state", namespace)
-    env["FORWARDER_QUARANTINE"] = namespaced(base.get("FORWARDER_QUARANTINE") or "./quarantine", namespace)
+    for kept in ("FORWARDER_STATE", "FORWARDER_QUARANTINE"):
+        env[kept] = namespaced(base.get(kept) or default_of(kept), namespace)
 
     prefix = entry.get("s3_prefix")
     if prefix is not None:
