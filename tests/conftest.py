@@ -53,3 +53,16 @@ def hec() -> Iterator[object]:
 
     with HecReceiver(token=HEC_TOKEN) as receiver:
         yield receiver
+
+
+@pytest.fixture(autouse=True)
+def no_token_from_an_earlier_test() -> Iterator[None]:
+    """Each test starts with no reusable access token, as a new process would. Runs in one process
+    reuse a token for the same API and client id (a warm Lambda, run --interval); across tests the
+    next simulator can get the same loopback port, reject the last one's token, and cost a run one
+    request more than the test counts."""
+    from forwarder.api import token
+
+    with token._reusable_lock:
+        token._reusable.clear()
+    yield
