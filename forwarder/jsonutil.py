@@ -42,9 +42,16 @@ def loads(data: bytes | str) -> Any:
             pass  # not UTF-8, a lone surrogate, too deep: the standard library says which, or copes
     text = raw.decode("utf-8", "surrogateescape")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
+
+
+def _not_json(constant: str) -> Any:
+    """The standard library reads NaN and Infinity, which JSON (and orjson) does not: a record
+    holding one would be changed silently (written back as null), so it is refused like any other
+    body that is not JSON."""
+    raise ValueError(f"JSON holds {constant}, which is not a JSON value")
 
 
 def dumps(value: Any) -> bytes:

@@ -53,6 +53,13 @@ def test_a_body_that_is_not_json_names_the_cause(engine):
         jsonutil.loads(b"<html>")
 
 
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_are_not_json_and_are_refused(engine, constant):
+    """The standard library would read them; written back they would become null, a changed record."""
+    with pytest.raises(ValueError, match=r"not a JSON value|unexpected|invalid"):
+        jsonutil.loads(b'{"x":' + constant + b"}")
+
+
 def test_deep_nesting_is_written_without_recursion(engine):
     value: list = []
     for _ in range(4999):  # past any recursion limit of the encoders
