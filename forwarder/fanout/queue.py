@@ -49,6 +49,9 @@ class WorkQueue:
                     f"cannot queue work on {self.url}: {aws.error_code(exc) or type(exc).__name__}"
                 ) from None
             failed.extend(f"{e.get('Code', '?')}" for e in response.get("Failed", []))
+            # A reply that lists an entry neither as sent nor as failed did not queue it either.
+            answered = {e.get("Id") for e in response.get("Successful", []) + response.get("Failed", [])}
+            failed.extend("not acknowledged" for e in entries if e["Id"] not in answered)
         if failed:
             raise QueueError(
                 f"{len(failed)} work item(s) not queued on {self.url}: {', '.join(sorted(set(failed)))}"
