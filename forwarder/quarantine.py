@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -20,8 +21,10 @@ from typing import Any, Dict, Iterator, List, Optional, Protocol, Sequence, Set
 from . import jsonutil
 from .errors import StateError
 from .events import Event, Rejection
-from .files import write_atomic
+from .files import fsync_dir, write_atomic
 from .timeutil import format_us, now_us
+
+log = logging.getLogger(__name__)
 
 try:  # POSIX: a run appending and a replay removing, in two processes, take turns
     import fcntl
@@ -91,10 +94,21 @@ class LocalQuarantine:
         if not rejections:
             return
         lines = quarantine_lines(stream_key, rejections, now_us())
-        with self._locked(), open(self.location, "ab") as fh:
-            fh.writelines(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with self._locked(), open(self.location, "ab+") as fh:
+                fh.seek(0, os.SEEK_END)
+                new = fh.tell() == 0
+                if not new:  # a line torn by a killed writer must not swallow the first new one
+                    fh.seek(-1, os.SEEK_END)
+                    if fh.read(1) != b"\n":
+                        fh.write(b"\n")
+                fh.writelines(lines)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if new:  # the state commits past these events: the file itself must survive a crash
+                fsync_dir(os.path.dirname(self.location))
+        except OSError as exc:
+            raise StateError(f"cannot write {self.location}: {exc.strerror or exc}") from None
 
     def entries(self) -> Iterator[Entry]:
         try:
@@ -102,9 +116,18 @@ class LocalQuarantine:
                 data = fh.read()
         except FileNotFoundError:
             return
+        torn = 0
         for line in data.splitlines():
-            if line.strip():
-                yield Entry(self.location, jsonutil.loads(line))
+            if not line.strip():
+                continue
+            try:
+                value = jsonutil.loads(line)
+            except ValueError:
+                torn += 1  # a writer killed mid-line: the events of whole lines still count
+                continue
+            yield Entry(self.location, value)
+        if torn:
+            log.warning("skipped unreadable quarantine lines", extra={"file": self.location, "lines": torn})
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
         with self._locked():  # re-read under the lock: entries kept meanwhile stay

@@ -7,7 +7,7 @@ import json
 import boto3
 import pytest
 
-from forwarder.errors import SinkError
+from forwarder.errors import SinkError, StateError
 from forwarder.events import Event, Rejection
 from forwarder.quarantine import LocalQuarantine, S3Quarantine, open_quarantine
 
@@ -38,6 +38,24 @@ def test_local_quarantine_appends_each_event_with_its_reason(tmp_path):
         ("domain:example.com", f"{3:064x}", "mapping error: [event] of type [keyword]"),
     ]
     assert json.loads(entries[0]["event"])["m"] == "é"
+
+
+def test_a_line_torn_by_a_killed_writer_neither_hides_the_others_nor_swallows_the_next(tmp_path):
+    quarantine = open_quarantine(str(tmp_path / "q"))
+    quarantine.keep(STREAM, [rejection(1)])
+    path = tmp_path / "q" / "quarantine.ndjson"
+    with open(path, "ab") as fh:
+        fh.write(b'{"stream": "user:bob@example.com", "event_id": "00')  # killed mid-line
+    quarantine.keep(STREAM, [rejection(2)])
+
+    assert [e.doc["event_id"] for e in quarantine.entries()] == [f"{1:064x}", f"{2:064x}"]
+
+
+def test_a_quarantine_that_cannot_be_written_says_which_file(tmp_path):
+    (tmp_path / "q").write_text("a file where the directory should be")
+    quarantine = open_quarantine(str(tmp_path / "q"))
+    with pytest.raises(StateError, match="quarantine"):
+        quarantine.keep(STREAM, [rejection(1)])
 
 
 def test_file_uri_is_a_local_directory(tmp_path):
