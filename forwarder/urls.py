@@ -53,12 +53,6 @@ def url_problem(url: str, secure_scheme: str = "https") -> str | None:
     )
 
 
-def secret_problem(url: str, what: str) -> str | None:
-    """``secret_in_url``'s problem, naming ``what``."""
-    problem = secret_in_url(url)
-    return f"{what}: {problem}" if problem else None
-
-
 def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
     """``url_problem``'s problem, naming ``what``."""
     problem = url_problem(url, secure_scheme)
