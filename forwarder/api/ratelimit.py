@@ -97,8 +97,13 @@ class RateLimiter:
     """What the API client holds: ``with limiter.request():`` around each request, and
     ``limiter.throttled(wait)`` when the service answers 429."""
 
-    def __init__(self, max_rps: Optional[float] = None, concurrency: int = 64) -> None:
-        self.bucket = TokenBucket(max_rps) if max_rps else None
+    def __init__(
+        self,
+        max_rps: Optional[float] = None,
+        concurrency: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.bucket = TokenBucket(max_rps, clock=clock) if max_rps else None
         self.gate = AdaptiveGate(concurrency)
 
     @contextlib.contextmanager

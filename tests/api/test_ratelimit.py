@@ -105,7 +105,8 @@ def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests(monkeypat
     waits: List[float] = []
     monkeypatch.setattr(retry, "sleep", waits.append)
     with Simulator(generate_org(3)) as sim:
-        limiter = RateLimiter(max_rps=4.0, concurrency=4)
+        # A clock that stands still: the pacing is the bucket's arithmetic, whatever the requests take.
+        limiter = RateLimiter(max_rps=4.0, concurrency=4, clock=lambda: 100.0)
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), limiter=limiter)
         sim.fail_next(1, status=429, retry_after=0.5, path_prefix=USERS_PATH)
         assert client.users(200, 10)
