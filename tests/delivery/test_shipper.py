@@ -29,6 +29,7 @@ class WatchingSink:
     def __init__(self, max_in_flight: int, gate: threading.Event | None = None, batch: int = 4) -> None:
         self.max_batch_events, self.max_batch_bytes, self.max_in_flight = batch, 10**6, max_in_flight
         self.gate = gate
+        self.meet: threading.Barrier | None = None  # (when set) the first sends wait for each other
         self.running = self.most = 0
         self.batches: List[List[str]] = []
         self.lock = threading.Lock()
@@ -37,6 +38,9 @@ class WatchingSink:
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
+            meet, self.meet = self.meet, (self.meet if self.running < 2 else None)
+        if meet is not None:
+            meet.wait()  # raises BrokenBarrierError if no second send ever runs beside the first
         if self.gate is not None:
             self.gate.wait(30)
         time.sleep(0.001)  # give other senders a chance to overlap
@@ -63,8 +67,9 @@ def run(sink, tmp_path, flush_timeout_s: float = 60.0):
 
 def test_concurrent_sinks_get_at_most_their_requests_in_flight_and_batches_are_shared(tmp_path):
     sink = WatchingSink(max_in_flight=2)
+    sink.meet = threading.Barrier(2, timeout=30)  # two sends must overlap: no lock serializes them
     report, store, records = run(sink, tmp_path)
-    assert report.ok and sink.most <= 2
+    assert report.ok and sink.most == 2
     assert len(sink.batches) == len(records) // 4  # 60 events of 12 streams in 15 full batches
     assert all(store.load(s.key).state.delivered_total == 5 for s in STREAMS)
 
