@@ -9,8 +9,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from . import roles as role_analysis
 from . import txtrecords
 from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
-from .dmarc import analyze, parse_tags
+from .dmarc import analyze
 from .memo import text_cache
+from .tags import parse_tags
 
 # The fields of an audit record in the spec; any other goes to extra.
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})

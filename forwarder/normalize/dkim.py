@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from .dmarc import parse_tags
 from .memo import text_cache
+from .tags import parse_tags, removal_reason
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 _RSA_OID = bytes.fromhex("2a864886f70d010101")  # 1.2.840.113549.1.1.1
@@ -145,7 +145,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:
         return DkimChange(old, new, [])
     reasons: List[str] = []
     if new is None:
-        reasons.append("record_invalid" if after and after.strip() else "record_removed")
+        reasons.append(removal_reason(after))
     else:
         if new.revoked and not old.revoked:
             reasons.append("key_revoked")

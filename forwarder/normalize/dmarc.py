@@ -1,4 +1,4 @@
-"""DMARC TXT records: tag parsing and "did this change weaken the policy?" (RFC 7489, RFC 9091, DMARCbis).
+"""DMARC TXT records: "did this change weaken the policy?" (RFC 7489, RFC 9091, DMARCbis).
 
 Records are compared by their effective values after defaults: ``sp`` defaults to ``p``, ``np`` to
 ``sp``, ``pct`` to 100, ``t`` to ``n``, ``adkim``/``aspf`` to ``r``. A change is *weakened* for
@@ -21,26 +21,9 @@ from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .memo import text_cache
+from .tags import parse_tags, removal_reason
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
-
-
-def parse_tags(text: str) -> Dict[str, str]:
-    """``tag=value`` pairs in order: names lowercased, values trimmed, the first of a repeated tag wins.
-
-    Lenient on purpose (segments without ``=`` are skipped): validity is judged by ``effective``.
-    A single pair of surrounding double quotes, as DNS tools print TXT data, is removed.
-    """
-    body = text.strip()
-    if len(body) >= 2 and body[0] == body[-1] == '"':
-        body = body[1:-1]
-    tags: Dict[str, str] = {}
-    for segment in body.split(";"):
-        name, sep, value = segment.partition("=")
-        name = name.strip().lower()
-        if sep and name and name not in tags:
-            tags[name] = value.strip()
-    return tags
 
 
 @dataclass(frozen=True)
@@ -151,10 +134,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
     new_tags, new = _read(after) if after else ({}, None)
     if old is None:
         return DmarcChange(old_tags, new_tags, [], [])
-    if new is None:
-        weakened = ["record_invalid" if after and after.strip() else "record_removed"]
-    else:
-        weakened = _weakening(old, new)
+    weakened = [removal_reason(after)] if new is None else _weakening(old, new)
     visibility = []
     if old.rua and not (new and new.rua):
         visibility.append("rua_removed")

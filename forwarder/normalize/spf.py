@@ -1,11 +1,12 @@
 """SPF TXT records (RFC 7208): what a record authorizes, and "did this change weaken it?".
 
-A record is recognised by its content: its first term is ``v=spf1`` (any case, surrounding quotes
-as DNS tools print them removed). For each side: the ``all`` qualifier (``-all`` > ``~all`` >
-``?all`` > ``+all``; a record without ``all`` and without ``redirect`` ends as ``?all``, one with a
-``redirect`` ends as its target does, which we cannot know), the ``include:`` and ``redirect=``
-targets, and the count of terms that cost a DNS lookup (``include``, ``a``, ``mx``, ``ptr``,
-``exists``, ``redirect``; more than 10 is a permanent error, so receivers stop checking SPF).
+A record is recognised by its content: its first term is ``v=spf1`` (any case, the text read as
+``tags.unquote`` reads it: quotes removed, split strings joined). For each side: the ``all``
+qualifier (``-all`` > ``~all`` > ``?all`` > ``+all``; a record without ``all`` and without
+``redirect`` ends as ``?all``, one with a ``redirect`` ends as its target does, which we cannot
+know), the ``include:`` and ``redirect=`` targets, and the count of terms that cost a DNS lookup
+(``include``, ``a``, ``mx``, ``ptr``, ``exists``, ``redirect``; more than 10 is a permanent error,
+so receivers stop checking SPF).
 
 A change is *weakened* for any of these reasons (codes as emitted):
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .memo import text_cache
+from .tags import removal_reason, unquote
 
 LOOKUP_LIMIT = 10
 _STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
@@ -43,14 +45,6 @@ class SpfRecord:
         return {**out, "targets": list(self.targets), "lookups": self.lookups}
 
 
-def _unquote(text: str) -> str:
-    body = text.strip()
-    if len(body) >= 2 and body[0] == body[-1] == '"':
-        body = body[1:-1]
-    # A TXT record split into strings prints as "a" "b": the receiver joins them without a space.
-    return body.replace('" "', "")
-
-
 def is_spf(value: object) -> bool:
     """True for a string whose first term is ``v=spf1``."""
     return isinstance(value, str) and parse(value) is not None
@@ -61,7 +55,7 @@ def is_spf(value: object) -> bool:
 @text_cache(1024)
 def parse(text: str) -> Optional[SpfRecord]:
     """The record's qualifier, targets and lookup count; None when it is not an SPF record."""
-    terms = _unquote(text).split()
+    terms = unquote(text).split()
     if not terms or terms[0].lower() != "v=spf1":
         return None
     final: Optional[str] = None
@@ -128,7 +122,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
         return SpfChange(old, new, added, removed, [])
     reasons: List[str] = []
     if new is None:
-        reasons.append("record_invalid" if after and after.strip() else "record_removed")
+        reasons.append(removal_reason(after))
     else:
         if old.all and new.all and _STRENGTH[new.all] < _STRENGTH[old.all]:
             reasons.append("all_weakened")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from forwarder.normalize.dmarc import Policy, analyze, effective, parse_tags
+from forwarder.normalize.dmarc import Policy, analyze, effective
+from forwarder.normalize.tags import parse_tags
 
 RUA = "rua=mailto:d@example.org"
 
