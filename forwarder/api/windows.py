@@ -74,7 +74,8 @@ class WindowReader:
                     break
                 items += rest
                 times = [record_time(r) for r in items]
-            # A record without a usable time goes with the first window only (the reader reports it).
+            # A record without a usable time goes with the first window only (the reader reports it);
+            # the others up to, not including, the window's end (past=-1).
             inside = [
                 r
                 for r, t in zip(items, times)
