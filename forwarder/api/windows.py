@@ -4,6 +4,9 @@
 A window whose page comes back full is halved until it fits; a one-second window that still fills a
 page is paged through (``_rest_of_window``), and again while the service reorders between calls,
 until it has come whole. What the answers show about the service goes into the shared ``Honoured``.
+
+The newest window is asked without ``end_date``: a service honouring it would otherwise never answer
+a record dated past the clock (say 9999), which the other strategies ship once and report as future.
 """
 
 from __future__ import annotations
@@ -40,17 +43,20 @@ class WindowReader:
     def read(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
         """Oldest window first, each asked to fit one page: a full page splits the window."""
         outcome.strategy = "time-windows"
-        end_us = now_us() + _SKEW_US
+        # A pass resumed past the clock (the cap stopped at a future-dated record) still asks once.
+        end_us = max(now_us() + _SKEW_US, start_us + 1)
         low = start_us
         # The first window asks for everything (an idle stream costs one call); later ones are sized
         # from what the last one held, carried across passes.
         span = self._spans.get(stream.key, end_us - low)
         while low < end_us and outcome.pages < self.max_pages:
             high = min(low + span, end_us)
-            items = self._fetch(stream, self.limit, 0, sort=False, start_us=low, end_us=high)
+            until = high if high < end_us else None  # the newest window is open-ended
+            items = self._fetch(stream, self.limit, 0, sort=False, start_us=low, end_us=until)
             outcome.pages += 1
             times = [record_time(r) for r in items]
-            if any(t is not None and not low - 2 * SECOND <= t <= high + 2 * SECOND for t in times):
+            # The bounds sent are whole seconds, widened (bounds.bound); the newest has no upper end.
+            if any(t is not None and _outside(t, low - 2 * SECOND, until, 2 * SECOND) for t in times):
                 # The bounds are ignored: the next pass (and stream) scans instead, from here.
                 self.honoured.time_bounds = False
                 outcome.more, outcome.resume_us = True, low
@@ -63,14 +69,17 @@ class WindowReader:
                 span = max(SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
                 continue
             if full:  # a second holding a full page: page through it
-                rest = self._rest_of_window(stream, low, high, items, outcome)
+                rest = self._rest_of_window(stream, low, until, items, outcome)
                 if rest is None:  # out of pages: this window is read again, whole, by the next pass
                     break
                 items += rest
                 times = [record_time(r) for r in items]
-            # A record without a usable time goes with the first window only (the reader reports it).
+            # A record without a usable time goes with the first window only (the reader reports it);
+            # the others up to, not including, the window's end (past=-1).
             inside = [
-                r for r, t in zip(items, times) if (low <= t < high if t is not None else low == start_us)
+                r
+                for r, t in zip(items, times)
+                if (not _outside(t, low, until, -1) if t is not None else low == start_us)
             ]
             outcome.items += len(inside)
             outcome.boundary = True
@@ -86,7 +95,7 @@ class WindowReader:
             outcome.reason = f"page cap of {self.max_pages} reached"
 
     def _rest_of_window(
-        self, stream: Stream, low: int, high: int, first: List[Any], outcome: PageOutcome
+        self, stream: Stream, low: int, high: Optional[int], first: List[Any], outcome: PageOutcome
     ) -> Optional[List[Any]]:
         """The records after ``first`` of a window too narrow to split; None once out of pages.
 
@@ -116,7 +125,7 @@ class WindowReader:
                 return rest
             if rounds == _WINDOW_ROUNDS:
                 raise StreamFailed(
-                    f"{format_us(low)} to {format_us(high)} holds more records than a page and the "
+                    f"{_window_text(low, high)} holds more records than a page and the "
                     "service answers its pages in a different order on every call, so some are never "
                     "returned: raise FORWARDER_PAGE_LIMIT"
                 )
@@ -124,7 +133,7 @@ class WindowReader:
         return None
 
     def _unpaged_window(
-        self, stream: Stream, low: int, high: int, seen: Set[bytes], outcome: PageOutcome
+        self, stream: Stream, low: int, high: Optional[int], seen: Set[bytes], outcome: PageOutcome
     ) -> List[Any]:
         """The first page came again past it: the service ignores offset. If it ignores paging as a
         whole, that page was the whole window (one unpaged request shows it); if it honours limit, a
@@ -134,6 +143,16 @@ class WindowReader:
         if {canonical(r) for r in whole} == seen:
             return []
         raise StreamFailed(
-            f"{format_us(low)} to {format_us(high)} holds more records than a page and the service "
+            f"{_window_text(low, high)} holds more records than a page and the service "
             "ignores offset, so only its first page can be read: raise FORWARDER_PAGE_LIMIT"
         )
+
+
+def _outside(t: int, low: int, high: Optional[int], past: int) -> bool:
+    """Whether ``t`` falls before ``low`` or more than ``past`` after ``high``; an open-ended
+    window (``high`` None) has no upper end."""
+    return t < low or (high is not None and t > high + past)
+
+
+def _window_text(low: int, high: Optional[int]) -> str:
+    return f"{format_us(low)} to {format_us(high)}" if high is not None else f"{format_us(low)} onwards"

@@ -18,6 +18,7 @@ import pytest
 from forwarder.sim.endpoints import AUDITS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, Simulator
+from forwarder.sim.styles import ServiceStyle
 from forwarder.timeutil import format_us, now_us
 from tests.e2e.helpers import canonical_id, cli, env_for
 
@@ -68,19 +69,30 @@ def record(sim, created_at, **fields):
 # --- item 2: a future created_at --------------------------------------------------------------------
 
 
-def test_a_future_record_is_shipped_once_flagged_and_hides_nothing(sim, tmp_path):
-    future = record(sim, "9999-12-31T23:59:59Z", marker="from-the-future")
-    sim.add_record(future)
-    first, report = run(sim, tmp_path)
-    assert first.returncode == 4, first.stderr  # completed, with a future-dated record
-    assert report["totals"]["future"] == 1 and "dated in the future" in first.stderr
-    assert report["streams"][0]["watermark"] < "9999"
-    later = record(sim, format_us(now_us() + 1_000_000), marker="after-the-future")
-    sim.add_record(later)
-    second, report = run(sim, tmp_path)
-    assert second.returncode == 0 and report["totals"]["shipped"] == 1
-    ids = [e["event"]["id"] for e in shipped(tmp_path)]
-    assert ids.count(canonical_id(future)) == 1 and ids.count(canonical_id(later)) == 1
+@pytest.mark.parametrize(
+    "style, strategy, extra",
+    [
+        ({}, "ascending+start_date", {}),
+        # A new order on every call, start_date/end_date honoured: pages of 5 read it in windows.
+        (ServiceStyle.unordered(time_bounds=True), "time-windows", {"FORWARDER_PAGE_LIMIT": "5"}),
+    ],
+    ids=["oldest-first", "time-windows"],
+)
+def test_a_future_record_is_shipped_once_flagged_and_hides_nothing(tmp_path, style, strategy, extra):
+    with Simulator(generate_org(ORG_SEED), **style) as sim:
+        future = record(sim, "9999-12-31T23:59:59Z", marker="from-the-future")
+        sim.add_record(future)
+        first, report = run(sim, tmp_path, **extra)
+        assert first.returncode == 4, first.stderr  # completed, with a future-dated record
+        assert report["totals"]["future"] == 1 and "dated in the future" in first.stderr
+        assert report["streams"][0]["watermark"] < "9999"
+        assert report["streams"][0]["strategy"] == strategy
+        later = record(sim, format_us(now_us() + 1_000_000), marker="after-the-future")
+        sim.add_record(later)
+        second, report = run(sim, tmp_path, **extra)
+        assert second.returncode == 0 and report["totals"]["shipped"] == 1
+        ids = [e["event"]["id"] for e in shipped(tmp_path)]
+        assert ids.count(canonical_id(future)) == 1 and ids.count(canonical_id(later)) == 1
 
 
 # --- items 5, 6, 7: records that cannot be processed, big integers ---------------------------------

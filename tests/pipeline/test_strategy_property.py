@@ -72,6 +72,9 @@ class FakeService:
         return items
 
 
+FAR_FUTURE = format_us(parse_iso("9999-12-31T23:59:59Z"))
+
+
 def _canonical(text: str) -> str:
     return format_us(parse_iso(text))
 
@@ -116,9 +119,10 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
     page_limit=st.integers(1, 30),
     cap=st.integers(1, 40),
     max_offset=st.one_of(st.none(), st.integers(10, 60)),
+    dated_9999=st.booleans(),
 )
 def test_every_record_once_whatever_the_service_honours(
-    offsets, arrivals, runs, service, page_limit, cap, max_offset
+    offsets, arrivals, runs, service, page_limit, cap, max_offset, dated_9999
 ):
     order, time_bounds, paging = service
     # Re-anchoring at an offset ceiling needs fewer records than the ceiling in any two seconds.
@@ -134,17 +138,22 @@ def test_every_record_once_whatever_the_service_honours(
     # more records than a page holds inside the smallest window (a second) of such a service.
     assume(service != ("random", True, True) or crowd < page_limit)
     records = make_records(offsets, now_us() - 3600 * 1_000_000)
+    if dated_9999:  # shipped once and counted as future, whichever way the trail is read
+        records.append({**records[-1], "changes": {"n": "9999"}, "created_at": FAR_FUTURE})
     arrive = [arrivals.draw(st.integers(0, runs - 1)) for _ in records]
     api = FakeService(order, time_bounds, paging, max_offset if order == "asc" and time_bounds else None)
     store, sink = MemoryStore(), MemorySink(max_batch_events=7)
     limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
 
+    future = 0
     for run in range(runs):
         api.records = [r for r, a in zip(records, arrive) if a <= run]
         before = api.calls
         report = run_with(api, page_limit, store, sink, limits)
         assert report.ok, report.error
         assert report.api_calls == api.calls - before
+        future += report.future
+    assert future == dated_9999
     delivered = Counter(sink.delivered)
     assert set(delivered) == {event_id(r) for r in records}, "a record was lost"
     assert max(delivered.values()) == 1, "a record was delivered twice"
@@ -347,3 +356,28 @@ def test_a_whole_trail_as_long_as_a_page_from_a_service_that_ignores_paging_is_r
     report = run_with(api, 3, MemoryStore(), MemorySink(), _limits())
     assert report.ok, report.error
     assert report.api_calls == api.calls <= 4
+
+
+@pytest.mark.parametrize(
+    "service", [("desc", True, True), ("random", True, True), ("random", True, False), ("asc", True, True)]
+)
+def test_a_record_dated_9999_is_shipped_once_and_counted_whatever_the_strategy(service):
+    """A service honouring end_date answers no record past the newest window's end: that window is
+    asked open-ended, so the time-windows strategy ships records dated in the future once, as the
+    others do, and counts them (the watermark stays at the clock). The first pass ends at the first
+    of them (the cap): the next pass starts past the clock, and still asks."""
+    records = make_records(list(range(0, 300, 10)), now_us() - 3600 * 1_000_000)
+    soon, late = make_records([3600, 0], now_us())
+    late.update(changes={"n": "9999"}, created_at=FAR_FUTURE)
+    api = FakeService(*service)
+    api.records = [*records, soon, late]
+    store, sink = MemoryStore(), MemorySink()
+    first = run_with(api, 10, store, sink, _limits(cap=31))
+    assert first.ok, first.error
+    assert first.strategy == ("ascending+start_date" if service[0] == "asc" else "time-windows")
+    assert first.future == 2 and first.new == 32 and first.passes == 2
+    assert parse_iso(first.watermark) < now_us() + 600 * 1_000_000
+    api.records.append(make_records([0], now_us() - 1_000_000)[0])
+    second = run_with(api, 10, store, sink, _limits(cap=31))
+    assert second.ok and second.future == 0 and second.new == 1
+    assert Counter(sink.delivered) == Counter(event_id(r) for r in api.records)
