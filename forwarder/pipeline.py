@@ -12,7 +12,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome, ReadAgain
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
@@ -93,10 +93,8 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         ctx.observer.progressed(report, first_us, first_us)
         outcome = PageOutcome()
         position: Tuple[Any, ...] = ()
-        kept: Dict[str, int] = {}  # ids of the unplaceable records this pass quarantined -> when
         while True:
             report.passes += 1
-            counts = (report.fetched, report.skipped)
             pages = _observed(
                 ctx.source.pages(stream, start, outcome),
                 functools.partial(ctx.observer.progressed, report, first_us, state.watermark_us or first_us),
@@ -110,12 +108,11 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                     limits=ctx.limits,
                     keeps=ctx.ownership.keeps,
                     report=report,
-                    on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report, kept),
+                    on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
                     outcome=outcome,
                 )
             except ReadAgain:  # the source learnt the order was not as asked: same start, new way
                 report.api_calls += outcome.pages
-                report.fetched, report.skipped = counts  # read again: counted once (quarantined: kept)
                 outcome = PageOutcome(start_offset=outcome.start_offset)
                 continue
             _flag_future(stream, selection.records, report)
@@ -130,8 +127,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 )
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
-            state, version = _ship(ctx, stream, selection.records, kept, state, version, report)
-            kept.clear()  # now in the state the next pass selects from
+            state, version = _ship(ctx, stream, selection.records, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
             if (selection.complete and not outcome.more) or ctx.should_stop():
                 break
@@ -163,17 +159,9 @@ def _note_position(report: StreamReport, state: StreamState) -> None:
         report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
 
 
-def _quarantine_record(
-    ctx: RunContext, stream: Stream, report: StreamReport, kept: Dict[str, int], raw: Any, reason: str
-) -> None:
-    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way;
-    once written, its id joins ``kept``, which the stream's state remembers after the pass."""
-    rejection = unplaceable(raw, reason)
-    if rejection.event.id in kept:  # met again in this pass (read again, or a repeated page)
-        return
-    ctx.quarantine.keep(stream.key, [rejection])
-    kept[rejection.event.id] = now_us()
-    report.invalid += 1
+def _quarantine_record(ctx: RunContext, stream: Stream, report: StreamReport, raw: Any, reason: str) -> None:
+    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way."""
+    ctx.quarantine.keep(stream.key, [unplaceable(raw, reason)])
     report.quarantined += 1
     log.warning("record quarantined: it cannot be placed", extra={"stream": stream.key, "reason": reason})
 
@@ -194,32 +182,30 @@ def _ship(
     ctx: RunContext,
     stream: Stream,
     records: List[AuditRecord],
-    quarantined: Dict[str, int],
     state: StreamState,
     version: Optional[str],
     report: StreamReport,
 ) -> Tuple[StreamState, Optional[str]]:
-    """Normalize one pass and queue it in the run's shared batches, with the ids of the records it
-    ``quarantined``. Returns the state planned once they are accepted, which the next pass selects
-    from; the store is written as batches are accepted (forwarder/delivery). StreamFailed if an
-    earlier batch of this stream failed."""
-    if not records and not quarantined:
+    """Normalize one pass and queue it in the run's shared batches. Returns the state planned once
+    they are accepted, which the next pass selects from; the store is written as batches are
+    accepted (forwarder/delivery). StreamFailed if an earlier batch of this stream failed."""
+    if not records:
         return state, version
     options = replace(ctx.options, ingest_time_us=now_us())
     events = [ctx.formatter(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
-        shipper.add(stream.key, records, events, state, version, report, quarantined)
+        shipper.add(stream.key, records, events, state, version, report)
         shipper.finish(ctx.flush_timeout_s)
         failure = shipper.failure(stream.key)
         if failure is not None:
             raise StreamFailed(failure)
         return shipper.position(stream.key) or (state, version)
-    failure = ctx.shipper.add(stream.key, records, events, state, version, report, quarantined)
+    failure = ctx.shipper.add(stream.key, records, events, state, version, report)
     if failure is not None:
         raise StreamFailed(failure)
     ctx.renew_lease()
-    return state.advance(records, ctx.limits.window_s * 1_000_000, quarantined=quarantined), version
+    return state.advance(records, ctx.limits.window_s * 1_000_000), version
 
 
 def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:

@@ -64,11 +64,6 @@ def unplaceable(raw: Any, reason: str) -> Rejection:
     return Rejection(Event(hashlib.sha256(body).hexdigest(), 0, body), reason, kind="record")
 
 
-def unplaceable_id(raw: Any) -> str:
-    """The id ``unplaceable`` keeps ``raw`` under: a stream's state remembers it once kept."""
-    return unplaceable(raw, "").event.id
-
-
 def quarantine_lines(stream_key: str, rejections: Sequence[Rejection], at_us: int) -> List[bytes]:
     return [
         jsonutil.dumps(

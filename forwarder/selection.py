@@ -9,7 +9,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .api.paging import PageOutcome
 from .errors import StreamFailed
-from .quarantine import unplaceable_id
 from .records import AuditRecord, InvalidRecord, parse_record
 from .report import StreamReport
 from .state.model import StreamState
@@ -48,7 +47,7 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
-    on_unplaceable: Optional[Callable[[Any, str], None]] = None,  # counts it in ``report.invalid``
+    on_unplaceable: Optional[Callable[[Any, str], None]] = None,
     outcome: Optional[PageOutcome] = None,
 ) -> Selection:
     """Keep the oldest ``max_records_per_pass`` new records of the pages.
@@ -78,13 +77,10 @@ def select_new(
             try:
                 record = parse_record(raw, stream.object_type)
             except InvalidRecord as exc:
-                if unplaceable_id(raw) in state.seen:  # kept in quarantine by an earlier pass or run
-                    report.skipped += 1
-                    continue
+                report.invalid += 1
                 if on_unplaceable is None:
-                    report.invalid += 1
                     raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
-                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined, counted; move on
+                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
                 continue
             key = hash(record.event_id)
             place = read.get(key)

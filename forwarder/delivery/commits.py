@@ -5,15 +5,14 @@ The rule: a stream's state moves over its records up to record k only once every
 records up to k was accepted, and its commits are made one at a time, in order. A refused batch, a
 failed commit or a run that ends before its batches were confirmed fails the streams concerned from
 their first unconfirmed record on: their state stays where it was last committed, so the next run
-selects those records again (same event ids). The ids of unplaceable records already kept in
-quarantine join the state in the same order, as if in a batch the sink accepted at once.
+selects those records again (same event ids).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from ..records import AuditRecord
 from ..state.model import StreamState
@@ -34,7 +33,6 @@ class Commit:
 class _Entry:
     segment: Segment
     accepted: bool = False
-    quarantined: Dict[str, int] = field(default_factory=dict)  # id -> when, of records kept there
 
 
 @dataclass
@@ -83,17 +81,6 @@ class CommitTracker:
                 book.pending.append(entry)
                 self._entries[id(segment)] = entry
 
-    def quarantined(self, stream: str, ids: Mapping[str, int]) -> Optional[Commit]:
-        """Unplaceable records of ``stream`` were written to quarantine: their ``ids`` (id -> when)
-        join its state once its batches closed before are accepted. The commit due now, if any."""
-        book = self._books[stream]
-        if book.failed is not None or not ids:
-            return None
-        entry = _Entry(Segment(stream), accepted=True, quarantined=dict(ids))
-        book.pending.append(entry)
-        self._entries[id(entry.segment)] = entry
-        return self._due(stream)
-
     def accepted(self, batch: Batch) -> List[Commit]:
         """The sink accepted ``batch``: the commits that became due."""
         for segment in batch.segments:
@@ -130,20 +117,17 @@ class CommitTracker:
         if book.committing:  # a failed stream's pending entries all precede its failure
             return None
         records: List[AuditRecord] = []
-        quarantined: Dict[str, int] = {}
         covered: List[int] = []
         while book.pending and book.pending[0].accepted:
             entry = book.pending.popleft()
             del self._entries[id(entry.segment)]
             records.extend(entry.segment.records)
-            quarantined.update(entry.quarantined)
             covered.append(id(entry.segment))
         if not covered:
             return None
         book.committing = True
         self._writing.update(covered)
-        state = book.state.advance(records, self.window_us, quarantined=quarantined)
-        return Commit(stream, state, book.version, covered)
+        return Commit(stream, book.state.advance(records, self.window_us), book.version, covered)
 
     def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
         """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in

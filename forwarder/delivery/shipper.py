@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
@@ -80,11 +80,9 @@ class Shipper:
         state: StreamState,
         version: Optional[str],
         report: StreamReport,
-        quarantined: Optional[Mapping[str, int]] = None,
     ) -> Optional[str]:
-        """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time), and the ids
-        of the unplaceable records it kept in quarantine (id -> when). Returns why the stream failed
-        earlier, in which case nothing was queued; waits while the senders are full."""
+        """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time). Returns why
+        the stream failed earlier, in which case nothing was queued; waits while the senders are full."""
         with self._cond:
             self._check_fatal()
             self._tracker.open(stream, state, version)
@@ -92,9 +90,6 @@ class Shipper:
             failure = self._failure(stream)
             if failure is not None:
                 return failure
-            commit = self._tracker.quarantined(stream, quarantined or {})
-            if commit is not None:
-                self._committers.submit(self._guarded, self._commit, commit)
             for batch in self._batcher.add(stream, records, events, time.monotonic()):
                 self._tracker.closed(batch)
                 self._queue.append(batch)

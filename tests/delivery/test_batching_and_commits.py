@@ -152,26 +152,3 @@ def test_the_end_of_a_run_fails_streams_with_unconfirmed_batches():
     tracker.committed(tracker.accepted(batches[0])[0], "v1")
     assert tracker.abandon("not confirmed") == ["b"]
     assert tracker.position("a") is not None and tracker.position("a")[1] == "v1"  # type: ignore[index]
-
-
-def test_quarantined_ids_join_the_state_after_the_batches_before_them():
-    """Ids of records written to quarantine need no sink: they commit at once, or with the stream's
-    batches closed before them once those are accepted, and never past a refused one."""
-    tracker = tracker_with("a")
-    (alone,) = [tracker.quarantined("a", {"q0": BASE_US})]
-    assert alone is not None and alone.state.seen == {"q0": BASE_US} and alone.state.delivered_total == 0
-    assert tracker.committed(alone, "v1") is None
-    tracker, (first, second) = two_batches_of_a(4)
-    assert tracker.quarantined("a", {"q1": BASE_US}) is None  # waits for a's batches
-    (commit,) = tracker.accepted(first)
-    assert "q1" not in commit.state.seen
-    assert tracker.accepted(second) == []  # the first commit is being written
-    follow = tracker.committed(commit, "v1")
-    assert follow is not None and "q1" in follow.state.seen and follow.state.delivered_total == 4
-    assert tracker.committed(follow, "v2") is None and not tracker.unsettled()
-    tracker, (first, second) = two_batches_of_a(4)
-    tracker.quarantined("a", {"q2": BASE_US})
-    assert tracker.refused(second, "refused") == ["a"]
-    (commit,) = tracker.accepted(first)
-    assert "q2" not in commit.state.seen and tracker.committed(commit, "v1") is None
-    assert not tracker.unsettled()

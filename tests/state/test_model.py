@@ -55,14 +55,6 @@ def test_advance_counts_and_leaves_the_original_unchanged():
     assert StreamState().advance([], WINDOW) == StreamState()
 
 
-def test_quarantined_ids_are_remembered_and_age_out_without_counting_or_moving_the_watermark():
-    state = StreamState().advance([make_record("a", T0_US)], WINDOW, quarantined={"q": T0_US + SECOND})
-    assert state.seen == {"a": T0_US, "q": T0_US + SECOND}
-    assert state.watermark_us == T0_US and state.delivered_total == 1
-    state = state.advance([make_record("head", T0_US + WINDOW + 2 * SECOND)], WINDOW)
-    assert set(state.seen) == {"head"}  # a window past the run that kept it: forgotten
-
-
 def test_document_round_trip():
     state = StreamState(
         watermark_us=T0_US + 123_456,
