@@ -6,9 +6,11 @@ in progress; at a call's deadline, or when a stop is requested (``forwarder.stop
 call's socket down, which ends the blocked read at once, and the call raises DeadlineExceeded (or
 stop.Stopped).
 
-To reach the socket before any byte of the answer arrives, the session's connection pools use
-connections that hand their socket to the watchdog of the call in progress (``Watched``).
-:func:`watching` is that watchdog for any client whose connections are ``Watched`` (``aws.call``).
+To reach the socket before any byte of the answer arrives, every connection a session opens hands
+its socket to the watchdog of the call in progress (``Watched``): the sessions ``forwarder.http``
+builds mount :class:`WatchedAdapter`, whose direct pools and proxy pools (plain forwarding and
+CONNECT tunnels) all make such connections. :func:`watching` is that watchdog for any client whose
+connections are ``Watched`` (``aws.call``).
 """
 
 from __future__ import annotations
@@ -63,9 +65,17 @@ class _Call:
 
 
 class Watched:
-    """A connection that hands its socket to the call in progress before waiting for the answer."""
+    """A connection that hands its socket to the call in progress as soon as it exists (a proxy's
+    CONNECT answer is read on it) and again before waiting for the answer (a pooled connection)."""
 
     sock: Optional[socket.socket]
+
+    def _new_conn(self) -> socket.socket:
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        call = current()
+        if call is not None:
+            call.attach(sock)
+        return sock
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         call = current()
@@ -90,14 +100,25 @@ class _TlsPool(HTTPSConnectionPool):
     ConnectionCls = _TlsConnection
 
 
-def watch(session: requests.Session) -> None:
-    """Make ``session``'s direct connections reachable by the watchdog (proxied ones keep only the
-    per-read timeout before the answer starts, and the deadline once it has)."""
-    for adapter in session.adapters.values():
-        manager = getattr(adapter, "poolmanager", None)
-        if manager is not None and manager.pool_classes_by_scheme.get("http") is not _Pool:
-            manager.clear()
-            manager.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
+_WATCHED_POOLS = {"http": _Pool, "https": _TlsPool}
+
+
+class WatchedAdapter(requests.adapters.HTTPAdapter):
+    """requests' adapter whose every pool, direct or through an HTTP(S) proxy, opens ``Watched``
+    connections: mounted once on a session, no call it makes waits past its deadline or a stop."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        new = proxy not in self.proxy_manager
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        # Swapped before the manager opens a pool. A SOCKS proxy's pools keep their own connections
+        # (and requests needs PySocks, not installed, to use one at all).
+        if new and not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager
 
 
 def request(
@@ -109,13 +130,12 @@ def request(
     deadline_s: float,
     **kwargs: Any,
 ) -> requests.Response:
-    """``session.request`` with the answer, headers and body, read whole within ``deadline_s``."""
+    """``session.request`` with the answer, headers and body, read whole within ``deadline_s``.
+    ``session`` is one ``forwarder.http.new_session`` built: its connections are ``Watched``."""
     what = f"{method} {redact_url(url)}"
-    watch(session)
     with watching(what, deadline_s) as call:
         try:
             response = session.request(method, url, timeout=timeout, stream=True, **kwargs)
-            call.attach(_socket_of(response) or call.sock)
             response.content  # noqa: B018 - reads the body under the watchdog
         except (requests.RequestException, OSError):
             if not call.cut.is_set():
@@ -193,12 +213,3 @@ os.register_at_fork(after_in_child=_after_fork)
 def current() -> Optional[_Call]:
     """This thread's call in progress, if any."""
     return getattr(_calls, "call", None)
-
-
-def _socket_of(response: requests.Response) -> Optional[socket.socket]:
-    """The socket a streamed response reads from (for sessions whose pools are not watched)."""
-    sock: Optional[socket.socket] = getattr(getattr(response.raw, "_connection", None), "sock", None)
-    if sock is None:
-        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock

@@ -1,0 +1,132 @@
+"""Behind HTTP_PROXY / HTTPS_PROXY the total deadline and a stop still reach the socket: a peer
+trickling its status line and headers through a real forward proxy (plain forwarding for http://,
+a CONNECT tunnel for https://) holds a 1 s call for about 1 s, not for the ~14 s the trickle lasts.
+
+The bound asserted is generous (6 s): it tells a cut call from one that waited for the headers."""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+
+import pytest
+
+from forwarder import retry, stop
+from forwarder.api.client import ApiClient, Credentials
+from forwarder.errors import ApiError
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.receivers.forward_proxy import ForwardProxy
+from tests.receivers.trickling_peer import REPLY, TricklingPeer
+
+BOUND_S = 6.0  # the trickled reply takes len(REPLY) * 0.2 s, about 14 s
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+ORG = generate_org(3)
+
+
+@pytest.fixture(autouse=True)
+def no_waits(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda _delay: None)
+    yield
+    stop.reset()
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    """A forward proxy every session of the run is told about (and no other proxy setting)."""
+    with ForwardProxy() as running:
+        for name in PROXY_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+            monkeypatch.delenv(name.lower(), raising=False)
+        monkeypatch.setenv("HTTP_PROXY", running.url)
+        monkeypatch.setenv("HTTPS_PROXY", running.url)
+        yield running
+
+
+@pytest.fixture
+def tls(tmp_path, monkeypatch):
+    """A server context for 127.0.0.1 and a CA the client trusts (REQUESTS_CA_BUNDLE)."""
+    pytest.importorskip("cryptography")  # not in the Python 3.9 pure-Python pass
+    from tests.syslog.rsyslog import make_certificates
+
+    make_certificates(tmp_path)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "server.pem", tmp_path / "server-key.pem")
+    return context
+
+
+def client_for(url: str, timeout: float) -> ApiClient:
+    credentials = Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
+    return ApiClient(url, credentials, timeout=timeout, retry=retry.RetryPolicy(attempts=1))
+
+
+def cut_at_deadline(peer: TricklingPeer) -> float:
+    """Seconds a 1 s token request to ``peer`` took; it must end in the deadline's ApiError."""
+    started = time.monotonic()
+    with pytest.raises(ApiError, match=r"POST /v1/ep/token: .*no complete response within 1 s"):
+        client_for(peer.url, timeout=1).request_token()
+    return time.monotonic() - started
+
+
+def assert_cut_inside_the_headers(peer: TricklingPeer) -> None:
+    while not peer.hangups:  # the peer notices the hang-up at its next byte
+        time.sleep(0.05)
+    assert peer.hangups[0] < REPLY.index(b"\r\n\r\n")
+
+
+def test_trickled_headers_through_the_proxy_end_at_the_deadline(proxy):
+    with TricklingPeer() as peer:
+        assert cut_at_deadline(peer) < BOUND_S
+        assert_cut_inside_the_headers(peer)
+    assert proxy.relayed == [f"POST {peer.url}/v1/ep/token"]  # forwarded, not sent direct
+
+
+def test_trickled_headers_through_a_connect_tunnel_end_at_the_deadline(proxy, tls):
+    with TricklingPeer(tls=tls) as peer:
+        assert cut_at_deadline(peer) < BOUND_S
+        assert_cut_inside_the_headers(peer)
+    assert proxy.relayed == [f"CONNECT {peer.url.split('//')[1]}"]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_stop_request_ends_a_call_through_the_proxy(proxy, scheme, request):
+    context = request.getfixturevalue("tls") if scheme == "https" else None
+    with TricklingPeer(tls=context) as peer:
+        client = client_for(peer.url, timeout=900)  # only the stop can end it
+        outcome = {}
+
+        def pull():
+            try:
+                client.request_token()
+            except stop.Stopped as exc:
+                outcome["stopped"] = exc
+
+        worker = threading.Thread(target=pull, daemon=True)
+        worker.start()
+        while not peer.requests:
+            time.sleep(0.02)
+        stopped_at = time.monotonic()
+        stop.request()
+        worker.join(60)
+        assert time.monotonic() - stopped_at < BOUND_S
+        assert not worker.is_alive() and "stopped" in outcome
+    assert len(proxy.relayed) == 1
+
+
+def test_without_a_proxy_the_call_goes_direct_and_is_cut_too(proxy, monkeypatch):
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.delenv("HTTPS_PROXY")
+    with TricklingPeer() as peer:
+        assert cut_at_deadline(peer) < BOUND_S
+        assert_cut_inside_the_headers(peer)
+    assert proxy.relayed == []
+
+
+def test_whole_answers_come_through_the_proxy(proxy):
+    """The watched connections of the proxy's pools carry a normal exchange: a token, then users."""
+    with Simulator(ORG) as sim:
+        assert len(client_for(sim.base_url, timeout=10).users(200, 10)) == len(ORG.users)
+    assert proxy.relayed[0] == f"POST {sim.base_url}/v1/ep/token"
+    assert len(proxy.relayed) == len(sim.requests) >= 2
