@@ -17,11 +17,10 @@ from forwarder.api.client import ApiClient, Credentials
 from forwarder.errors import ApiError
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
-from tests.receivers.forward_proxy import ForwardProxy
+from tests.receivers.forward_proxy import ForwardProxy, behind
 from tests.receivers.trickling_peer import REPLY, TricklingPeer
 
 BOUND_S = 6.0  # the trickled reply takes len(REPLY) * 0.2 s, about 14 s
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 ORG = generate_org(3)
 
 
@@ -36,11 +35,7 @@ def no_waits(monkeypatch):
 def proxy(monkeypatch):
     """A forward proxy every session of the run is told about (and no other proxy setting)."""
     with ForwardProxy() as running:
-        for name in PROXY_VARIABLES:
-            monkeypatch.delenv(name, raising=False)
-            monkeypatch.delenv(name.lower(), raising=False)
-        monkeypatch.setenv("HTTP_PROXY", running.url)
-        monkeypatch.setenv("HTTPS_PROXY", running.url)
+        behind(monkeypatch, running.url)
         yield running
 
 

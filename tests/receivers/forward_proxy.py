@@ -15,7 +15,19 @@ import threading
 from typing import BinaryIO, List, Tuple
 from urllib.parse import urlsplit
 
+import pytest
+
 _DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
+    """The environment of a run behind ``proxy_url``, for http:// and https://, with no exception."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy_url)
+    monkeypatch.setenv("HTTPS_PROXY", proxy_url)
 
 
 class ForwardProxy:
