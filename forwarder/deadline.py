@@ -104,8 +104,8 @@ _WATCHED_POOLS = {"http": _Pool, "https": _TlsPool}
 
 
 class WatchedAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter whose every pool, direct or through an HTTP(S) proxy, opens ``Watched``
-    connections: mounted once on a session, no call it makes waits past its deadline or a stop."""
+    """requests' adapter whose every pool, direct or through a proxy (HTTP, HTTPS, SOCKS), opens
+    ``Watched`` connections: mounted on a session, no call it makes waits past its deadline or a stop."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -114,10 +114,13 @@ class WatchedAdapter(requests.adapters.HTTPAdapter):
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         new = proxy not in self.proxy_manager
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        # Swapped before the manager opens a pool. A SOCKS proxy's pools keep their own connections
-        # (and requests needs PySocks, not installed, to use one at all).
-        if new and not proxy.lower().startswith("socks"):
-            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        if new:  # swapped before the manager opens a pool
+            if proxy.lower().startswith("socks"):
+                from .socks_deadline import POOLS  # needs PySocks, as requests does for this proxy
+
+                manager.pool_classes_by_scheme = POOLS
+            else:
+                manager.pool_classes_by_scheme = _WATCHED_POOLS
         return manager
 
 

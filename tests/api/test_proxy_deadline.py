@@ -1,6 +1,6 @@
-"""Behind HTTP_PROXY / HTTPS_PROXY the total deadline and a stop still reach the socket: a peer
-trickling its status line and headers through a real forward proxy (plain forwarding for http://,
-a CONNECT tunnel for https://) holds a 1 s call for about 1 s, not for the ~14 s the trickle lasts.
+"""Behind a proxy the total deadline and a stop still reach the socket: a peer trickling its status
+line and headers through a real forward proxy (plain forwarding for http://, a CONNECT tunnel for
+https://, a SOCKS5 tunnel) holds a 1 s call for about 1 s, not for the ~14 s the trickle lasts.
 
 The bound asserted is generous (6 s): it tells a cut call from one that waited for the headers."""
 
@@ -37,6 +37,14 @@ def proxy(monkeypatch):
     with ForwardProxy() as running:
         behind(monkeypatch, running.url)
         yield running
+
+
+@pytest.fixture
+def socks(proxy, monkeypatch):
+    """The same proxy named as a SOCKS5 one (names resolved by the proxy, as ``socks5h`` asks)."""
+    pytest.importorskip("socks")  # PySocks: requests needs it for a SOCKS proxy
+    behind(monkeypatch, proxy.url.replace("http", "socks5h", 1))
+    return proxy
 
 
 @pytest.fixture
@@ -85,8 +93,18 @@ def test_trickled_headers_through_a_connect_tunnel_end_at_the_deadline(proxy, tl
     assert proxy.relayed == [f"CONNECT {peer.url.split('//')[1]}"]
 
 
-@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_trickled_headers_through_a_socks_proxy_end_at_the_deadline(socks, tls):
+    with TricklingPeer() as peer, TricklingPeer(tls=tls) as tls_peer:
+        for trickling in (peer, tls_peer):
+            assert cut_at_deadline(trickling) < BOUND_S
+            assert_cut_inside_the_headers(trickling)
+    assert socks.relayed == [f"SOCKS5 {p.url.split('//')[1]}" for p in (peer, tls_peer)]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https", "socks"])
 def test_a_stop_request_ends_a_call_through_the_proxy(proxy, scheme, request):
+    if scheme == "socks":
+        request.getfixturevalue("socks")
     context = request.getfixturevalue("tls") if scheme == "https" else None
     with TricklingPeer(tls=context) as peer:
         client = client_for(peer.url, timeout=900)  # only the stop can end it

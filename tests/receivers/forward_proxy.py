@@ -1,9 +1,10 @@
-"""A loopback HTTP forward proxy that relays every byte as it arrives, and logs what it relays.
+"""A loopback forward proxy that relays every byte as it arrives, and logs what it relays.
 
 It takes absolute-form requests for http:// targets (``GET http://host:port/path``, relayed one per
 connection: the answer gets ``Connection: close``) and CONNECT tunnels for https:// ones, like the
-corporate proxies HTTP_PROXY / HTTPS_PROXY name. Nothing is buffered: a peer trickling its answer
-trickles through the proxy too.
+corporate proxies HTTP_PROXY / HTTPS_PROXY name, and on the same port SOCKS5 tunnels without
+authentication (``socks5://``, ``socks5h://``: the Splunk add-on's proxy setting). Nothing is
+buffered: a peer trickling its answer trickles through the proxy too.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
     def handle(self) -> None:
+        if self.rfile.peek(1)[:1] == b"\x05":
+            self._socks5()
+            return
         head = self.rfile.readline(65536).decode("latin-1")
         method, target, _version = head.split()
         headers = _read_headers(self.rfile)
@@ -84,6 +88,22 @@ class _Handler(socketserver.StreamRequestHandler):
         with socket.create_connection((url.hostname, url.port or 80), timeout=30) as upstream:
             upstream.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
             _relay_answer(upstream, self.connection)
+
+    def _socks5(self) -> None:
+        """RFC 1928 without authentication, CONNECT only, to an IPv4 address or a host name."""
+        _version, methods = self.rfile.read(2)
+        self.rfile.read(methods)
+        self.wfile.write(b"\x05\x00")  # no authentication
+        _version, _command, _reserved, kind = self.rfile.read(4)
+        if kind == 1:
+            host = socket.inet_ntoa(self.rfile.read(4))
+        else:  # 3: a name the proxy resolves (socks5h)
+            host = self.rfile.read(self.rfile.read(1)[0]).decode("ascii")
+        port = int.from_bytes(self.rfile.read(2), "big")
+        self.server.proxy.relayed.append(f"SOCKS5 {host}:{port}")
+        with socket.create_connection((host, port), timeout=30) as upstream:
+            self.wfile.write(b"\x05\x00\x00\x01" + bytes(4) + bytes(2))  # granted
+            _pipe_both_ways(self.connection, upstream)
 
 
 def _read_headers(rfile: BinaryIO) -> List[Tuple[str, str]]:
