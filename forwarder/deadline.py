@@ -8,14 +8,15 @@ stop.Stopped).
 
 To reach the socket before any byte of the answer arrives, every connection a session opens hands
 its socket to the watchdog of the call in progress (``Watched``): the sessions ``forwarder.http``
-builds mount :class:`WatchedAdapter`, whose direct pools and proxy pools (plain forwarding and
-CONNECT tunnels) all make such connections. :func:`watching` is that watchdog for any client whose
+builds mount :class:`WatchedAdapter`, whose direct pools and proxy pools (plain forwarding, CONNECT
+tunnels, SOCKS) all make such connections. :func:`watching` is that watchdog for any client whose
 connections are ``Watched`` (``aws.call``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import socket
@@ -24,7 +25,6 @@ import time
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import requests
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from . import stop
@@ -65,8 +65,9 @@ class _Call:
 
 
 class Watched:
-    """A connection that hands its socket to the call in progress as soon as it exists (a proxy's
-    CONNECT answer is read on it) and again before waiting for the answer (a pooled connection)."""
+    """A connection that hands its socket to the call in progress as soon as it opens one (a proxy's
+    CONNECT answer is awaited on it) and again before awaiting the answer (a pooled connection, a
+    TLS one). A TLS or SOCKS handshake stays bounded per read only: it runs on a socket not handed over."""
 
     sock: Optional[socket.socket]
 
@@ -84,23 +85,26 @@ class Watched:
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
-class _Connection(Watched, HTTPConnection):
-    pass
+def watched_pools(plain: type, tls: type) -> Dict[str, type]:
+    """Connection pool classes by scheme: ``plain`` and ``tls`` opening ``Watched`` connections."""
+
+    def watched(pool: type) -> type:
+        opens = pool.ConnectionCls  # type: ignore[attr-defined]
+        connection = type(f"Watched{opens.__name__}", (Watched, opens), {})
+        return type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": connection})
+
+    return {"http": watched(plain), "https": watched(tls)}
 
 
-class _TlsConnection(Watched, HTTPSConnection):
-    pass
+_WATCHED_POOLS = watched_pools(HTTPConnectionPool, HTTPSConnectionPool)
 
 
-class _Pool(HTTPConnectionPool):
-    ConnectionCls = _Connection
+@functools.cache
+def _socks_pools() -> Dict[str, type]:
+    """Made on first use: urllib3's SOCKS pools need PySocks, as requests does for a SOCKS proxy."""
+    from urllib3.contrib.socks import SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool
 
-
-class _TlsPool(HTTPSConnectionPool):
-    ConnectionCls = _TlsConnection
-
-
-_WATCHED_POOLS = {"http": _Pool, "https": _TlsPool}
+    return watched_pools(SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool)
 
 
 class WatchedAdapter(requests.adapters.HTTPAdapter):
@@ -115,12 +119,8 @@ class WatchedAdapter(requests.adapters.HTTPAdapter):
         new = proxy not in self.proxy_manager
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if new:  # swapped before the manager opens a pool
-            if proxy.lower().startswith("socks"):
-                from .socks_deadline import POOLS  # needs PySocks, as requests does for this proxy
-
-                manager.pool_classes_by_scheme = POOLS
-            else:
-                manager.pool_classes_by_scheme = _WATCHED_POOLS
+            socks = proxy.lower().startswith("socks")
+            manager.pool_classes_by_scheme = _socks_pools() if socks else _WATCHED_POOLS
         return manager
 
 

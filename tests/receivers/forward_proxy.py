@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.receivers.loopback import LoopbackServer
+
 _DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -31,38 +33,19 @@ def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
     monkeypatch.setenv("HTTPS_PROXY", proxy_url)
 
 
-class ForwardProxy:
+class ForwardProxy(LoopbackServer):
+    name = "forward-proxy"
+
     def __init__(self) -> None:
         self.relayed: List[str] = []  # "METHOD target" per request, in arrival order
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.proxy = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), name="forward-proxy", daemon=True
-        )
-
-    def __enter__(self) -> ForwardProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        super().__init__(_Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    block_on_close = False
-    proxy: ForwardProxy
+        return f"http://127.0.0.1:{self.port}"
 
 
 class _Handler(socketserver.StreamRequestHandler):
-    server: _Server
-
     def handle(self) -> None:
         if self.rfile.peek(1)[:1] == b"\x05":
             self._socks5()
@@ -70,7 +53,7 @@ class _Handler(socketserver.StreamRequestHandler):
         head = self.rfile.readline(65536).decode("latin-1")
         method, target, _version = head.split()
         headers = _read_headers(self.rfile)
-        self.server.proxy.relayed.append(f"{method} {target}")
+        self.server.owner.relayed.append(f"{method} {target}")
         if method == "CONNECT":
             host, _, port = target.rpartition(":")
             with socket.create_connection((host, int(port)), timeout=30) as upstream:
@@ -87,7 +70,8 @@ class _Handler(socketserver.StreamRequestHandler):
         lines.append("Connection: close")
         with socket.create_connection((url.hostname, url.port or 80), timeout=30) as upstream:
             upstream.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
-            _relay_answer(upstream, self.connection)
+            # One request per connection: the client never reuses one the proxy is closing.
+            _copy(upstream, self.connection, after_first_line=b"Connection: close\r\n")
 
     def _socks5(self) -> None:
         """RFC 1928 without authentication, CONNECT only, to an IPv4 address or a host name."""
@@ -100,7 +84,7 @@ class _Handler(socketserver.StreamRequestHandler):
         else:  # 3: a name the proxy resolves (socks5h)
             host = self.rfile.read(self.rfile.read(1)[0]).decode("ascii")
         port = int.from_bytes(self.rfile.read(2), "big")
-        self.server.proxy.relayed.append(f"SOCKS5 {host}:{port}")
+        self.server.owner.relayed.append(f"SOCKS5 {host}:{port}")
         with socket.create_connection((host, port), timeout=30) as upstream:
             self.wfile.write(b"\x05\x00\x00\x01" + bytes(4) + bytes(2))  # granted
             _pipe_both_ways(self.connection, upstream)
@@ -116,43 +100,25 @@ def _read_headers(rfile: BinaryIO) -> List[Tuple[str, str]]:
     return headers
 
 
-def _relay_answer(upstream: socket.socket, client: socket.socket) -> None:
-    """Every byte of the answer as it comes, with ``Connection: close`` after the status line: one
-    request per connection, so the client never reuses one the proxy is closing."""
-    status_line_done = False
-    with contextlib.suppress(OSError):  # either side hung up: the relay is over
+def _copy(source: socket.socket, sink: socket.socket, after_first_line: bytes = b"") -> None:
+    """Bytes from ``source`` to ``sink`` as they come until either side hangs up (then ``sink`` is
+    shut), with ``after_first_line`` put after the first line."""
+    with contextlib.suppress(OSError):
         while True:
-            chunk = upstream.recv(65536)
+            chunk = source.recv(65536)
             if not chunk:
-                return
-            if not status_line_done and b"\n" in chunk:
+                break
+            if after_first_line and b"\n" in chunk:
                 at = chunk.index(b"\n") + 1
-                chunk = chunk[:at] + b"Connection: close\r\n" + chunk[at:]
-                status_line_done = True
-            client.sendall(chunk)
+                chunk, after_first_line = chunk[:at] + after_first_line + chunk[at:], b""
+            sink.sendall(chunk)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_RDWR)
 
 
 def _pipe_both_ways(client: socket.socket, upstream: socket.socket) -> None:
     """The tunnel: bytes both ways until either side hangs up (then both are)."""
-
-    def client_to_upstream() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                chunk = client.recv(65536)
-                if not chunk:
-                    break
-                upstream.sendall(chunk)
-        with contextlib.suppress(OSError):
-            upstream.shutdown(socket.SHUT_RDWR)
-
-    sender = threading.Thread(target=client_to_upstream, name="forward-proxy-tunnel", daemon=True)
+    sender = threading.Thread(target=_copy, args=(client, upstream), name="forward-proxy-tunnel", daemon=True)
     sender.start()
-    with contextlib.suppress(OSError):
-        while True:
-            chunk = upstream.recv(65536)
-            if not chunk:
-                break
-            client.sendall(chunk)
-    with contextlib.suppress(OSError):
-        client.shutdown(socket.SHUT_RDWR)
+    _copy(upstream, client)
     sender.join()

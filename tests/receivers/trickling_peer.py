@@ -10,54 +10,40 @@ import threading
 import time
 from typing import List, Optional
 
+from tests.receivers.loopback import LoopbackServer
+
 REPLY = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
 
-class TricklingPeer:
+class TricklingPeer(LoopbackServer):
+    name = "trickling-peer"
+
     def __init__(self, pause: float = 0.2, tls: Optional[ssl.SSLContext] = None) -> None:
         self.pause = pause
         self.tls = tls
         self.requests: List[str] = []  # "METHOD path" per request
         self.hangups: List[int] = []  # bytes of REPLY sent when the client hung up, per request
         self.stopped = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.peer = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), name="trickling-peer", daemon=True
-        )
-
-    def __enter__(self) -> TricklingPeer:
-        self._thread.start()
-        return self
+        super().__init__(_Handler)
 
     def __exit__(self, *exc: object) -> None:
-        self.stopped.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self.stopped.set()  # the trickles in progress end at their next byte
+        super().__exit__(*exc)
 
     @property
     def url(self) -> str:
-        scheme = "https" if self.tls else "http"
-        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
-
-
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    block_on_close = False
-    peer: TricklingPeer
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
 
 class _Handler(socketserver.StreamRequestHandler):
-    server: _Server
-
     def setup(self) -> None:
-        if self.server.peer.tls is not None:  # the handshake runs here, in the connection's thread
-            self.request = self.server.peer.tls.wrap_socket(self.request, server_side=True)
+        tls = self.server.owner.tls
+        if tls is not None:  # the handshake runs here, in the connection's thread
+            self.request = tls.wrap_socket(self.request, server_side=True)
         super().setup()
 
     def handle(self) -> None:
-        peer = self.server.peer
+        peer: TricklingPeer = self.server.owner
         method, path, _version = self.rfile.readline(65536).decode("latin-1").split()
         length = 0
         for line in iter(self.rfile.readline, b"\r\n"):
