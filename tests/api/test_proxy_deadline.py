@@ -9,10 +9,11 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from typing import Optional
 
 import pytest
 
-from forwarder import retry, stop
+from forwarder import deadline, http, retry, stop
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.errors import ApiError
 from forwarder.sim.generate import generate_org
@@ -101,12 +102,19 @@ def test_trickled_headers_through_a_socks_proxy_end_at_the_deadline(socks, tls):
     assert socks.relayed == [f"SOCKS5 {p.url.split('//')[1]}" for p in (peer, tls_peer)]
 
 
-@pytest.mark.parametrize("scheme", ["http", "https", "socks"])
-def test_a_stop_request_ends_a_call_through_the_proxy(proxy, scheme, request):
-    if scheme == "socks":
+def peer_context(kind: str, request: pytest.FixtureRequest) -> Optional[ssl.SSLContext]:
+    """Sets the proxy up as ``kind`` asks; the TLS context of the peer behind it, if any."""
+    if kind == "socks":
         request.getfixturevalue("socks")
-    context = request.getfixturevalue("tls") if scheme == "https" else None
-    with TricklingPeer(tls=context) as peer:
+    return request.getfixturevalue("tls") if kind == "connect" else None
+
+
+KINDS = ["forward", "connect", "socks"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stop_request_ends_a_call_through_the_proxy(proxy, kind, request):
+    with TricklingPeer(tls=peer_context(kind, request)) as peer:
         client = client_for(peer.url, timeout=900)  # only the stop can end it
         outcome = {}
 
@@ -118,7 +126,7 @@ def test_a_stop_request_ends_a_call_through_the_proxy(proxy, scheme, request):
 
         worker = threading.Thread(target=pull, daemon=True)
         worker.start()
-        while not peer.requests:
+        while not peer.requests and worker.is_alive():
             time.sleep(0.02)
         stopped_at = time.monotonic()
         stop.request()
@@ -143,3 +151,13 @@ def test_whole_answers_come_through_the_proxy(proxy):
         assert len(client_for(sim.base_url, timeout=10).users(200, 10)) == len(ORG.users)
     assert proxy.relayed[0] == f"POST {sim.base_url}/v1/ep/token"
     assert len(proxy.relayed) == len(sim.requests) >= 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_whole_answer_comes_through_each_kind_of_proxy(proxy, kind, request):
+    with TricklingPeer(pause=0, tls=peer_context(kind, request)) as peer:
+        session = http.new_session()
+        http.pin_environment(session, peer.url)
+        response = deadline.request(session, "GET", f"{peer.url}/x", timeout=(5, 5), deadline_s=5)
+    assert response.status_code == 200 and response.json() == {}
+    assert len(proxy.relayed) == 1
