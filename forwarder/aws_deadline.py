@@ -9,12 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.awsrequest import (
-    AWSHTTPConnection,
-    AWSHTTPConnectionPool,
-    AWSHTTPSConnection,
-    AWSHTTPSConnectionPool,
-)
+from botocore.awsrequest import AWSHTTPConnectionPool, AWSHTTPSConnectionPool
 from botocore.exceptions import BotoCoreError
 
 from . import deadline
@@ -30,27 +25,14 @@ class _Cut(Exception):
     """Ends a call the watchdog cut, from inside botocore, before it retries."""
 
 
-class _Connection(deadline.Watched, AWSHTTPConnection):
-    pass
-
-
-class _TlsConnection(deadline.Watched, AWSHTTPSConnection):
-    pass
-
-
-class _Pool(AWSHTTPConnectionPool):
-    ConnectionCls = _Connection
-
-
-class _TlsPool(AWSHTTPSConnectionPool):
-    ConnectionCls = _TlsConnection
+_POOLS = deadline.watched_pools(AWSHTTPConnectionPool, AWSHTTPSConnectionPool)
 
 
 def watch(client: Any) -> None:
     """Make a new ``client``'s connections reachable by the watchdog of the call in progress."""
     # botocore has no public hook to its connection pools: the pool classes are swapped in the one
     # dict its pool managers (proxied ones too) share, before the client makes any connection.
-    client._endpoint.http_session._pool_classes_by_scheme.update(http=_Pool, https=_TlsPool)
+    client._endpoint.http_session._pool_classes_by_scheme.update(_POOLS)
     for event in ("before-send", "needs-retry"):  # before each try, and after each one
         client.meta.events.register_first(event, _end_if_cut, unique_id=f"forwarder-deadline-{event}")
 

@@ -6,14 +6,17 @@ in progress; at a call's deadline, or when a stop is requested (``forwarder.stop
 call's socket down, which ends the blocked read at once, and the call raises DeadlineExceeded (or
 stop.Stopped).
 
-To reach the socket before any byte of the answer arrives, the session's connection pools use
-connections that hand their socket to the watchdog of the call in progress (``Watched``).
-:func:`watching` is that watchdog for any client whose connections are ``Watched`` (``aws.call``).
+To reach the socket before any byte of the answer arrives, every connection a session opens hands
+its socket to the watchdog of the call in progress (``Watched``): the sessions ``forwarder.http``
+builds mount :class:`WatchedAdapter`, whose direct pools and proxy pools (plain forwarding, CONNECT
+tunnels, SOCKS) all make such connections. :func:`watching` is that watchdog for any client whose
+connections are ``Watched`` (``aws.call``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import socket
@@ -22,7 +25,6 @@ import time
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import requests
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from . import stop
@@ -63,9 +65,18 @@ class _Call:
 
 
 class Watched:
-    """A connection that hands its socket to the call in progress before waiting for the answer."""
+    """A connection that hands its socket to the call in progress as soon as it opens one (a proxy's
+    CONNECT answer is awaited on it) and again before awaiting the answer (a pooled connection, a
+    TLS one). A TLS or SOCKS handshake stays bounded per read only: it runs on a socket not handed over."""
 
     sock: Optional[socket.socket]
+
+    def _new_conn(self) -> socket.socket:
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        call = current()
+        if call is not None:
+            call.attach(sock)
+        return sock
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         call = current()
@@ -74,30 +85,43 @@ class Watched:
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
-class _Connection(Watched, HTTPConnection):
-    pass
+def watched_pools(plain: type, tls: type) -> Dict[str, type]:
+    """Connection pool classes by scheme: ``plain`` and ``tls`` opening ``Watched`` connections."""
+
+    def watched(pool: type) -> type:
+        opens = pool.ConnectionCls  # type: ignore[attr-defined]
+        connection = type(f"Watched{opens.__name__}", (Watched, opens), {})
+        return type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": connection})
+
+    return {"http": watched(plain), "https": watched(tls)}
 
 
-class _TlsConnection(Watched, HTTPSConnection):
-    pass
+_WATCHED_POOLS = watched_pools(HTTPConnectionPool, HTTPSConnectionPool)
 
 
-class _Pool(HTTPConnectionPool):
-    ConnectionCls = _Connection
+@functools.cache
+def _socks_pools() -> Dict[str, type]:
+    """Made on first use: urllib3's SOCKS pools need PySocks, as requests does for a SOCKS proxy."""
+    from urllib3.contrib.socks import SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool
+
+    return watched_pools(SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool)
 
 
-class _TlsPool(HTTPSConnectionPool):
-    ConnectionCls = _TlsConnection
+class WatchedAdapter(requests.adapters.HTTPAdapter):
+    """requests' adapter whose every pool, direct or through a proxy (HTTP, HTTPS, SOCKS), opens
+    ``Watched`` connections: mounted on a session, no call it makes waits past its deadline or a stop."""
 
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
 
-def watch(session: requests.Session) -> None:
-    """Make ``session``'s direct connections reachable by the watchdog (proxied ones keep only the
-    per-read timeout before the answer starts, and the deadline once it has)."""
-    for adapter in session.adapters.values():
-        manager = getattr(adapter, "poolmanager", None)
-        if manager is not None and manager.pool_classes_by_scheme.get("http") is not _Pool:
-            manager.clear()
-            manager.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        new = proxy not in self.proxy_manager
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if new:  # swapped before the manager opens a pool
+            socks = proxy.lower().startswith("socks")
+            manager.pool_classes_by_scheme = _socks_pools() if socks else _WATCHED_POOLS
+        return manager
 
 
 def request(
@@ -109,13 +133,12 @@ def request(
     deadline_s: float,
     **kwargs: Any,
 ) -> requests.Response:
-    """``session.request`` with the answer, headers and body, read whole within ``deadline_s``."""
+    """``session.request`` with the answer, headers and body, read whole within ``deadline_s``.
+    ``session`` is one ``forwarder.http.new_session`` built: its connections are ``Watched``."""
     what = f"{method} {redact_url(url)}"
-    watch(session)
     with watching(what, deadline_s) as call:
         try:
             response = session.request(method, url, timeout=timeout, stream=True, **kwargs)
-            call.attach(_socket_of(response) or call.sock)
             response.content  # noqa: B018 - reads the body under the watchdog
         except (requests.RequestException, OSError):
             if not call.cut.is_set():
@@ -193,12 +216,3 @@ os.register_at_fork(after_in_child=_after_fork)
 def current() -> Optional[_Call]:
     """This thread's call in progress, if any."""
     return getattr(_calls, "call", None)
-
-
-def _socket_of(response: requests.Response) -> Optional[socket.socket]:
-    """The socket a streamed response reads from (for sessions whose pools are not watched)."""
-    sock: Optional[socket.socket] = getattr(getattr(response.raw, "_connection", None), "sock", None)
-    if sock is None:
-        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock

@@ -6,14 +6,18 @@ import os
 
 import requests
 
-from . import __version__
+from . import __version__, deadline
 
 USER_AGENT = f"emailauth-audit-forwarder/{__version__}"
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read
 
 
 def new_session() -> requests.Session:
+    """A session whose every connection, direct or through HTTP(S)_PROXY, the deadline watchdog
+    can cut (``deadline.request``)."""
     session = requests.Session()
+    for prefix in ("https://", "http://"):
+        session.mount(prefix, deadline.WatchedAdapter())
     session.headers["User-Agent"] = USER_AGENT
     session.trust_env = True  # honour HTTPS_PROXY / REQUESTS_CA_BUNDLE as operators expect
     return session

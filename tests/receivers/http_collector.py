@@ -21,11 +21,12 @@ import zlib
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+
+from tests.receivers.loopback import LoopbackServer
 
 Reply = Tuple[Optional[int], bytes, Dict[str, str]]  # status None: drop the connection
 PROXY_PAGE = b"<!DOCTYPE html><html><body><h1>Welcome</h1>Please sign in.</body></html>"
-R = TypeVar("R", bound="LoopbackReceiver")
 
 
 class TooLarge(Exception):
@@ -82,7 +83,7 @@ def json_reply(status: int, payload: Any, headers: Optional[Dict[str, str]] = No
     )
 
 
-class LoopbackReceiver:
+class LoopbackReceiver(LoopbackServer):
     """Life cycle, fault queue and request log; subclasses implement ``answer`` and may word the
     injected failures in their protocol's format (``fault_reply``)."""
 
@@ -93,26 +94,7 @@ class LoopbackReceiver:
         self._seen: List[Seen] = []
         self._faults: Deque[Fault] = deque()
         self.trickle_seconds = 1.0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False
-        self._server.receiver = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), name=self.name, daemon=True
-        )
-
-    def __enter__(self: R) -> R:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
+        super().__init__(_Handler, ThreadingHTTPServer)
 
     @property
     def http_url(self) -> str:
@@ -243,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def _serve(self) -> None:
-        receiver: LoopbackReceiver = self.server.receiver  # type: ignore[attr-defined]
+        receiver: LoopbackReceiver = self.server.owner  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {key.lower(): value for key, value in self.headers.items()}
         status, body, extra = receiver.handle(self.command, self.path, headers, raw)

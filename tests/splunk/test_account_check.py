@@ -11,10 +11,10 @@ from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from handlers.splunk_hooks import AccountRejected, check_account
 from handlers.splunk_settings import ACCOUNT_CONF, SETTINGS_CONF, SettingsError, SplunkdSettings, proxy_url
+from tests.receivers.forward_proxy import ForwardProxy
 
 from .conftest import APP
 from .fake_splunkd import SESSION_KEY, FakeSplunkd, account_password
-from .forward_proxy import ForwardProxy
 
 
 @pytest.fixture(scope="module")

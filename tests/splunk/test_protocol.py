@@ -14,10 +14,10 @@ from forwarder.timeutil import now_us
 from handlers.splunk_hooks import drop_checkpoint
 from handlers.splunk_settings import ACCOUNT_CONF, COLLECTION, SETTINGS_CONF
 from tests.e2e.helpers import canonical_id
+from tests.receivers.forward_proxy import ForwardProxy
 
 from .conftest import APP, PY39, PYTHONS, input_xml, run_script, validation_xml
 from .fake_splunkd import SESSION_KEY, FakeSplunkd, account_password
-from .forward_proxy import ForwardProxy
 
 ARGUMENTS = {  # interval and index are every input's own settings, not arguments
     "name",
