@@ -135,7 +135,10 @@ class Shipper:
                     break
                 self._cond.wait(min(left, 1.0))
             self._renew()  # a long flush must not lose the run's lease
-        self._committers.shutdown(wait=False)
+        # A run that dies (a fatal) writes no state once it has handed the fatal on: a commit still
+        # being written would race the next run's (a warm Lambda, a Splunk input) on the same stream.
+        dying = self._fatal is not None
+        self._committers.shutdown(wait=dying, cancel_futures=dying)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         with self._cond:
@@ -217,7 +220,7 @@ class Shipper:
             for stream, rejections in rejected.items():
                 self._reports[stream].shipped -= len(rejections)
                 self._reports[stream].quarantined += len(rejections)
-            if not self._stopped:  # else the flush gave up: these streams failed already
+            if not self._stopped and self._fatal is None:  # else these streams failed already
                 for commit in self._tracker.accepted(batch):
                     self._committers.submit(self._guarded, self._commit, commit)
             # The batch keeps its place in flight until its records are committed (some by the sender
@@ -229,6 +232,9 @@ class Shipper:
     def _commit(self, commit: Optional[Commit]) -> None:
         """Write ``commit``, then whatever became due for the same stream meanwhile."""
         while commit is not None:
+            with self._cond:
+                if self._fatal is not None:  # the run is dying: the next run sends these records again
+                    return
             try:
                 version = self._store.commit(commit.stream, commit.state, commit.version)
             except StateError as exc:

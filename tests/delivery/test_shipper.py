@@ -6,6 +6,8 @@ import threading
 import time
 from typing import List, Sequence
 
+import pytest
+
 from forwarder.events import Event, SendResult
 from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
@@ -108,3 +110,49 @@ def test_a_batch_cut_by_a_stop_request_leaves_its_streams_stopped_not_failed(tmp
     assert report.ok, [s.error for s in report.streams if s.error]  # a stop is not a failure
     assert all(s.stopped and s.shipped == 0 for s in report.streams)
     assert all(store.load(s.key).version is None for s in STREAMS)  # nothing committed past the cut
+
+
+class Crash(BaseException):
+    """The process dies in a commit: nothing in the forwarder may catch this."""
+
+
+class CrashingStore(MemoryStore):
+    """The first commit waits until the second has crashed (so one write is in progress when the run
+    dies); every commit started after the crash is counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crashed = threading.Event()
+        self.started = 0
+        self.after_crash = 0
+
+    def commit(self, key, state, version):
+        with self._lock:
+            self.started += 1
+            number = self.started
+            if self.crashed.is_set():
+                self.after_crash += 1
+        if number == 1:
+            self.crashed.wait(30)
+        elif number == 2:
+            self.crashed.set()
+            raise Crash("killed in a commit")
+        return super().commit(key, state, version)
+
+
+def test_a_run_that_dies_writes_no_state_after_it_has_ended(tmp_path):
+    """A fatal in one commit ends the run once the commits already being written are done: none is
+    written afterwards, where it would race the next run in the same process (a warm Lambda)."""
+    store = CrashingStore()
+    base_us = now_us() - 3600 * 1_000_000
+    records = [r for s in STREAMS for r in make_records(list(range(5)), base_us, s.name)]
+    source, quarantine = ListSource(records, "asc", 10, 0), LocalQuarantine(str(tmp_path))
+    ctx = run_context(
+        source, store, WatchingSink(max_in_flight=2), quarantine, Limits(86400, 3600, 100), STREAMS
+    )
+    before = set(threading.enumerate())
+    with pytest.raises(Crash):
+        run_streams(ctx, STREAMS, 4, RunReport(started="now"))
+    writers = [t for t in set(threading.enumerate()) - before if t.name.startswith("commit")]
+    assert writers == []  # none of the run's commit threads outlives it
+    assert store.crashed.is_set() and store.after_crash == 0
