@@ -337,6 +337,17 @@ def test_a_service_that_ignores_offset_is_read_by_re_anchoring_start_date():
     assert api.calls - report.api_calls <= 100 // 29 + 2
 
 
+def test_each_call_an_offset_ceiling_refuses_is_counted():
+    """A 400 past the ceiling is a request the service answered: api_calls counts it, as the
+    service does (before, the re-anchored page was counted and the refusal was not)."""
+    api = FakeService("asc", True, True, max_offset=10)
+    api.records = make_records(list(range(0, 400, 10)), now_us() - 3600 * 1_000_000)
+    sink = MemorySink()
+    report = run_with(api, 3, MemoryStore(), sink, _limits())
+    assert report.ok and len(sink.delivered) == 40
+    assert report.api_calls == api.calls
+
+
 def test_a_service_that_ignores_offset_and_start_date_is_read_unpaged():
     """Before, each run re-read the first page: 30 of 100 records shipped, and never the rest."""
     records = make_records(list(range(0, 1000, 10)), now_us() - 3600 * 1_000_000)
