@@ -10,18 +10,29 @@ lone surrogate escape, is still read: bad bytes become lone surrogates (``surrog
 no encoder writes back as UTF-8, so the record holding them is refused (and quarantined) rather
 than silently changed. A value nested too deeply for the recursive encoders is written by a
 loop.
+
+Floats are written as orjson (3.11.7 and later) writes them, since the event id is computed over
+them: the shortest digits that read back to the same float, as Python's ``repr``, but ``1e-7``
+where ``repr`` gives ``1e-07``, and ``0.00001`` for ``1e-05`` (``_float_text``). RFC 8785 (JCS)
+spells numbers as ECMAScript does (``1`` for ``1.0``); following it would change every id orjson
+computes today. An orjson that spells them otherwise (``1e16`` before 3.11.7) is not used.
+A number too large for a float (``1e400``) is refused like NaN: orjson would write it as null.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any, Iterable, List, Tuple
+from typing import Any, Callable, Iterable, List, Tuple
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised by the pure-Python test run
     _orjson = None  # type: ignore[assignment]
+if _orjson is not None and _orjson.dumps([1e16, 1e-7, 1e-5]) != b"[1e+16,1e-7,0.00001]":
+    _orjson = None  # type: ignore[assignment]  # an older orjson: its ids would differ
 
 HAVE_ORJSON = _orjson is not None
 # 19 digits or more may be over 64 bits (2**63 has 19): let the standard library read it exactly.
@@ -42,7 +53,7 @@ def loads(data: bytes | str) -> Any:
             pass  # not UTF-8, a lone surrogate, too deep: the standard library says which, or copes
     text = raw.decode("utf-8", "surrogateescape")
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
 
@@ -52,6 +63,14 @@ def _not_json(constant: str) -> Any:
     holding one would be changed silently (written back as null), so it is refused like any other
     body that is not JSON."""
     raise ValueError(f"JSON holds {constant}, which is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    """A number past the float range reads as infinity, which no JSON writer can give back."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"JSON holds the number {text[:40]}, too large for a float")
+    return value
 
 
 def dumps(value: Any) -> bytes:
@@ -98,6 +117,9 @@ def _encode(value: Any, sort_keys: bool) -> bytes:
         )
     except RecursionError:
         text = _dumps_loop(value, sort_keys)
+    else:
+        if _respell(text):
+            text = _dumps_loop(value, sort_keys)
     return text.encode("utf-8")  # UnicodeEncodeError (a ValueError) for a lone surrogate
 
 
@@ -106,15 +128,42 @@ def ascii_text(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
     except RecursionError:
-        return _dumps_loop(value, True, ascii=True)
+        # Floats as Python writes them, in every runtime: quarantine ids are computed over this text.
+        return _dumps_loop(value, True, ascii=True, spell_float=float.__repr__)
+
+
+# Python writes an exponent of one digit as two (1e-07); orjson as one (1e-7), and 1e-05 in full.
+_SHORT_EXPONENT = re.compile(r"[0-9]e-0[0-9]")
+
+
+def _respell(text: str) -> bool:
+    """Whether the standard encoder's ``text`` may hold a float orjson spells otherwise: rare, so
+    the document is then written again by the loop, float by float (a string may match too)."""
+    return "e-0" in text and _SHORT_EXPONENT.search(text) is not None
+
+
+def _float_text(value: float) -> str:
+    """A finite float as orjson writes it: ``repr``'s digits, exponents from -9 to -6 in one digit,
+    and an exponent of -5 written out in full."""
+    text = float.__repr__(value)
+    if "e-0" not in text:
+        return text
+    mantissa, exponent = text.split("e-0")
+    if exponent != "5":
+        return f"{mantissa}e-{exponent}"
+    sign, digits = ("-", mantissa[1:]) if mantissa[0] == "-" else ("", mantissa)
+    return f"{sign}0.0000{digits.replace('.', '')}"
 
 
 class _Text(str):
     """Already-encoded JSON text on the loop's stack."""
 
 
-def _dumps_loop(value: Any, sort_keys: bool, ascii: bool = False) -> str:
-    """The standard encoder's output without recursion, for values nested past its limit."""
+def _dumps_loop(
+    value: Any, sort_keys: bool, ascii: bool = False, spell_float: Callable[[float], str] = _float_text
+) -> str:
+    """The standard encoder's output without recursion (for values nested past its limit), each
+    finite float written by ``spell_float``."""
     out: List[str] = []
     stack: List[Any] = [value]
     while stack:
@@ -136,6 +185,8 @@ def _dumps_loop(value: Any, sort_keys: bool, ascii: bool = False) -> str:
                 if n:
                     stack.append(_Text(","))
             out.append("[")
+        elif isinstance(item, float) and math.isfinite(item):
+            out.append(spell_float(item))
         else:
             out.append(json.dumps(item, ensure_ascii=ascii, allow_nan=False))
     return "".join(out)

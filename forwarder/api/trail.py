@@ -152,6 +152,7 @@ class TrailReader:
                     last = outcome.last_us
                     if exc.status != 400 or not offset or not with_start or last is None or last == anchor:
                         raise
+                    outcome.pages += 1  # the refused call; iter_pages counts the re-anchored one
                     items = re_anchor(limit, offset, f"offset ceiling at {offset}")
                 if at and same_page(page_one, items):  # every offset answers the first page
                     self.honoured.offset = False

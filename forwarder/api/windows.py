@@ -7,6 +7,10 @@ until it has come whole. What the answers show about the service goes into the s
 
 The newest window is asked without ``end_date``: a service honouring it would otherwise never answer
 a record dated past the clock (say 9999), which the other strategies ship once and report as future.
+When such records fill half of that open window's page, halving it would end at one second on every
+pass (no window short of 9999 leaves them out): the present is then read in windows ending at the
+clock plus skew, and the records past it in one open-ended window of their own, paged through.
+Which streams need that is kept for the run's later passes, which skip the open window.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from .trail import Honoured
 
 _SKEW_US = 300 * SECOND  # the newest window reaches past the local clock by this much
+_FOREVER = 2**63  # the end of the window past the clock, which has none
 _WINDOW_ROUNDS = 8  # times one over-full window is paged through while the service reorders
 
 # (stream, limit, offset, *, sort, start_us, end_us) -> the page's records
@@ -39,6 +44,7 @@ class WindowReader:
         self.max_pages = max_pages
         self.honoured = honoured
         self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
+        self._future_pages: Set[str] = set()  # streams whose records past the clock fill a page
 
     def read(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
         """Oldest window first, each asked to fit one page: a full page splits the window."""
@@ -49,9 +55,11 @@ class WindowReader:
         # The first window asks for everything (an idle stream costs one call); later ones are sized
         # from what the last one held, carried across passes.
         span = self._spans.get(stream.key, end_us - low)
-        while low < end_us and outcome.pages < self.max_pages:
-            high = min(low + span, end_us)
-            until = high if high < end_us else None  # the newest window is open-ended
+        apart = stream.key in self._future_pages  # records past end_us are read in a window of their own
+        while low < (_FOREVER if apart else end_us) and outcome.pages < self.max_pages:
+            future = low >= end_us  # the window past the clock: never split, paged through when full
+            high = _FOREVER if future else min(low + span, end_us)
+            until = None if future or (high == end_us and not apart) else high  # the newest is open-ended
             items = self._fetch(stream, self.limit, 0, sort=False, start_us=low, end_us=until)
             outcome.pages += 1
             times = [record_time(r) for r in items]
@@ -65,10 +73,19 @@ class WindowReader:
             if len(items) > self.limit:
                 self.honoured.paging = False  # every answer is whole: a full page is too
             full = len(items) == self.limit and self.honoured.paging is not False
-            if full and high - low > SECOND:
+            ahead = sum(1 for t in times if t is not None and t >= end_us) if until is None else 0
+            if full and not future and 2 * ahead >= self.limit:
+                # Records past the clock fill half the page: no window short of theirs leaves them
+                # out, so halving this one would end at a second, on every pass. A few are left to
+                # halving, which ends with them in the newest window at no call more.
+                apart = True
+                continue
+            if full and not future and high - low > SECOND:
                 span = max(SECOND, (high - low) // 2)  # maybe cut off by the page size: ask for less
                 continue
-            if full:  # a second holding a full page: page through it
+            if future:  # the next pass (in this run) reads them apart at once, while they fill a page
+                (self._future_pages.add if full else self._future_pages.discard)(stream.key)
+            if full:  # a second (or the future) holding a full page: page through it
                 rest = self._rest_of_window(stream, low, until, items, outcome)
                 if rest is None:  # out of pages: this window is read again, whole, by the next pass
                     break
@@ -86,10 +103,11 @@ class WindowReader:
             yield inside
             outcome.boundary = False
             low = high
-            fill = max(len(items), 1) / self.limit
-            span = max(SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
-            self._spans[stream.key] = span
-        if low < end_us:
+            if not future:
+                fill = max(len(items), 1) / self.limit
+                span = max(SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
+                self._spans[stream.key] = span
+        if low < (_FOREVER if apart else end_us):
             outcome.truncated = outcome.more = True
             outcome.resume_us = low
             outcome.reason = f"page cap of {self.max_pages} reached"

@@ -95,6 +95,25 @@ def test_a_future_record_is_shipped_once_flagged_and_hides_nothing(tmp_path, sty
         assert ids.count(canonical_id(future)) == 1 and ids.count(canonical_id(later)) == 1
 
 
+def test_pages_of_future_records_cost_about_their_pages_in_time_windows(tmp_path):
+    """Newest-first with start_date/end_date honoured: time windows. Records of 9999 filling pages
+    are read apart from the present in one open-ended window, once a run each, and the run after
+    costs about their pages (before: 28 calls, the open window halved down to a second)."""
+    with Simulator(generate_org(ORG_SEED), honour_sort=False) as sim:
+        future = [record(sim, f"9999-12-{n:02d}T00:00:00Z", marker=f"future-{n}") for n in range(1, 13)]
+        for each in future:
+            sim.add_record(each)
+        first, report = run(sim, tmp_path, FORWARDER_PAGE_LIMIT="5")
+        assert first.returncode == 4, first.stderr
+        assert report["totals"]["future"] == 12 and report["streams"][0]["strategy"] == "time-windows"
+        second, report = run(sim, tmp_path, FORWARDER_PAGE_LIMIT="5")
+        assert second.returncode == 0 and report["totals"]["shipped"] == 0
+        # The order learnt, the open window (full of 9999), the present, and the 3 pages of 9999.
+        assert report["streams"][0]["api_calls"] <= 1 + 1 + 1 + 3
+        ids = [e["event"]["id"] for e in shipped(tmp_path)]
+        assert all(ids.count(canonical_id(each)) == 1 for each in future)
+
+
 # --- items 5, 6, 7: records that cannot be processed, big integers ---------------------------------
 
 

@@ -73,6 +73,18 @@ class FakeService:
 
 
 FAR_FUTURE = format_us(parse_iso("9999-12-31T23:59:59Z"))
+DAY = 86400 * 1_000_000
+
+
+def dated_9999(count: int, same_second: bool = False) -> List[Dict[str, Any]]:
+    """``count`` records past the clock: on days of the year 9999, or all in its last second."""
+    records = make_records(list(range(count)), 0)
+    for n, record in enumerate(records):
+        first_day = parse_iso("9999-01-01T00:00:00Z")
+        record.update(
+            changes={"future": n}, created_at=FAR_FUTURE if same_second else format_us(first_day + n * DAY)
+        )
+    return records
 
 
 def _canonical(text: str) -> str:
@@ -119,41 +131,46 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
     page_limit=st.integers(1, 30),
     cap=st.integers(1, 40),
     max_offset=st.one_of(st.none(), st.integers(10, 60)),
-    dated_9999=st.booleans(),
+    future=st.sampled_from([0, 1]) | st.integers(2, 45),  # records dated 9999: a page of them, or more
 )
 def test_every_record_once_whatever_the_service_honours(
-    offsets, arrivals, runs, service, page_limit, cap, max_offset, dated_9999
+    offsets, arrivals, runs, service, page_limit, cap, max_offset, future
 ):
     order, time_bounds, paging = service
     # Re-anchoring at an offset ceiling needs fewer records than the ceiling in any two seconds.
     crowd = max(Counter(o // 2 for o in offsets).values())  # records in the busiest two seconds
     assume(max_offset is None or crowd * 2 < max_offset)
+    # A page of one re-anchored at the last record read holds that record again (start_date is
+    # widened by a second): it cannot move on, and the stream fails naming FORWARDER_PAGE_LIMIT.
+    assume(max_offset is None or page_limit > 1 or len(offsets) + future <= max_offset)
     # Without offset, start_date and end_date (whole seconds, widened by one and two) are the only
     # ways on: fewer records than a page in any five seconds (a crowd fails the stream with a
     # message, as test_a_crowd_of_a_page_in_two_seconds_fails_the_stream shows).
     per_second = Counter(offsets)
-    busiest = max(sum(per_second[o + d] for d in range(-2, 3)) for o in per_second)
+    # (any five seconds in a row: a window's bounds need not be centred on a record)
+    busiest = max(sum(per_second[o + d] for d in range(5)) for o in range(min(offsets) - 4, max(offsets) + 1))
     assume(paging != "limit" or busiest < page_limit)
     # In a new order on every call, pages are only whole if a window fits one: no client can read
     # more records than a page holds inside the smallest window (a second) of such a service.
     assume(service != ("random", True, True) or crowd < page_limit)
+    # Records past the clock are one window, never split (the service's order, or offset, pages it).
+    assume((service != ("random", True, True) and paging != "limit") or future < page_limit)
     records = make_records(offsets, now_us() - 3600 * 1_000_000)
-    if dated_9999:  # shipped once and counted as future, whichever way the trail is read
-        records.append({**records[-1], "changes": {"n": "9999"}, "created_at": FAR_FUTURE})
+    records += dated_9999(future)  # shipped once and counted as future, whichever way the trail is read
     arrive = [arrivals.draw(st.integers(0, runs - 1)) for _ in records]
     api = FakeService(order, time_bounds, paging, max_offset if order == "asc" and time_bounds else None)
     store, sink = MemoryStore(), MemorySink(max_batch_events=7)
     limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
 
-    future = 0
+    counted = 0
     for run in range(runs):
         api.records = [r for r, a in zip(records, arrive) if a <= run]
         before = api.calls
         report = run_with(api, page_limit, store, sink, limits)
         assert report.ok, report.error
         assert report.api_calls == api.calls - before
-        future += report.future
-    assert future == dated_9999
+        counted += report.future
+    assert counted == future
     delivered = Counter(sink.delivered)
     assert set(delivered) == {event_id(r) for r in records}, "a record was lost"
     assert max(delivered.values()) == 1, "a record was delivered twice"
@@ -318,6 +335,17 @@ def test_a_service_that_ignores_offset_is_read_by_re_anchoring_start_date():
     idle = run_with(api, 30, store, sink, _limits())  # the look-back window holds every record
     assert idle.ok and idle.new == 0 and idle.strategy == "ascending+start_date"
     assert api.calls - report.api_calls <= 100 // 29 + 2
+
+
+def test_each_call_an_offset_ceiling_refuses_is_counted():
+    """A 400 past the ceiling is a request the service answered: api_calls counts it, as the
+    service does (before, the re-anchored page was counted and the refusal was not)."""
+    api = FakeService("asc", True, True, max_offset=10)
+    api.records = make_records(list(range(0, 400, 10)), now_us() - 3600 * 1_000_000)
+    sink = MemorySink()
+    report = run_with(api, 3, MemoryStore(), sink, _limits())
+    assert report.ok and len(sink.delivered) == 40
+    assert report.api_calls == api.calls
 
 
 def test_a_service_that_ignores_offset_and_start_date_is_read_unpaged():
