@@ -93,7 +93,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         ctx.observer.progressed(report, first_us, first_us)
         outcome = PageOutcome()
         position: Tuple[Any, ...] = ()
-        kept: Dict[str, int] = {}  # quarantine ids of the unplaceable records this pass wrote -> when
+        kept: Dict[str, int] = {}  # quarantine ids of the unplaceable records this run wrote -> when
         while True:
             report.passes += 1
             counts = (report.fetched, report.skipped)
@@ -130,8 +130,8 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 )
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
-            state, version = _ship(ctx, stream, selection.records, kept, state, version, report)
-            kept = {}  # carried by the shipper to the stream's next commit, and in the planned state
+            unsaved = {k: when for k, when in kept.items() if k not in state.seen}
+            state, version = _ship(ctx, stream, selection.records, unsaved, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
             if (selection.complete and not outcome.more) or ctx.should_stop():
                 break
@@ -173,13 +173,14 @@ def _quarantine_record(
     reason: str,
 ) -> None:
     """A record no run can place in time goes to quarantine (raw, with the reason), not in the way,
-    once: its id is in ``state`` once an earlier pass or run kept it, in ``kept`` once this pass did.
-    The write is durable before the id joins ``kept``, so before any commit can carry it."""
+    once: its id is in ``kept`` once this run wrote it (counted once per run, however often read),
+    in ``state`` once an earlier run did. The write is durable before the id joins ``kept``, so
+    before any commit can carry it."""
     rejection = unplaceable(raw, reason)
+    if rejection.event.id in kept:  # met again in this run (a pass read again, a repeated page)
+        return
     if rejection.event.id in state.seen:
         report.skipped += 1
-        return
-    if rejection.event.id in kept:  # met again in this pass (read again, a repeated page)
         return
     ctx.quarantine.keep(stream.key, [rejection])
     kept[rejection.event.id] = now_us()
