@@ -7,9 +7,10 @@ failed commit or a run that ends before its batches were confirmed fails the str
 their first unconfirmed record on: their state stays where it was last committed, so the next run
 selects those records again (same event ids).
 
-The ids of unplaceable records already written to quarantine are carried, never written on their own:
-they join the state in the stream's next commit, or, when nothing of the stream waits to commit once
-its pass is over, in a last commit made for them (an idle stream carries none, so writes nothing).
+The ids of unplaceable records already written to quarantine are carried, never written on their own
+while the stream has a commit to come: they join the state in its next commit or, when nothing of it
+waits to commit once the run has queued everything, in the stream's last commit of the run (an idle
+stream carries none, so nothing is written for it).
 """
 
 from __future__ import annotations
