@@ -90,23 +90,22 @@ class WorldQuarantine(LocalQuarantine):
 
 
 class WorldStore(MemoryStore):
-    """``lose_race`` (1-based commit calls) fail as if another writer had changed the state. Every
-    state written may remember only unplaceable records (ids in ``unplaceable``) already quarantined."""
+    """``lose_race`` (1-based commit calls) fail as if another writer had changed the state. A state
+    may remember an unplaceable record (ids in ``unplaceable``) only once ``quarantine`` wrote it."""
 
     def __init__(
-        self, world: World, lose_race: Set[int], quarantine: Optional[WorldQuarantine] = None, unplaceable=()
+        self, world: World, lose_race: Set[int], quarantine: WorldQuarantine, unplaceable: Set[str]
     ) -> None:
         super().__init__()
         self.world, self.lose_race, self.calls = world, lose_race, 0
-        self.quarantine, self.unplaceable = quarantine, set(unplaceable)
+        self.quarantine, self.unplaceable = quarantine, unplaceable
         self.run = 0
         self.lost: Set[Tuple[int, str]] = set()  # (run, stream key) of every lost race
         self._count = threading.Lock()
 
     def commit(self, key, state, version):
-        if self.quarantine is not None:
-            early = set(state.seen) & self.unplaceable - self.quarantine.written()
-            assert not early, f"a state remembers {early} before they were quarantined"
+        early = set(state.seen) & self.unplaceable - self.quarantine.written()
+        assert not early, f"a state remembers {early} before they were quarantined"
         if self.world.step():
             raise Crash()
         with self._count:
@@ -315,9 +314,8 @@ def test_nothing_lost_nothing_twice(
         one_run(run, records)
 
     kept = [(run, rid) for run, _, rid in quarantine.records]
-    handled = sorted(
-        sink.accepted + sink.rejected + kept, key=lambda item: item[0]
-    )  # stable: in order per run
+    # Sorted stably: in order within each run.
+    handled = sorted(sink.accepted + sink.rejected + kept, key=lambda item: item[0])
     expected = set(stream_of)
     assert {i for _, i in handled} == expected, "a record was lost"
     assert not set(sink.stored) & poison, "a rejected event was stored"
