@@ -12,7 +12,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome, ReadAgain
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
@@ -93,8 +93,10 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         ctx.observer.progressed(report, first_us, first_us)
         outcome = PageOutcome()
         position: Tuple[Any, ...] = ()
+        kept: Dict[str, int] = {}  # quarantine ids of the unplaceable records this run wrote -> when
         while True:
             report.passes += 1
+            counts = (report.fetched, report.skipped)
             pages = _observed(
                 ctx.source.pages(stream, start, outcome),
                 functools.partial(ctx.observer.progressed, report, first_us, state.watermark_us or first_us),
@@ -108,11 +110,12 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                     limits=ctx.limits,
                     keeps=ctx.ownership.keeps,
                     report=report,
-                    on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report),
+                    on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report, state, kept),
                     outcome=outcome,
                 )
             except ReadAgain:  # the source learnt the order was not as asked: same start, new way
                 report.api_calls += outcome.pages
+                report.fetched, report.skipped = counts  # what it read is counted once, when read again
                 outcome = PageOutcome(start_offset=outcome.start_offset)
                 continue
             _flag_future(stream, selection.records, report)
@@ -127,7 +130,8 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 )
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
-            state, version = _ship(ctx, stream, selection.records, state, version, report)
+            unsaved = {k: when for k, when in kept.items() if k not in state.seen}
+            state, version = _ship(ctx, stream, selection.records, unsaved, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
             if (selection.complete and not outcome.more) or ctx.should_stop():
                 break
@@ -159,9 +163,28 @@ def _note_position(report: StreamReport, state: StreamState) -> None:
         report.lag_seconds = round((now_us() - state.watermark_us) / 1e6, 3)
 
 
-def _quarantine_record(ctx: RunContext, stream: Stream, report: StreamReport, raw: Any, reason: str) -> None:
-    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way."""
-    ctx.quarantine.keep(stream.key, [unplaceable(raw, reason)])
+def _quarantine_record(
+    ctx: RunContext,
+    stream: Stream,
+    report: StreamReport,
+    state: StreamState,
+    kept: Dict[str, int],
+    raw: Any,
+    reason: str,
+) -> None:
+    """A record no run can place in time goes to quarantine (raw, with the reason), not in the way,
+    once: its id is in ``kept`` once this run wrote it (counted once per run, however often read),
+    in ``state`` once an earlier run did. The write is durable before the id joins ``kept``, so
+    before any commit can carry it."""
+    rejection = unplaceable(raw, reason)
+    if rejection.event.id in kept:  # met again in this run (a pass read again, a repeated page)
+        return
+    if rejection.event.id in state.seen:
+        report.skipped += 1
+        return
+    ctx.quarantine.keep(stream.key, [rejection])
+    kept[rejection.event.id] = now_us()
+    report.invalid += 1
     report.quarantined += 1
     log.warning("record quarantined: it cannot be placed", extra={"stream": stream.key, "reason": reason})
 
@@ -182,30 +205,32 @@ def _ship(
     ctx: RunContext,
     stream: Stream,
     records: List[AuditRecord],
+    quarantined: Dict[str, int],
     state: StreamState,
     version: Optional[str],
     report: StreamReport,
 ) -> Tuple[StreamState, Optional[str]]:
-    """Normalize one pass and queue it in the run's shared batches. Returns the state planned once
-    they are accepted, which the next pass selects from; the store is written as batches are
-    accepted (forwarder/delivery). StreamFailed if an earlier batch of this stream failed."""
-    if not records:
-        return state, version
+    """Normalize one pass and queue it in the run's shared batches, with the ids of the records it
+    ``quarantined`` (they join the stream's next commit). Returns the state planned once they are
+    accepted, which the next pass selects from; the store is written as batches are accepted
+    (forwarder/delivery). StreamFailed if an earlier batch of this stream failed."""
+    if not records and not quarantined:
+        return state, version  # nothing new: nothing is written
     options = replace(ctx.options, ingest_time_us=now_us())
     events = [ctx.formatter(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
-        shipper.add(stream.key, records, events, state, version, report)
+        shipper.add(stream.key, records, events, state, version, report, quarantined)
         shipper.finish(ctx.flush_timeout_s)
         failure = shipper.failure(stream.key)
         if failure is not None:
             raise StreamFailed(failure)
         return shipper.position(stream.key) or (state, version)
-    failure = ctx.shipper.add(stream.key, records, events, state, version, report)
+    failure = ctx.shipper.add(stream.key, records, events, state, version, report, quarantined)
     if failure is not None:
         raise StreamFailed(failure)
     ctx.renew_lease()
-    return state.advance(records, ctx.limits.window_s * 1_000_000), version
+    return state.advance(records, ctx.limits.window_s * 1_000_000, quarantined=quarantined), version
 
 
 def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:

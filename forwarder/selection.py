@@ -47,7 +47,7 @@ def select_new(
     limits: Limits,
     keeps: Callable[[Stream, AuditRecord], bool],
     report: StreamReport,
-    on_unplaceable: Optional[Callable[[Any, str], None]] = None,
+    on_unplaceable: Optional[Callable[[Any, str], None]] = None,  # keeps and counts the record
     outcome: Optional[PageOutcome] = None,
 ) -> Selection:
     """Keep the oldest ``max_records_per_pass`` new records of the pages.
@@ -77,10 +77,10 @@ def select_new(
             try:
                 record = parse_record(raw, stream.object_type)
             except InvalidRecord as exc:
-                report.invalid += 1
                 if on_unplaceable is None:
+                    report.invalid += 1
                     raise StreamFailed(f"page {page_no}, record {index}: {exc}") from None
-                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined; move on
+                on_unplaceable(raw, f"page {page_no}, record {index}: {exc}")  # quarantined, counted; move on
                 continue
             key = hash(record.event_id)
             place = read.get(key)

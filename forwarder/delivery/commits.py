@@ -6,13 +6,18 @@ records up to k was accepted, and its commits are made one at a time, in order. 
 failed commit or a run that ends before its batches were confirmed fails the streams concerned from
 their first unconfirmed record on: their state stays where it was last committed, so the next run
 selects those records again (same event ids).
+
+The ids of unplaceable records already written to quarantine are carried, never written on their own
+while the stream has a commit to come: they join the state in its next commit or, when nothing of it
+waits to commit once the run has queued everything, in the stream's last commit of the run (an idle
+stream carries none, so nothing is written for it).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional, Set, Tuple
+from typing import Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..records import AuditRecord
 from ..state.model import StreamState
@@ -42,6 +47,8 @@ class _Book:
     pending: Deque[_Entry] = field(default_factory=deque)  # closed batches' segments, in order
     failed: Optional[str] = None
     committing: bool = False
+    carried: Dict[str, int] = field(default_factory=dict)  # quarantined ids (-> when) for the next commit
+    ended: bool = False  # nothing more of the stream will be queued in this run
 
 
 class CommitTracker:
@@ -50,6 +57,7 @@ class CommitTracker:
         self._books: Dict[str, _Book] = {}
         self._entries: Dict[int, _Entry] = {}  # id(segment) -> its entry, while pending
         self._writing: Set[int] = set()  # ids of the segments whose commit is being written
+        self._commits = 0  # commits being written (some cover no segment)
 
     def open(self, stream: str, state: StreamState, version: Optional[str]) -> None:
         """Start tracking ``stream`` at its loaded state (later calls keep the tracked one)."""
@@ -66,7 +74,7 @@ class CommitTracker:
         return None if book is None else (book.state, book.version)
 
     def unsettled(self) -> bool:
-        return bool(self._entries or self._writing)
+        return bool(self._entries or self._commits)
 
     def settled(self, batch: Batch) -> bool:
         """Every segment of ``batch`` is committed, or dropped with its failed stream."""
@@ -80,6 +88,20 @@ class CommitTracker:
                 entry = _Entry(segment)
                 book.pending.append(entry)
                 self._entries[id(segment)] = entry
+
+    def carry(self, stream: str, quarantined: Mapping[str, int]) -> None:
+        """Unplaceable records of ``stream`` were written to quarantine: their ids (-> when) join its
+        state in its next commit (none is made for them until the stream ``end``s)."""
+        book = self._books[stream]
+        if book.failed is None:
+            book.carried.update(quarantined)
+
+    def end(self) -> List[Commit]:
+        """Nothing more will be queued in this run: the last commits of streams that carry ids with
+        nothing else left to commit."""
+        for book in self._books.values():
+            book.ended = True
+        return [c for c in (self._due(s) for s in self._books) if c is not None]
 
     def accepted(self, batch: Batch) -> List[Commit]:
         """The sink accepted ``batch``: the commits that became due."""
@@ -98,14 +120,18 @@ class CommitTracker:
     def committed(self, commit: Commit, version: str) -> Optional[Commit]:
         """``commit`` was written; the next one for its stream, if due."""
         book = self._books[commit.stream]
-        book.state, book.version, book.committing = commit.state, version, False
-        self._writing.difference_update(commit.segments)
+        book.state, book.version = commit.state, version
+        self._written(commit)
         return self._due(commit.stream)
 
     def commit_failed(self, commit: Commit, reason: str) -> bool:
+        self._written(commit)
+        return self._fail(commit.stream, reason)
+
+    def _written(self, commit: Commit) -> None:
         self._books[commit.stream].committing = False
         self._writing.difference_update(commit.segments)
-        return self._fail(commit.stream, reason)
+        self._commits -= 1
 
     def abandon(self, reason: str) -> List[str]:
         """The run ends with batches unconfirmed: the streams that had records in them fail."""
@@ -123,11 +149,14 @@ class CommitTracker:
             del self._entries[id(entry.segment)]
             records.extend(entry.segment.records)
             covered.append(id(entry.segment))
-        if not covered:
+        if not covered and not (book.ended and book.carried and not book.pending):
             return None
         book.committing = True
         self._writing.update(covered)
-        return Commit(stream, book.state.advance(records, self.window_us), book.version, covered)
+        self._commits += 1
+        quarantined, book.carried = book.carried, {}
+        state = book.state.advance(records, self.window_us, quarantined=quarantined)
+        return Commit(stream, state, book.version, covered)
 
     def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
         """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in
@@ -140,6 +169,7 @@ class CommitTracker:
         for entry in pending[cut:]:
             del self._entries[id(entry.segment)]
         book.pending = deque(pending[:cut])
+        book.carried = {}  # quarantined again next run, as its records after the failure are sent again
         if book.failed is not None:
             return False
         book.failed = reason

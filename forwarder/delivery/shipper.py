@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
@@ -80,9 +80,12 @@ class Shipper:
         state: StreamState,
         version: Optional[str],
         report: StreamReport,
+        quarantined: Optional[Mapping[str, int]] = None,
     ) -> Optional[str]:
-        """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time). Returns why
-        the stream failed earlier, in which case nothing was queued; waits while the senders are full."""
+        """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time), with the
+        ids (-> when) of the unplaceable records it wrote to quarantine: they join the stream's next
+        commit. Returns why the stream failed earlier, in which case nothing was queued; waits while
+        the senders are full."""
         with self._cond:
             self._check_fatal()
             self._tracker.open(stream, state, version)
@@ -90,6 +93,7 @@ class Shipper:
             failure = self._failure(stream)
             if failure is not None:
                 return failure
+            self._tracker.carry(stream, quarantined or {})
             for batch in self._batcher.add(stream, records, events, time.monotonic()):
                 self._tracker.closed(batch)
                 self._queue.append(batch)
@@ -122,6 +126,9 @@ class Shipper:
         deadline = time.monotonic() + timeout_s
         with self._cond:
             self._closing = True  # the senders (started by add) cut the open batch now
+            if self._fatal is None:  # streams that carry quarantined ids and nothing else: last commits
+                for commit in self._tracker.end():
+                    self._committers.submit(self._guarded, self._commit, commit)
             self._cond.notify_all()
         while True:
             with self._cond:

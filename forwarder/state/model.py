@@ -2,7 +2,9 @@
 
 A record is new when its id was not delivered and it is newer than the watermark, or inside the
 window behind it. That covers equal timestamps at a batch boundary and records that reach the API
-late with an older created_at. The state only ever moves over delivered records.
+late with an older created_at. The state only ever moves over delivered records, and over records
+written to quarantine because they cannot be placed in time: their quarantine ids join ``seen``, dated
+when they were kept, so a record the service keeps returning is quarantined once, not on every run.
 
 A peer's clock is not trusted: the watermark never passes the run's clock plus FUTURE_SKEW_US. A
 record dated later (9999, a clock set years ahead) is delivered once, and its id stays among the
@@ -13,7 +15,7 @@ allowed to hide the records that follow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
 
 from ..errors import StateError
 from ..records import AuditRecord
@@ -38,13 +40,20 @@ class StreamState:
         return record.ts_us >= self.watermark_us - window_us
 
     def advance(
-        self, delivered: Iterable[AuditRecord], window_us: int, ceiling_us: Optional[int] = None
+        self,
+        delivered: Iterable[AuditRecord],
+        window_us: int,
+        ceiling_us: Optional[int] = None,
+        quarantined: Optional[Mapping[str, int]] = None,
     ) -> StreamState:
         """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged.
-        ``ceiling_us`` (default: now plus FUTURE_SKEW_US) is as far as the watermark may go."""
+        ``ceiling_us`` (default: now plus FUTURE_SKEW_US) is as far as the watermark may go.
+        ``quarantined`` maps the ids of unplaceable records already kept in quarantine to when: they
+        are remembered, and age out, like delivered ids, but neither count nor move the watermark."""
         if ceiling_us is None:
             ceiling_us = now_us() + FUTURE_SKEW_US
         seen = dict(self.seen)
+        seen.update(quarantined or {})
         watermark = self.watermark_us
         count = 0
         for record in delivered:

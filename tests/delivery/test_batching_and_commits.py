@@ -152,3 +152,57 @@ def test_the_end_of_a_run_fails_streams_with_unconfirmed_batches():
     tracker.committed(tracker.accepted(batches[0])[0], "v1")
     assert tracker.abandon("not confirmed") == ["b"]
     assert tracker.position("a") is not None and tracker.position("a")[1] == "v1"  # type: ignore[index]
+
+
+def test_quarantined_ids_ride_the_streams_next_commit_never_one_of_their_own_while_it_has_one():
+    """Ids of records already written to quarantine need no sink, yet no write is made for them while
+    the stream has a commit to come: they join it. Only once the run queued everything and nothing of
+    the stream waits do they get the stream's last commit; a stream carrying none gets no commit."""
+    tracker, (first, second) = two_batches_of_a(4)
+    tracker.carry("a", {"q1": BASE_US})
+    assert tracker.end() == []  # a's batches are still out: the ids wait for their commit
+    (commit,) = tracker.accepted(first)
+    assert commit.state.seen["q1"] == BASE_US and commit.state.delivered_total == 2
+    tracker.carry("a", {"q2": BASE_US})  # while that commit is being written
+    assert tracker.committed(commit, "v1") is None and tracker.unsettled()  # second not accepted yet
+    (follow,) = tracker.accepted(second)
+    assert follow.version == "v1" and {"q1", "q2"} <= set(follow.state.seen)
+    assert follow.state.delivered_total == 4
+    assert tracker.committed(follow, "v2") is None and not tracker.unsettled()
+
+    idle = tracker_with("idle", "kept")
+    idle.carry("kept", {"q3": BASE_US})
+    (last,) = idle.end()  # nothing pending for "kept": its last commit carries the ids; "idle": none
+    assert last.stream == "kept" and last.segments == [] and last.version is None
+    assert last.state.seen == {"q3": BASE_US} and last.state.watermark_us is None
+    assert last.state.delivered_total == 0
+    assert idle.unsettled()  # the end of the run waits for it
+    assert idle.committed(last, "v1") is None and not idle.unsettled()
+
+
+def test_the_last_commit_for_quarantined_ids_waits_for_the_commit_being_written():
+    tracker, (first, second) = two_batches_of_a(4)
+    (commit,) = tracker.accepted(first)
+    assert tracker.committed(commit, "v1") is None
+    (follow,) = tracker.accepted(second)
+    tracker.carry("a", {"q": BASE_US})  # after the stream's last batch was accepted
+    assert tracker.end() == []  # one commit at a time: the ids follow the one being written
+    last = tracker.committed(follow, "v2")
+    assert last is not None and last.version == "v2" and last.segments == [] and "q" in last.state.seen
+    assert last.state.delivered_total == 4
+    assert tracker.committed(last, "v3") is None and not tracker.unsettled()
+
+
+def test_a_failed_stream_drops_its_quarantined_ids():
+    """Its state stays where it was last committed: the next run quarantines the record again rather
+    than let a state past a failure be written."""
+    tracker, (first, second) = two_batches_of_a(4)
+    tracker.carry("a", {"q": BASE_US})
+    assert tracker.refused(first, "refused") == ["a"]
+    tracker.carry("a", {"q2": BASE_US})
+    assert tracker.accepted(second) == [] and tracker.end() == [] and not tracker.unsettled()
+    tracker, (first, _) = two_batches_of_a(4)
+    (commit,) = tracker.accepted(first)
+    tracker.carry("a", {"q": BASE_US})
+    assert tracker.commit_failed(commit, "lost a race")
+    assert tracker.end() == [] and not tracker.unsettled()

@@ -6,7 +6,9 @@ the process dies (before or after a send was stored, before a commit, mid-fetch)
 batches in flight: every record ends up delivered or quarantined (nothing lost), and a record handled
 in a run where its stream finished cleanly is never sent again (nothing twice). The sink is
 idempotent by event id, as the guarantee assumes: re-sends after a crash or a failed stream are
-allowed, and counted.
+allowed, and counted. Records that cannot be placed in time are mixed in: each is quarantined (the
+process may die at that write too), never before a state that remembers it is written, and once its
+stream finished a run cleanly after quarantining it, never again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
 from forwarder.pipeline import RunContext, run_stream, run_streams
-from forwarder.quarantine import LocalQuarantine
+from forwarder.quarantine import LocalQuarantine, unplaceable
 from forwarder.records import event_id
 from forwarder.report import RunReport
 from forwarder.selection import Limits
@@ -63,17 +65,47 @@ class World:
             return False
 
 
-class WorldStore(MemoryStore):
-    """``lose_race`` (1-based commit calls) fail as if another writer had changed the state."""
+class WorldQuarantine(LocalQuarantine):
+    """Writing an unplaceable record is a step of the world: the process may die before it.
+    ``records`` logs (run, stream key, id) of each one written, once the write returned."""
 
-    def __init__(self, world: World, lose_race: Set[int]) -> None:
+    def __init__(self, world: World) -> None:
+        super().__init__(tempfile.mkdtemp())
+        self.world = world
+        self.run = 0
+        self.records: List[Tuple[int, str, str]] = []
+        self.lock = threading.Lock()
+
+    def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None:
+        placed = [r for r in rejections if r.kind == "record"]
+        if placed and self.world.step():
+            raise Crash()
+        super().keep(stream_key, rejections)
+        with self.lock:
+            self.records += [(self.run, stream_key, r.event.id) for r in placed]
+
+    def written(self) -> Set[str]:
+        with self.lock:
+            return {rid for _, _, rid in self.records}
+
+
+class WorldStore(MemoryStore):
+    """``lose_race`` (1-based commit calls) fail as if another writer had changed the state. A state
+    may remember an unplaceable record (ids in ``unplaceable``) only once ``quarantine`` wrote it."""
+
+    def __init__(
+        self, world: World, lose_race: Set[int], quarantine: WorldQuarantine, unplaceable: Set[str]
+    ) -> None:
         super().__init__()
         self.world, self.lose_race, self.calls = world, lose_race, 0
+        self.quarantine, self.unplaceable = quarantine, unplaceable
         self.run = 0
         self.lost: Set[Tuple[int, str]] = set()  # (run, stream key) of every lost race
         self._count = threading.Lock()
 
     def commit(self, key, state, version):
+        early = set(state.seen) & self.unplaceable - self.quarantine.written()
+        assert not early, f"a state remembers {early} before they were quarantined"
         if self.world.step():
             raise Crash()
         with self._count:
@@ -168,6 +200,17 @@ def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) 
     )
 
 
+def unplaceable_record(n: int, user: str) -> dict:
+    """A record of ``user`` no run can place in time (its created_at is not a time)."""
+    return {
+        "action": "user.login",
+        "user": user,
+        "object": user,
+        "changes": {"bad": n},
+        "created_at": f"n/a {n}",
+    }
+
+
 def make_records(offsets: List[int], base_us: int, user: str = STREAM.name) -> List[dict]:
     # Offsets are seconds; a small range forces many equal timestamps.
     return [
@@ -219,23 +262,27 @@ def test_nothing_lost_nothing_twice(
     send_stored_first,
 ):
     base_us = now_us() - 3600 * 1_000_000
-    records = [r for user, offsets in zip(USERS, trails) for r in make_records(offsets, base_us, user)]
+    good = [r for user, offsets in zip(USERS, trails) for r in make_records(offsets, base_us, user)]
+    # About one record in eight cannot be placed in time (placed anywhere in its stream's trail).
+    bad = [unplaceable_record(i, r["user"]) for i, r in enumerate(good) if data.draw(st.integers(0, 7)) == 0]
+    records = good + bad
     streams = [Stream("user", user) for user in USERS[: len(trails)]]
-    stream_of = {event_id(r): r["user"] for r in records}
+    stream_of = {event_id(r): r["user"] for r in good}
+    stream_of.update({unplaceable(r, "").event.id: r["user"] for r in bad})
     names = {s.key: s.name for s in streams}
     # Each record becomes visible at some run: later ones model late-arriving records, which
     # may be older than records already delivered (the look-back window covers them).
     arrive = [data.draw(st.integers(0, runs - 1)) for _ in records]
-    poison = {event_id(r) for r in records if data.draw(st.integers(0, 9)) == 0}
+    poison = {event_id(r) for r in good if data.draw(st.integers(0, 9)) == 0}
     world = World(crash_at, send_stored_first)
-    store = WorldStore(world, lose_race)
+    quarantine = WorldQuarantine(world)
+    store = WorldStore(world, lose_race, quarantine, {unplaceable(r, "").event.id for r in bad})
     sink = IdempotentSink(world, batch_events, in_flight, refuse, poison)
     limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
-    quarantine = LocalQuarantine(tempfile.mkdtemp())
     clean: Dict[int, Set[str]] = defaultdict(set)  # run -> streams that finished it without error
 
     def one_run(run: int, visible: List[dict]) -> None:
-        sink.run = store.run = run
+        sink.run = store.run = quarantine.run = run
         source = ListSource(visible, order, page_size, repeat_every, world)
         ctx = run_context(source, store, sink, quarantine, limits, streams, linger_s=linger_s)
         report = RunReport(started="now")
@@ -251,7 +298,11 @@ def test_nothing_lost_nothing_twice(
             assert s.ok or name in refused or (run, s.stream) in store.lost, s.error
             # Reports count what the sink did with each stream's events in this run.
             assert s.shipped == sum(1 for r, i in sink.accepted if r == run and stream_of[i] == name)
-            assert s.quarantined == sum(1 for r, i in sink.rejected if r == run and stream_of[i] == name)
+            placed = sum(1 for r, key, _ in quarantine.records if r == run and key == s.stream)
+            assert s.invalid == placed  # once per run, however often read
+            assert s.quarantined == placed + sum(
+                1 for r, i in sink.rejected if r == run and stream_of[i] == name
+            )
 
     for run in range(runs):
         one_run(run, [r for r, a in zip(records, arrive) if a <= run])
@@ -262,12 +313,14 @@ def test_nothing_lost_nothing_twice(
     for run in range(runs, runs + longest // max(1, min(cap, batch_events)) + 3):
         one_run(run, records)
 
-    handled = sorted(sink.accepted + sink.rejected, key=lambda item: item[0])  # stable: in order per run
-    expected = {event_id(r) for r in records}
+    kept = [(run, rid) for run, _, rid in quarantine.records]
+    # Sorted stably: in order within each run.
+    handled = sorted(sink.accepted + sink.rejected + kept, key=lambda item: item[0])
+    expected = set(stream_of)
     assert {i for _, i in handled} == expected, "a record was lost"
     assert not set(sink.stored) & poison, "a rejected event was stored"
     # Nothing twice: once a run handled a record and its stream finished that run cleanly, no
-    # later run (nor the same one) sends it again.
+    # later run (nor the same one) sends or quarantines it again.
     first_clean: Dict[str, int] = {}
     for run, rid in handled:
         if rid in first_clean:

@@ -161,3 +161,13 @@ def test_a_watermark_pushed_into_the_future_by_an_older_version_is_healed():
     assert healed.watermark_us == T0_US and not healed.is_new(future, 0, WINDOW)
     assert healed.is_new(make_record("next", T0_US + SECOND), 0, WINDOW)
     assert StreamState(watermark_us=T0_US).held_to(T0_US + SECOND).watermark_us == T0_US
+
+
+def test_quarantined_ids_are_remembered_and_age_out_without_counting_or_moving_the_watermark():
+    state = StreamState().advance([make_record("a", T0_US)], WINDOW, quarantined={"q": T0_US + SECOND})
+    assert state.seen == {"a": T0_US, "q": T0_US + SECOND}
+    assert state.watermark_us == T0_US and state.delivered_total == 1
+    alone = StreamState().advance([], WINDOW, quarantined={"q": T0_US})
+    assert alone == StreamState(seen={"q": T0_US})  # no watermark yet: a first run's floor still holds
+    state = state.advance([make_record("head", T0_US + WINDOW + 2 * SECOND)], WINDOW)
+    assert set(state.seen) == {"head"}  # a window past the time it was kept: forgotten, as delivered ids
