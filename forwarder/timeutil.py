@@ -15,7 +15,8 @@ _NAIVE_EPOCH = datetime(1970, 1, 1)
 _ONE_US = timedelta(microseconds=1)
 # The form format_us writes (years 1000-9999: strftime does not pad %Y below 1000), the form the API
 # sends: such a string is parsed by the C parser, and can be used as it is instead of reformatted.
-_CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+# Its separators sit every third character from the fourth: one slice checks them all.
+_CANONICAL_SEPARATORS = "--T::."
 
 
 def parse_iso(value: str) -> int:
@@ -26,9 +27,19 @@ def parse_iso(value: str) -> int:
 
 def parse_canonical(value: str) -> Optional[int]:
     """``parse_iso(value)`` by the C parser when ``value`` is in the form ``format_us`` writes (the
-    form the API sends), else None."""
-    if _CANONICAL.fullmatch(value):
-        return (datetime.fromisoformat(value[:-1]) - _NAIVE_EPOCH) // _ONE_US
+    form the API sends), else None.
+
+    Cheaper than a regular expression: with the length and the separators fixed, the C parser accepts
+    only ASCII digits in the other places, or a shorter fraction followed by an offset, which the
+    naive result rules out. Whatever it refuses goes to the general parser, for its message."""
+    if len(value) == 27 and value[4:20:3] == _CANONICAL_SEPARATORS and value[26] == "Z":
+        try:
+            moment = datetime.fromisoformat(value[:-1])
+        except ValueError:
+            return None
+        if moment.tzinfo is None and moment.year >= 1000:
+            delta = moment - _NAIVE_EPOCH  # to_us's sum: a third of timedelta // timedelta's cost
+            return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     return None
 
 

@@ -178,3 +178,26 @@ def test_values_serialized_each_are_each_dumps(values):
 
 def test_a_value_orjson_refuses_is_still_serialized_with_the_others():
     assert jsonutil.dumps_each(["a", 2**70, "x"]) == (b'"a"', b"1180591620717411303424", b'"x"')
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_json_text_goes_into_a_string_as_the_encoder_would_put_it(value):
+    """What a template fills event.original with is what serializing the decoded text gives, for
+    the text either engine writes (control characters, quotes, backslashes and all)."""
+    for data in (jsonutil.dumps(value), jsonutil.canonical(value)):
+        assert jsonutil.json_in_string(data) == jsonutil.string_content(data.decode("utf-8"))
+        assert jsonutil.loads(b'"' + jsonutil.json_in_string(data) + b'"') == data.decode("utf-8")
+    original, jsonutil._orjson = jsonutil._orjson, None
+    try:
+        data = jsonutil.canonical(value)
+        assert jsonutil.json_in_string(data) == jsonutil.string_content(data.decode("utf-8"))
+    finally:
+        jsonutil._orjson = original

@@ -65,7 +65,7 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
     head, middle, tail = _PLAIN_PARTS.get(record, opts) or _parts(derive(record), opts)
-    return f"{head}{record.ts_us // 1000} {middle}{escape_value(record.event_id)}{tail}"
+    return f"{head}{record.ts_us // 1000} {middle}{record.event_id}{tail}"  # hex: nothing to escape
 
 
 class Parts(NamedTuple):

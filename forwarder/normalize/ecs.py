@@ -38,7 +38,7 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
 from ..events import Event
 from ..records import AuditRecord
@@ -46,7 +46,7 @@ from ..timeutil import format_us
 from . import NormalizeOptions, new_tuple
 from .changes import as_pair
 from .facts import Facts, Roles
-from .template import Templated
+from .template import Own, Templated
 
 ECS_VERSION = "9.4.0"
 _PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
@@ -58,22 +58,6 @@ def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     return _FORMAT.document(record, opts)
-
-
-class Own(NamedTuple):
-    """What the event takes from the record itself rather than from its facts."""
-
-    timestamp: str
-    event_id: str
-    created_at: str  # as given
-    original: Optional[str] = None  # with include_original
-
-
-def _own(record: AuditRecord, opts: NormalizeOptions) -> Tuple[Any, ...]:
-    """The fields of ``Own``."""
-    # The fields rather than the properties they fall back from: a call less on every record.
-    original = (record.serialized or record.canonical).decode("utf-8") if opts.include_original else None
-    return (record.time_text or record.timestamp, record.event_id, record.raw["created_at"], original)
 
 
 def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
@@ -95,7 +79,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     if own.original is not None:
         event["original"] = own.original
     doc: Dict[str, Any] = {
-        "@timestamp": own.timestamp,
+        "@timestamp": own.time,
         "ecs": {"version": ECS_VERSION},
         "message": found.message,
         "event": event,
@@ -160,4 +144,4 @@ def _profile_changes(user: Dict[str, Any], change_map: Mapping[str, Any], roles:
         user["changes"] = changed
 
 
-_FORMAT = Templated(render, _own, Own)
+_FORMAT = Templated(render, time_in_ms=False)

@@ -30,7 +30,7 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
@@ -38,7 +38,7 @@ from . import NormalizeOptions, new_tuple
 from .changes import as_text
 from .ecs import audit_fields, user_fields
 from .facts import Domain, Facts
-from .template import Templated
+from .template import Own, Templated
 
 OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
@@ -80,22 +80,6 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
     return _FORMAT.document(record, opts)
 
 
-class Own(NamedTuple):
-    """What the event takes from the record itself rather than from its facts."""
-
-    time_ms: Any  # an int; a hole (text) in a template
-    event_id: str
-    created_at: str  # as given
-    raw_data: Optional[str] = None  # with include_original
-
-
-def _own(record: AuditRecord, opts: NormalizeOptions) -> Tuple[Any, ...]:
-    """The fields of ``Own``."""
-    # The fields rather than the properties they fall back from: a call less on every record.
-    original = (record.serialized or record.canonical).decode("utf-8") if opts.include_original else None
-    return (record.ts_us // 1000, record.event_id, record.raw["created_at"], original)
-
-
 def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     """The OCSF event from the record's facts and its own values."""
     audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
@@ -127,7 +111,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
         "type_name": f"{class_name}: {activity_name}",
-        "time": own.time_ms,
+        "time": own.time,
         "severity_id": severity_id,
         "severity": severity_name,
         "status_id": 1,
@@ -145,8 +129,8 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         doc["actor"] = {"user": _user(actor)}
     doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
     doc["unmapped"] = audit
-    if own.raw_data is not None:
-        doc["raw_data"] = own.raw_data
+    if own.original is not None:
+        doc["raw_data"] = own.original
     return doc
 
 
@@ -230,4 +214,4 @@ def _sides(audit: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     return before, after
 
 
-_FORMAT = Templated(render, _own, Own)
+_FORMAT = Templated(render, time_in_ms=True)

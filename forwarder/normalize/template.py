@@ -4,7 +4,8 @@ the few values that differ per record (time, id, original text) filled in by pos
 Most of a trail is change-less records (logins) whose facts are cached (``facts.py``): their events
 differ only in what comes from the record itself. Writing those few values into cached bytes costs a
 fraction of building and serializing the whole document, and gives the same bytes: a JSON value
-serializes the same inside a document as alone (``jsonutil`` writes both).
+serializes the same inside a document as alone, and a text the same inside its quotes (``jsonutil``
+writes both).
 
 A hole is a marker string holding a random per-process token, so no record can contain one (a value
 may fill several holes); a template is only made when every marker occurs, else the caller renders
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import operator
 import secrets
-from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, Collection, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .. import jsonutil
 from ..records import AuditRecord
@@ -28,28 +29,33 @@ _TOKEN = secrets.token_hex(16)
 
 def hole(n: int) -> str:
     """The marker to render in place of the ``n``-th varying value."""
-    return f"\x00{_TOKEN}:{n}"
+    return f"\x00{_TOKEN}:{n}\x00"  # ended, so that no marker is the start of another
 
 
 class Template(NamedTuple):
-    """The event cut at its holes. ``pick`` takes ``parts`` followed by the serialized values and
-    gives the pieces in document order, ready for one ``bytes.join``: both steps run in C, where
-    ``bytes %`` would scan the whole event for its ``%``."""
+    """The event cut at its holes. ``pick`` takes ``parts`` followed by the values' bytes and gives
+    the pieces in document order, ready for one ``bytes.join``: both steps run in C, where ``bytes
+    %`` would scan the whole event for its ``%``."""
 
     parts: Tuple[bytes, ...]  # the bytes around the holes: one more than the holes
     pick: Callable[[Sequence[bytes]], Tuple[bytes, ...]]  # parts + values -> pieces in document order
 
-    def fill(self, values: Sequence[Any]) -> bytes:
-        """The event's bytes with ``values[n]`` (any JSON value) where ``hole(n)`` was rendered."""
-        return b"".join(self.pick(self.parts + jsonutil.dumps_each(values)))
+    def fill(self, values: Tuple[bytes, ...]) -> bytes:
+        """The event's bytes with ``values[n]`` where ``hole(n)`` was rendered: the content of a
+        JSON string for a text hole (``jsonutil.string_content``), else a whole JSON value."""
+        return b"".join(self.pick(self.parts + values))
 
 
-def compile_template(body: bytes, holes: int) -> Optional[Template]:
+def compile_template(body: bytes, holes: int, bare: Collection[int] = ()) -> Optional[Template]:
     """The template of ``body``, an event serialized with ``hole(0)`` .. ``hole(holes - 1)`` in
-    place of its varying values; None when some marker is missing."""
+    place of its varying values; None when some marker is missing. A hole is a text hole (its
+    quotes stay in the template, so a text needing no escapes is filled as it is) unless its number
+    is in ``bare``: its value is then a whole JSON value (a number)."""
     found: List[Tuple[int, int, int]] = []  # (position, length, value number)
     for n in range(holes):
         marker = jsonutil.dumps(hole(n))
+        if n not in bare:
+            marker = marker[1:-1]
         at = body.find(marker)
         if at < 0:
             return None
@@ -70,37 +76,53 @@ def compile_template(body: bytes, holes: int) -> Optional[Template]:
     return Template(tuple(parts), pick)
 
 
-# A format's per-record values: a named tuple whose last field is the record's original text (None
-# without include_original). ``own`` gives its fields as a plain tuple: the template's values need no
-# names, and a named tuple costs a Python call to build.
-OwnT = TypeVar("OwnT", bound=Tuple[Any, ...])
+class Own(NamedTuple):
+    """What an event takes from the record itself rather than from its facts (ECS and OCSF alike)."""
+
+    time: Any  # the event's time: the canonical text (``format_us``) or epoch milliseconds
+    event_id: str
+    created_at: str  # as given
+    original: Optional[str] = None  # the record's canonical text, with include_original
 
 
-class Templated(Generic[OwnT]):
+class Templated:
     """A JSON format that serializes ``render(facts, opts, own)``; events of records with cached facts
-    are filled into a cached template instead."""
+    are filled into a cached template instead. ``time_in_ms``: the event's time is epoch
+    milliseconds (OCSF), else the canonical text (ECS)."""
 
     def __init__(
-        self,
-        render: Callable[[Facts, NormalizeOptions, OwnT], Dict[str, Any]],
-        own: Callable[[AuditRecord, NormalizeOptions], Tuple[Any, ...]],
-        own_type: Type[OwnT],
+        self, render: Callable[[Facts, NormalizeOptions, Own], Dict[str, Any]], time_in_ms: bool
     ) -> None:
-        self._render, self._own, self._own_type = render, own, own_type
+        self._render, self._time_in_ms = render, time_in_ms
         self._templates: PlainCache[Optional[Template]] = PlainCache(self._compile, 4096)
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         template = self._templates.get(record, opts)
-        own = self._own(record, opts)
-        if template:  # template.fill, inlined
-            return b"".join(template.pick(template.parts + jsonutil.dumps_each(own)))
-        return jsonutil.dumps(self._render(facts(record), opts, new_tuple(self._own_type, own)))
+        if not template:
+            return jsonutil.dumps(self._render(facts(record), opts, self.own(record, opts)))
+        # The values as they go into the template's holes. Event ids are hex and the canonical time
+        # is ASCII without escapes: those go in as they are. created_at in that form is the time.
+        created = record.time_text
+        given = created.encode() if created else jsonutil.string_content(record.raw["created_at"])
+        if self._time_in_ms:
+            time = jsonutil.dumps(record.ts_us // 1000)
+        else:
+            time = given if created else record.timestamp.encode()
+        values: Tuple[bytes, ...] = (time, record.event_id.encode(), given)
+        if opts.include_original:
+            values += (jsonutil.json_in_string(record.serialized or record.canonical),)
+        return b"".join(template.pick(template.parts + values))  # template.fill, inlined
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
-        return self._render(facts(record), opts, self._own_type(*self._own(record, opts)))
+        return self._render(facts(record), opts, self.own(record, opts))
+
+    def own(self, record: AuditRecord, opts: NormalizeOptions) -> Own:
+        time = record.ts_us // 1000 if self._time_in_ms else record.time_text or record.timestamp
+        original = (record.serialized or record.canonical).decode("utf-8") if opts.include_original else None
+        return new_tuple(Own, (time, record.event_id, record.raw["created_at"], original))
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Template]:
-        fields = len(self._own_type._fields)  # type: ignore[attr-defined]
-        count = fields if opts.include_original else fields - 1
-        holes = self._own_type(*(hole(n) for n in range(count)))
-        return compile_template(jsonutil.dumps(self._render(plain_facts(key), opts, holes)), count)
+        count = 4 if opts.include_original else 3
+        holes = Own(*(hole(n) for n in range(count)))
+        body = jsonutil.dumps(self._render(plain_facts(key), opts, holes))
+        return compile_template(body, count, (0,) if self._time_in_ms else ())

@@ -88,3 +88,53 @@ def test_years_before_1000_keep_the_unpadded_form_events_already_had():
     us = parse_iso("0999-12-31T23:59:59.999999Z")
     assert format_us(us) == reference_format(us)
     assert carried("0999-12-31T23:59:59.999999Z") == reference_format(us)
+
+
+_REFERENCE_CANONICAL = re.compile(r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+_TRICKY = "0123456789-:.TtZz+ ,W\u0663\uff11\x00"
+
+
+def _outcome(parse, text):
+    try:
+        return parse(text)
+    except ValueError as exc:
+        return str(exc)
+
+
+_NEAR_MISSES = [
+    "2026-01-05T08:15:30.1+0000Z",  # an offset inside the fraction: the C parser reads it
+    "2026-01-05T08:15:30.1-0130Z",
+    "2026-01-05T08:15:30.12345\u0663Z",
+    "\u0662026-01-05T08:15:30.123456Z",
+    "0999-01-05T08:15:30.123456Z",
+    "2026-01-05t08:15:30.123456Z",
+    "2026-01-05T08:15:30.123456z",
+]
+
+
+@given(
+    st.one_of(
+        st.integers(
+            min_value=parse_iso_any("0100-01-01T00:00:00Z"), max_value=parse_iso_any("9999-12-31T23:59:59Z")
+        ),
+        st.sampled_from(_NEAR_MISSES),
+    ),
+    st.lists(
+        st.tuples(st.integers(0, 27), st.sampled_from(_TRICKY), st.sampled_from(["put", "insert", "drop"]))
+    ),
+)
+def test_the_fast_path_accepts_exactly_the_canonical_form(start, edits):
+    """Near-misses of the canonical form (a digit, separator or offset in the wrong place, one
+    character more or less, non-ASCII digits) are parsed, refused and carried as the general
+    parser does; only the canonical form itself is carried as given."""
+    text = start if isinstance(start, str) else reference_format(start).zfill(27)
+    for at, char, how in edits:
+        at = min(at, len(text))
+        text = {"put": text[:at] + char + text[at + 1 :], "insert": text[:at] + char + text[at:]}.get(
+            how, text[:at] + text[at + 1 :]
+        )
+    assert _outcome(parse_iso, text) == _outcome(parse_iso_any, text)
+    if _REFERENCE_CANONICAL.fullmatch(text) and isinstance(_outcome(parse_iso_any, text), int):
+        assert carried(text) is text
+    elif isinstance(_outcome(parse_iso_any, text), int):
+        assert carried(text) == format_us(parse_iso_any(text))
