@@ -9,7 +9,8 @@ import pytest
 
 from forwarder.errors import SinkError, StateError
 from forwarder.events import Event, Rejection
-from forwarder.quarantine import LocalQuarantine, S3Quarantine, open_quarantine
+from forwarder.quarantine import LocalQuarantine, open_quarantine
+from forwarder.quarantine.s3 import S3Quarantine
 
 STREAM = "user:alice@example.com"
 
