@@ -24,6 +24,7 @@ from forwarder.events import Event, Rejection
 from forwarder.quarantine import open_quarantine, unplaceable
 from forwarder.quarantine.s3 import S3Quarantine
 from tests.e2e.helpers import cli, env_for
+from tests.sinks.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
 
 STREAM = "user/alice@example.com"
 GUARD_S = 60  # only a command that ignores its deadline reaches this
@@ -180,23 +181,6 @@ def fake_s3(aws, monkeypatch) -> Iterator[type]:
     yield handler
     server.shutdown()
     server.server_close()
-
-
-def outcome_of(work) -> BaseException:
-    """What ``work`` raised, on a thread that must end well before the guard."""
-    outcome = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = work()
-        except BaseException as exc:  # handed to the test
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(GUARD_S)
-    assert not worker.is_alive(), "the read outlived its deadline"
-    return outcome["error"]
 
 
 def test_a_trickled_object_body_ends_at_the_http_timeout(fake_s3):
