@@ -58,19 +58,30 @@ class S3Quarantine:
 
     def entries(self) -> Iterator[Entry]:
         for key in self._keys():
-            with self._failing_as("read", key):
-                body = aws.read_object(self._client, self.bucket, key, "S3 GetObject")
-            yield from read_entries(body, key)
+            body = self._body(key)
+            if body is not None:
+                yield from read_entries(body, key)
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        with self._failing_as("read", where):
-            body = aws.read_object(self._client, self.bucket, where, "S3 GetObject")
+        body = self._body(where)
+        if body is None:
+            return
         kept = without(body, event_ids)
         with self._failing_as("rewrite" if kept else "delete", where):
             if kept:
                 aws.put_s3_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
             else:
                 aws.call(self._client, "delete_object", "S3 DeleteObject", Bucket=self.bucket, Key=where)
+
+    def _body(self, key: str) -> Optional[bytes]:
+        """The object's body; None once it is gone (another replay removed it since it was listed)."""
+        with self._failing_as("read", key):
+            try:
+                return aws.read_object(self._client, self.bucket, key, "S3 GetObject")
+            except aws.failures() as exc:
+                if aws.error_code(exc) not in ("NoSuchKey", "404"):
+                    raise
+        return None
 
     def _keys(self) -> Iterator[str]:
         """Every object under the prefix, page by page; a listing that never ends is refused."""
