@@ -150,7 +150,8 @@ def run_once(
             store=store,
             sink=sink,
             formatter=FormatterOnDemand(settings.format),
-            quarantine=quarantine or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id),
+            quarantine=quarantine
+            or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s),
             limits=Limits(
                 settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
             ),

@@ -9,12 +9,14 @@ from __future__ import annotations
 import gzip
 import os
 import threading
-from typing import Any, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar
 from urllib.parse import urlsplit
 
 from . import deadline, stop
 from .errors import SinkError
 from .timeutil import from_us
+
+T = TypeVar("T")
 
 _THROTTLED = frozenset(
     {"Throttling", "ThrottlingException", "SlowDown", "RequestTimeout", "RequestLimitExceeded"}
@@ -57,12 +59,22 @@ def call(client: Any, operation: str, what: str, **params: Any) -> Any:
     the client's HTTP timeout, or within a quarter second of a stop request (stop.Stopped; during
     botocore's backoff between tries, when that wait ends). At the deadline it raises a transport
     failure naming it, so the batch stays uncommitted."""
+    return _within_deadline(client, what, lambda: getattr(client, operation)(**params))
+
+
+def read_object(client: Any, bucket: str, key: str, what: str) -> bytes:
+    """The body of ``s3://bucket/key``, GetObject and the body's read both within the deadline of
+    :func:`call` (the answer's socket stays watched until the body is read: ``aws_deadline``)."""
+    return _within_deadline(client, what, lambda: client.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def _within_deadline(client: Any, what: str, work: Callable[[], T]) -> T:
     from . import aws_deadline
 
     seconds = client.meta.config.read_timeout
     with deadline.watching(what, seconds) as watched:
         try:
-            return getattr(client, operation)(**params)
+            return work()
         except Exception:
             if not watched.cut.is_set():
                 raise

@@ -37,11 +37,12 @@ def watch(client: Any) -> None:
         client.meta.events.register_first(event, _end_if_cut, unique_id=f"forwarder-deadline-{event}")
 
 
-def _end_if_cut(**_: Any) -> None:
-    """Forget the last try's socket (back in the pool, soon another call's) and try nothing more
-    once the watchdog has cut the call."""
+def _end_if_cut(operation: Any = None, **_: Any) -> None:
+    """Try nothing more once the watchdog has cut the call, and forget the last try's socket (back in
+    the pool, soon another call's), unless its answer is a body still to be read (GetObject)."""
     call = deadline.current()
     if call is not None:
-        call.attach(None)
+        if not getattr(operation, "has_streaming_output", False):
+            call.attach(None)
         if call.cut.is_set():
             raise _Cut()

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from . import jsonutil
 from .config import Settings
-from .errors import SinkError
+from .errors import SinkError, StateError
 from .events import Event
 from .normalize import NormalizeOptions, get_formatter
 from .quarantine import Entry, Quarantine
@@ -113,7 +113,7 @@ def replay(
             for where, done in accepted.items():  # only now: the sink returned them as delivered
                 quarantine.remove(where, done)
                 outcome.replayed += len(done)
-    except SinkError as exc:
+    except (SinkError, StateError) as exc:  # the sink failed, or an accepted entry could not be removed
         outcome.error = str(exc)
-        log.error("replay stopped: the sink failed", extra={"error": outcome.error})
+        log.error("replay stopped", extra={"error": outcome.error})
     return outcome

@@ -3,8 +3,10 @@ event source mapping with ``ReportBatchItemFailures``.
 
 Each message is one work item (a shard of one tenant's streams); ``forwarder.fanout.worker`` runs
 them in order, stops starting streams ``FORWARDER_DEADLINE_MARGIN`` before the invocation's end and
-re-queues what it did not start. The answer lists the messages that go back to the queue; an item
-never fails the whole invocation, a bad configuration does (every message then comes back).
+re-queues what it did not start. On SIGTERM (Lambda shutting the environment down) the item in flight
+and the items after it go back to the queue whole, for another worker. The answer lists the messages
+that go back to the queue; an item never fails the whole invocation, a bad configuration does (every
+message then comes back).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import time
 from typing import Any, Dict, List, Tuple
 
+from forwarder import stop
 from forwarder.fanout.queue import WorkQueue
 from forwarder.fanout.settings import load_fanout_settings
 from forwarder.fanout.worker import process
@@ -30,6 +33,7 @@ def messages(event: Any) -> List[Tuple[str, str]]:
 
 def handler(event: Any, context: Any) -> Dict[str, Any]:
     started = time.monotonic()
+    stop.install()  # Lambda's shutdown SIGTERM: the item in flight goes back to the queue, nothing starts
     env = environment(os.environ)
     tenants = {t.name: t for t in tenants_or_single(env)}
     fanout = load_fanout_settings(env)

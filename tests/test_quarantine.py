@@ -9,7 +9,8 @@ import pytest
 
 from forwarder.errors import SinkError, StateError
 from forwarder.events import Event, Rejection
-from forwarder.quarantine import LocalQuarantine, S3Quarantine, open_quarantine
+from forwarder.quarantine import LocalQuarantine, open_quarantine
+from forwarder.quarantine.s3 import S3Quarantine
 
 STREAM = "user:alice@example.com"
 
@@ -103,3 +104,8 @@ def test_s3_quarantine_failure_raises_so_the_batch_is_not_committed(aws):
 def test_an_empty_location_is_refused():
     with pytest.raises(ValueError, match="FORWARDER_QUARANTINE"):
         open_quarantine("")
+
+
+def test_an_unknown_scheme_is_refused_rather_than_taken_for_a_directory():
+    with pytest.raises(ValueError, match="FORWARDER_QUARANTINE: unknown scheme 'gs'"):
+        open_quarantine("gs://bucket/prefix")

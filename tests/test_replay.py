@@ -9,6 +9,7 @@ import json
 import pytest
 
 from forwarder import retry
+from forwarder.errors import StateError
 from forwarder.events import Event, Rejection
 from forwarder.quarantine import LocalQuarantine, unplaceable
 from forwarder.records import event_id
@@ -74,3 +75,23 @@ def test_entries_stay_until_the_sink_proves_acceptance(tmp_path):
         assert len(list(quarantine.entries())) == 2 and es.ids(INDEX) == []
         only = replay(quarantine, sink, settings, [], [f"{1:064x}"])  # the proxy is gone now
         assert only.replayed == 1 and len(list(quarantine.entries())) == 1
+
+
+class Unremovable(LocalQuarantine):
+    """A quarantine whose entries cannot be removed (a read-only bucket or disk)."""
+
+    def remove(self, where, event_ids):
+        raise StateError(f"cannot rewrite {where}: read-only file system")
+
+
+def test_an_accepted_entry_that_cannot_be_removed_ends_the_replay_with_the_reason(tmp_path):
+    with BulkReceiver() as es:
+        _, settings, sink = setup(tmp_path, es)
+        quarantine = Unremovable(str(tmp_path / "q"))
+        quarantine.keep(STREAM, [refused(1)])
+
+        outcome = replay(quarantine, sink, settings, [], [])
+
+        assert outcome.replayed == 0 and "read-only file system" in (outcome.error or "")
+        assert len(list(quarantine.entries())) == 1  # sent again by the next replay, under the same id
+        assert es.ids(INDEX) == [f"{1:064x}"]

@@ -91,14 +91,15 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     env = env_of(args)
     configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
     streams, ids = args.stream or [], args.id or []
-    if args.quarantine_command == "list":  # only the location matters, as for `state show`
+    if args.quarantine_command == "list":  # only the location and timeout matter, as for `state show`
         location = read(env, "FORWARDER_QUARANTINE")
-        quarantine = opened(open_quarantine, location, "FORWARDER_QUARANTINE")
+        timeout = read(env, "FORWARDER_HTTP_TIMEOUT")
+        quarantine = opened(lambda at: open_quarantine(at, None, timeout), location, "FORWARDER_QUARANTINE")
         list_entries(quarantine, sys.stdout, args.full, streams, ids)
         return EXIT_OK
     settings = load_settings(env)
     register_secrets(settings.secrets())
-    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id)
+    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s)
     sink = open_sink(settings.sink)
     try:
         outcome = replay(quarantine, sink, settings, streams, ids)

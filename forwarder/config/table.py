@@ -358,9 +358,9 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_HTTP_TIMEOUT",
-        "seconds an HTTP call (API or sink; for S3 and Firehose a whole boto3 call, its retries "
-        "included) may take in total, body included: a server trickling its answer is cut at this "
-        "deadline and the try counts as failed",
+        "seconds an HTTP call (API, sink or S3 quarantine; for S3, Firehose and the quarantine a whole "
+        "boto3 call, its retries included) may take in total, body included: a server trickling its "
+        "answer is cut at this deadline and the try counts as failed",
         Seconds(1, 900, unit="seconds"),
         "60",
         field="http_timeout_s",

@@ -6,12 +6,13 @@ redelivered item takes its own lease back at once) and say what becomes of the m
 * ``done`` - every stream ran and committed: delete it, and count the shard off its cycle;
 * ``requeued`` - the deadline came first: the streams it did not start go back on the queue as a
   new item of the same tenant, and the message is deleted;
-* ``retry`` - a stream or the run failed, or another run holds the tenant's lease: the message goes
+* ``retry`` - a stream or the run failed, another run holds the tenant's lease, or a stop was
+  requested (SIGTERM: what the run had not committed is another worker's to redo): the message goes
   back to the queue (after its visibility timeout) and, after a few tries, to the dead-letter queue;
 * ``dropped`` - the tenant is gone from the tenants document: delete it.
 
-A FIFO batch keeps its order: after the first item to retry, and once the deadline is near, the
-items left are not started and go back as they are.
+A FIFO batch keeps its order: after the first item to retry, and once the deadline is near or a
+stop is requested, the items left are not started and go back as they are.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
+from .. import stop
 from ..api.client import ApiClient
 from ..app import run_once
 from ..config import Settings
-from ..errors import describe
-from ..logs import redact
+from ..multitenant import isolated
 from ..report import RunReport
 from ..state import open_store
 from ..streams import Stream
@@ -52,7 +53,7 @@ class ItemResult:
 
 def run_item(
     item: WorkItem, tenant: Tenant, queue: WorkQueue, should_stop: Callable[[], bool]
-) -> Tuple[str, RunReport, str]:
+) -> Tuple[str, Optional[RunReport], str]:
     """(outcome, report, reason) of one item."""
     settings = tenant.settings
     store = open_store(settings.state)
@@ -70,6 +71,8 @@ def run_item(
         store=store,
         owner=f"fanout:{item.id}",
     )
+    if stop.requested():  # checked first: a stopped run may look whole (stopped while planning)
+        return "retry", report, "stopped on request before the item was done: it goes back to the queue"
     if report.skipped:
         return "retry", report, report.skipped
     if not report.ok:
@@ -92,7 +95,7 @@ def process(
     results: List[ItemResult] = []
     halted = False
     for message_id, body in messages:
-        if halted or (results and should_stop()):
+        if halted or (results and (stop.requested() or should_stop())):
             results.append(ItemResult(message_id, "not_started"))
             halted = True
             continue
@@ -118,12 +121,10 @@ def _one(
     if tenant is None:
         log.warning("work item of a tenant no longer configured: dropped", extra={"tenant": item.tenant})
         return ItemResult(message_id, "dropped", item.tenant, reason="tenant not configured")
-    try:
-        outcome, report, reason = run_item(item, tenant, queue, should_stop)
-    except Exception as exc:  # the item fails alone; the batch's other tenants are not touched
-        reason = redact(describe(exc))
-        log.error("work item failed", extra={"tenant": item.tenant, "error": reason})
-        return ItemResult(message_id, "retry", item.tenant, reason=reason)
+    # The item fails alone, as "retry": the batch's other tenants are not touched.
+    outcome, report, reason = isolated(
+        tenant, lambda t: run_item(item, t, queue, should_stop), lambda message: ("retry", None, message)
+    )
     level = logging.WARNING if outcome == "retry" else logging.INFO
     log.log(
         level,

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import boto3
 import pytest
 
-from forwarder import credentials
+from forwarder import credentials, stop
 from forwarder.fanout.workitem import WorkItem
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import org_secret, organizations
@@ -244,6 +245,67 @@ def test_the_deadline_requeues_what_the_worker_did_not_start(aws, monkeypatch, t
             ["FunctionName", "Tenant"],
         ]
         assert emf[0]["StreamsLeft"] == STREAMS_PER_TENANT - 8 and emf[1]["StreamsLeft"] == 0
+
+
+def test_sigterm_sends_the_item_in_flight_and_the_rest_back_whole(aws, monkeypatch, tmp_path, orgs, hec):
+    with organizations(orgs[:2]) as sims:
+        url, _, tenants = install(monkeypatch, tmp_path, sims, orgs[:2], hec, shard_size=100)
+        aws_planner.handler({}, FakeContext())
+        messages = sorted(receive(url), key=lambda m: m["Attributes"]["MessageGroupId"])  # org0 first
+        in_flight = []
+
+        def terminate(accepted):
+            if accepted == 1:  # one batch delivered: Lambda shuts the environment down
+                in_flight.extend(hec.event_ids())
+                os.kill(os.getpid(), signal.SIGTERM)
+                handled_by = time.monotonic() + 30  # the handler runs on the main thread, soon
+                while not stop.requested() and time.monotonic() < handled_by:
+                    time.sleep(0.01)
+
+        previous = signal.signal(signal.SIGTERM, lambda *_: None)  # without a handler of its own: ignored
+        hec.after_accept = terminate
+        try:
+            result = aws_worker.handler(lambda_event(messages), FakeContext())
+        finally:
+            hec.after_accept = None
+            signal.signal(signal.SIGTERM, previous)
+            stop.reset()
+
+        assert result["outcomes"] == {
+            messages[0]["MessageId"]: "retry",
+            messages[1]["MessageId"]: "not_started",
+        }
+        assert len(result["batchItemFailures"]) == 2  # both come back to the queue as they were
+        assert queue_depth(url) == 0  # and nothing was re-queued as a part of an item
+        assert "idx1" not in ids_by_index(hec.events())
+
+        again = aws_worker.handler(lambda_event(messages), FakeContext())  # another worker redoes them
+        assert set(again["outcomes"].values()) == {"done"}
+        got = ids_by_index(hec.events())
+        for i, (tenant, org) in enumerate(zip(tenants, orgs[:2])):
+            assert sorted(set(got[f"idx{i}"])) == expected_for_users(org, tenant["users"]), (
+                "an event was lost"
+            )
+        ids = [i for idx in got.values() for i in idx]
+        assert {i for i in ids if ids.count(i) > 1} <= set(in_flight)  # at most what was in flight
+
+
+def test_a_stop_before_the_plan_is_not_done(aws, monkeypatch, tmp_path, orgs, hec):
+    """A run stopped while planning ships nothing and reports no failure: the item must not count as
+    done, or its shard would close its cycle undelivered."""
+    with organizations(orgs[:1]) as sims:
+        url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:1], hec, shard_size=100)
+        aws_planner.handler({}, FakeContext())
+        [message] = receive(url)
+        stop.request()
+        try:
+            result = aws_worker.handler(lambda_event([message]), FakeContext())
+        finally:
+            stop.reset()
+
+        assert result["outcomes"] == {message["MessageId"]: "retry"} and hec.events() == []
+        busy = aws_planner.handler({}, FakeContext())["tenants"][0]["busy"]
+        assert busy is not None and "still has 1 shard(s)" in busy  # the cycle still waits for it
 
 
 def test_a_batch_stops_at_the_first_failure_and_returns_the_rest(aws, monkeypatch, tmp_path, orgs, hec):

@@ -14,7 +14,8 @@ import pytest
 from forwarder import aws, retry, stop
 from forwarder.errors import SinkError
 from forwarder.events import Event
-from forwarder.quarantine import S3Quarantine, unplaceable
+from forwarder.quarantine import unplaceable
+from forwarder.quarantine.s3 import S3Quarantine
 from forwarder.sinks.firehose import FirehoseSink
 from forwarder.sinks.s3 import S3Sink
 from forwarder.sinks.settings import SinkSettings

@@ -1,0 +1,70 @@
+"""Where events a sink refused for good are kept, with the reason, so nothing is silently dropped.
+
+``FORWARDER_QUARANTINE`` is a directory or ``file://`` path (CLI, containers: ``local``) or
+``s3://bucket/prefix`` (Lambda, whose disk does not outlive the invocation: ``s3``), chosen by
+:func:`open_quarantine`. Both keep the lines of ``entries``. ``entries`` and ``remove`` serve
+``audit-forwarder quarantine list / replay`` (forwarder/replay.py).
+
+The S3 module is imported only when an S3 location is used: the Splunk add-on ships without boto3,
+and a run that quarantines locally never loads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Callable, Dict, Iterator, Optional, Protocol, Sequence, Set
+
+from ..events import Rejection
+from .entries import Entry, quarantine_lines, unplaceable
+from .local import LocalQuarantine
+
+__all__ = [
+    "Entry",
+    "LocalQuarantine",
+    "Quarantine",
+    "S3Quarantine",
+    "open_quarantine",
+    "quarantine_lines",
+    "unplaceable",
+]
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# scheme -> the module of this package whose ``open_at(location, kms_key_id, timeout_seconds)`` opens it
+_OPENERS: Dict[str, str] = {"file": "local", "s3": "s3"}
+
+
+class Quarantine(Protocol):
+    location: str
+
+    def keep(self, stream_key: str, rejections: Sequence[Rejection]) -> None: ...
+
+    def entries(self) -> Iterator[Entry]: ...
+
+    def remove(self, where: str, event_ids: Set[str]) -> None:
+        """Drop the entries of ``where`` with these ids (replayed: the sink proved acceptance)."""
+        ...
+
+
+def open_quarantine(
+    location: str, kms_key_id: Optional[str] = None, timeout_seconds: float = 60.0
+) -> Quarantine:
+    """The quarantine at ``location``; ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call
+    to a remote one. ValueError for a location it cannot open."""
+    match = _SCHEME.match(location)
+    scheme = match.group(1).lower() if match else "file"
+    if scheme not in _OPENERS:
+        raise ValueError(
+            f"FORWARDER_QUARANTINE: unknown scheme {scheme!r} (use a directory, file://path or "
+            "s3://bucket/prefix)"
+        )
+    module = importlib.import_module(f".{_OPENERS[scheme]}", __name__)
+    opener: Callable[[str, Optional[str], float], Quarantine] = module.open_at
+    return opener(location, kms_key_id, timeout_seconds)
+
+
+def __getattr__(name: str) -> Any:
+    """``S3Quarantine``, imported on first use (boto3 with it)."""
+    if name == "S3Quarantine":
+        return importlib.import_module(".s3", __name__).S3Quarantine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
