@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 import requests
@@ -177,11 +177,12 @@ class HecSink:
         if reply.get("code") != 0 or isinstance(reply.get("code"), bool):
             raise self._poster.unproven(response, 'not HEC\'s success reply {"code": 0}')
         if self._ack:
-            ack_ids.append(self._ack_id(response))
+            ack_ids.append(self._ack_id(reply))
         return []
 
-    def _ack_id(self, response: requests.Response) -> int:
-        ack_id = (json_object(response) or {}).get("ackId")
+    @staticmethod
+    def _ack_id(reply: Dict[str, Any]) -> int:
+        ack_id = reply.get("ackId")
         if isinstance(ack_id, bool) or not isinstance(ack_id, int):
             raise SinkError(
                 "Splunk HEC accepted the batch but sent no ackId: indexer acknowledgement is off for "
