@@ -38,7 +38,7 @@ from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
-from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
+from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 EVENT_PATH = "/services/collector/event"
@@ -118,10 +118,7 @@ def _checked_token(token: Optional[str]) -> str:
     token = (token or "").strip()
     if not token:
         raise ValueError("FORWARDER_SINK_TOKEN is required for a Splunk HEC sink")
-    if not all(33 <= ord(char) < 127 for char in token):
-        # Caught here because the HTTP library would quote the bad header value in its error.
-        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a HEC token cannot have")
-    return token
+    return header_token(token)
 
 
 class HecSink:

@@ -36,13 +36,18 @@ def authorization(kind: str, token: str) -> str:
         if ":" not in token:
             raise ValueError("FORWARDER_SINK_TOKEN for basic auth must look like user:password")
         return "Basic " + base64.b64encode(token.encode("utf-8")).decode("ascii")
-    if not all(33 <= ord(char) < 127 for char in token):
-        # Caught here because the HTTP library would quote the bad header value in its error.
-        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a header cannot carry")
     prefixes = {"bearer": "Bearer ", "apikey": "ApiKey ", "token": ""}
     if kind not in prefixes:
         raise ValueError(f"sink auth must be one of {', '.join(AUTH_KINDS)} (got {kind!r})")
-    return prefixes[kind] + token
+    return prefixes[kind] + header_token(token)
+
+
+def header_token(token: str) -> str:
+    """``token`` when a header can carry it as it is; ValueError naming FORWARDER_SINK_TOKEN if not."""
+    if not all(33 <= ord(char) < 127 for char in token):
+        # Caught here because the HTTP library would quote the bad header value in its error.
+        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a header cannot carry")
+    return token
 
 
 def json_object(response: requests.Response) -> Optional[Dict[str, Any]]:
