@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from operator import itemgetter
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
@@ -18,7 +19,7 @@ import requests
 from .. import deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
-from .base import batches
+from .base import Bounds, split
 from .settings import SinkSettings
 
 NDJSON = "application/x-ndjson"
@@ -180,8 +181,5 @@ def wire_batches(
     events: Sequence[Event], lines: Sequence[bytes], max_events: int, max_bytes: int
 ) -> List[Tuple[List[Event], List[bytes]]]:
     """Requests of (events, wire lines), bounded by the wire size rather than the event size."""
-    wrapped = [Event(str(i), event.time_us, line) for i, (event, line) in enumerate(zip(events, lines))]
-    return [
-        ([events[int(item.id)] for item in chunk], [item.body for item in chunk])
-        for chunk in batches(wrapped, max_events, max_bytes)
-    ]
+    pairs = split(zip(events, lines), itemgetter(1), Bounds(max_events, max_bytes))
+    return [([event for event, _ in chunk], [line for _, line in chunk]) for chunk in pairs]
