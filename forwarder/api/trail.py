@@ -27,7 +27,7 @@ from ..streams import Stream
 from ..timeutil import format_us
 from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, same_page
+from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, pages_to_ceiling, same_page
 from .windows import WindowReader
 
 log = logging.getLogger(__name__)
@@ -170,13 +170,8 @@ class TrailReader:
                 outcome.sorted_request = False
             return items
 
-        try:
-            yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, outcome)
-        except ApiError as exc:
-            if exc.status != 400 or outcome.pages == 0:
-                raise
-            outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
-            outcome.reason = f"service refused offset {outcome.items}"
+        # An offset ceiling without start_date (with it, fetch re-anchors): the next run goes on.
+        yield from pages_to_ceiling(fetch, self._page_limit(stream), self.max_pages, outcome)
         if outcome.misplaced and outcome.sorted_request:
             # The last page repeated a record out of place: the order changed between calls, so the
             # pages may have skipped records, though their count says they hold everything.
