@@ -15,6 +15,7 @@ from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from ..streams import Stream
 from .paging import PageOutcome, extract_items, pages_to_ceiling
 from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key
@@ -244,6 +245,15 @@ class ApiClient:
         if limit is not None:
             extra.update(limit=limit, offset=offset or 0)
         return extract_items(self._get_with_fallback(path, base, extra, fallback=not offset), plural)
+
+    def audits(
+        self, stream: Stream, optional: Dict[str, Any], limit: Optional[int], offset: Optional[int]
+    ) -> List[Any]:
+        """One page of ``stream``'s audit trail (``page`` for the audits endpoint)."""
+        base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
+        if stream.filter:
+            base["filter"] = stream.filter
+        return self.page(AUDITS_PATH, "audits", base, optional, limit, offset)
 
     def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
         """Every element of a list endpoint (users, domains)."""

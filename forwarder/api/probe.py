@@ -8,11 +8,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..jsonutil import canonical
 from ..streams import Stream
-from .bounds import bound, record_time
+from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
 
 _PROBE_LIMIT = 5
-_SECOND = 1_000_000
 
 
 @dataclass
@@ -45,10 +44,7 @@ class Findings:
 
 
 def _get(client: ApiClient, stream: Stream, optional: Dict[str, Any], offset: int = 0) -> List[Any]:
-    base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
-    if stream.filter:
-        base["filter"] = stream.filter
-    return client.page(AUDITS_PATH, "audits", base, optional, _PROBE_LIMIT, offset)
+    return client.audits(stream, optional, _PROBE_LIMIT, offset)
 
 
 def _times(items: List[Any]) -> List[int]:
@@ -107,6 +103,6 @@ def _probe(client: ApiClient, stream: Stream, first: List[Any]) -> Findings:
     start = end = "unknown"
     if len(set(times)) >= 2:
         pivot = sorted(times)[len(times) // 2]
-        start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * _SECOND)
-        end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * _SECOND)
+        start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * SECOND)
+        end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * SECOND)
     return Findings(stream.key, len(first), paging, order, start, end)

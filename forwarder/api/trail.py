@@ -223,15 +223,12 @@ class TrailReader:
         start_us: Optional[int],
         end_us: Optional[int] = None,
     ) -> List[Any]:
-        base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
-        if stream.filter:
-            base["filter"] = stream.filter
         optional: Dict[str, Any] = {"sort": "created_at ASC"} if sort else {}
         if start_us is not None:
             optional["start_date"] = bound(start_us)
         if end_us is not None:
             optional["end_date"] = bound(end_us, up=True)
-        items = self.client.page(AUDITS_PATH, "audits", base, optional, limit, offset)
+        items = self.client.audits(stream, optional, limit, offset)
         least = self._at_least.get(stream.key)
         if limit is None and least is not None:
             if len(items) < least:
