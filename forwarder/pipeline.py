@@ -119,7 +119,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             report.truncated = report.truncated or outcome.truncated
             report.strategy = outcome.strategy or report.strategy
             report.api_calls += outcome.pages
-            if outcome.truncated and not outcome.more and not selection.ascending:
+            if outcome.truncated and not outcome.more and not outcome.ascending:
                 raise StreamFailed(
                     f"{outcome.reason} before the end of the stream, and the service does not return "
                     "records oldest-first, so older records may be unseen: nothing shipped "
