@@ -46,7 +46,7 @@ class RunContext:
     source: RecordSource
     store: StateStore
     sink: Sink
-    formatter: Formatter
+    formatter: Callable[[], Formatter]  # asked for by each pass with records: an idle run loads none
     quarantine: Quarantine
     limits: Limits
     ownership: Ownership
@@ -192,7 +192,8 @@ def _ship(
     if not records:
         return state, version
     options = replace(ctx.options, ingest_time_us=now_us())
-    events = [ctx.formatter(record, options) for record in records]
+    format_record = ctx.formatter()
+    events = [format_record(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
         shipper.add(stream.key, records, events, state, version, report)

@@ -89,7 +89,7 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
         source=TrailReader(api, page_limit, max_pages=10_000),  # type: ignore[arg-type]
         store=store,
         sink=sink,
-        formatter=formatter,
+        formatter=lambda: formatter,
         quarantine=LocalQuarantine(tempfile.mkdtemp()),
         limits=limits,
         ownership=Ownership([STREAM], time.time()),
