@@ -10,6 +10,7 @@ at its usual rate, and counts its frames.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import time
@@ -58,7 +59,7 @@ def main(argv: List[str] | None = None) -> None:
                 source=ListSource(records, "asc", 200, 0),
                 store=MemoryStore(),
                 sink=MemorySink(max_batch_events=500),
-                formatter=get_formatter("ecs"),
+                formatter=functools.partial(get_formatter, "ecs"),
                 quarantine=LocalQuarantine(quarantine),
                 limits=Limits(90 * 86400, 3600, 5000),
                 ownership=Ownership(plan, time.time()),

@@ -3,6 +3,7 @@ Every runtime (CLI, Lambda, Splunk input) goes through here."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import asdict
@@ -15,13 +16,11 @@ from .api.trail import TrailReader
 from .config import Settings
 from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
-from .events import Event
 from .logs import redact, register_secrets
-from .normalize import Formatter, NormalizeOptions, formats, get_formatter
+from .normalize import Formatter, NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
-from .records import AuditRecord
 from .report import RunReport
 from .retry import RetryPolicy
 from .selection import Limits
@@ -93,20 +92,11 @@ def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
     return found
 
 
-class FormatterOnDemand:
-    """The formatter named ``name``, its module imported when the first record is formatted: a run
-    with nothing new (the common case every few minutes) never pays for loading it."""
-
-    def __init__(self, name: str) -> None:
-        if name not in formats():
-            get_formatter(name)  # raises, naming the formats there are
-        self._name = name
-        self._formatter: Optional[Formatter] = None
-
-    def __call__(self, record: AuditRecord, options: NormalizeOptions) -> Event:
-        if self._formatter is None:  # two threads may both look it up: the same function either way
-            self._formatter = get_formatter(self._name)
-        return self._formatter(record, options)
+def formatter_on_demand(name: str) -> Callable[[], Formatter]:
+    """The formatter named ``name``, looked up (its module imported) the first time a pass asks
+    for it: a run with nothing new (the common case every few minutes) never pays for loading it.
+    Settings have checked the name."""
+    return functools.lru_cache(maxsize=None)(functools.partial(get_formatter, name))
 
 
 def run_once(
@@ -149,7 +139,7 @@ def run_once(
             source=TrailReader(client, settings.page_limit, settings.max_pages),
             store=store,
             sink=sink,
-            formatter=FormatterOnDemand(settings.format),
+            formatter=formatter_on_demand(settings.format),
             quarantine=quarantine
             or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s),
             limits=Limits(

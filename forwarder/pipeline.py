@@ -46,7 +46,7 @@ class RunContext:
     source: RecordSource
     store: StateStore
     sink: Sink
-    formatter: Formatter
+    formatter: Callable[[], Formatter]  # asked for by each pass with records: an idle run loads none
     quarantine: Quarantine
     limits: Limits
     ownership: Ownership
@@ -122,7 +122,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             report.truncated = report.truncated or outcome.truncated
             report.strategy = outcome.strategy or report.strategy
             report.api_calls += outcome.pages
-            if outcome.truncated and not outcome.more and not selection.ascending:
+            if outcome.truncated and not outcome.more and not outcome.ascending:
                 raise StreamFailed(
                     f"{outcome.reason} before the end of the stream, and the service does not return "
                     "records oldest-first, so older records may be unseen: nothing shipped "
@@ -217,7 +217,8 @@ def _ship(
     if not records and not quarantined:
         return state, version  # nothing new: nothing is written
     options = replace(ctx.options, ingest_time_us=now_us())
-    events = [ctx.formatter(record, options) for record in records]
+    format_record = ctx.formatter()
+    events = [format_record(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
         shipper.add(stream.key, records, events, state, version, report, quarantined)

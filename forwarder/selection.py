@@ -29,7 +29,6 @@ class Limits:
 class Selection:
     records: List[AuditRecord]  # oldest first
     complete: bool  # every new record seen fits in ``records``
-    ascending: bool  # the pages came oldest-first, so a cut-off left only newer records unseen
     resume_offset: int = 0  # oldest-first pages: the first one that may hold a record left unshipped
 
 
@@ -123,7 +122,7 @@ def select_new(
     # Every record on a page ending before the newest selected one was read and shipped or skipped.
     newest = records[-1].ts_us if records else None
     resume = next((offset for end, offset in page_ends if newest is None or end >= newest), 0)
-    return Selection(records, complete, ascending, resume)
+    return Selection(records, complete, resume)
 
 
 class _Repeats:

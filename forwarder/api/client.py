@@ -15,7 +15,8 @@ from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
-from .paging import PageOutcome, extract_items, iter_pages
+from ..streams import Stream
+from .paging import PageOutcome, extract_items, pages_to_ceiling
 from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key
 
@@ -245,19 +246,26 @@ class ApiClient:
             extra.update(limit=limit, offset=offset or 0)
         return extract_items(self._get_with_fallback(path, base, extra, fallback=not offset), plural)
 
+    def audits(
+        self, stream: Stream, optional: Dict[str, Any], limit: Optional[int], offset: Optional[int]
+    ) -> List[Any]:
+        """One page of ``stream``'s audit trail (``page`` for the audits endpoint)."""
+        base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
+        if stream.filter:
+            base["filter"] = stream.filter
+        return self.page(AUDITS_PATH, "audits", base, optional, limit, offset)
+
     def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
         """Every element of a list endpoint (users, domains)."""
         outcome = PageOutcome()
         items: List[Any] = []
-        try:
-            for page in iter_pages(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
-                items.extend(page)
-        except ApiError as exc:
-            # A 400 deep into the pages is an offset ceiling (one integration saw 9,900): keep what
-            # was read rather than fail the whole run.
-            if exc.status != 400 or outcome.pages == 0:
-                raise
-            log.warning("paging stopped by the service", extra={"path": path, "items": len(items)})
+        for page in pages_to_ceiling(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
+            items.extend(page)
+        if outcome.truncated:  # keep what was read rather than fail the whole run
+            log.warning(
+                "paging stopped before the end",
+                extra={"path": path, "items": len(items), "reason": outcome.reason},
+            )
         return items
 
     def users(self, limit: int, max_pages: int) -> List[Any]:

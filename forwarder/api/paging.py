@@ -138,3 +138,20 @@ def iter_pages(
         offset += len(items)
     outcome.truncated = True
     outcome.reason = f"page cap of {max_pages} reached"
+
+
+def pages_to_ceiling(
+    fetch: Callable[[Optional[int], Optional[int]], List[Any]],
+    limit: Optional[int],
+    max_pages: int,
+    outcome: PageOutcome,
+) -> Iterator[List[Any]]:
+    """``iter_pages``, where a 400 past the first page is the service's offset ceiling (one
+    integration saw 9,900): the pages read so far stand and the pass ends truncated there."""
+    try:
+        yield from iter_pages(fetch, limit, max_pages, outcome)
+    except ApiError as exc:
+        if exc.status != 400 or outcome.pages == 0:
+            raise
+        outcome.truncated = True
+        outcome.reason = f"service refused offset {outcome.items}"

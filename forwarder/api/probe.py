@@ -8,11 +8,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..jsonutil import canonical
 from ..streams import Stream
-from .bounds import bound, record_time
+from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
+from .trail import ASCENDING, FULL_SCAN, Honoured, strategy
 
 _PROBE_LIMIT = 5
-_SECOND = 1_000_000
 
 
 @dataclass
@@ -23,18 +23,7 @@ class Findings:
     order: str  # "oldest-first", "newest-first", "none", "refused", "unknown"
     start_date: str  # "yes", "no", "refused", "unknown"
     end_date: str
-
-    @property
-    def strategy(self) -> str:
-        """The strategy a run will use, as TrailReader decides it."""
-        if self.order == "oldest-first" and self.start_date != "no":
-            moves = " (offset ignored: each page asks from the last created_at read)"
-            return "ascending+start_date" + (moves if self.paging == "no (offset ignored)" else "")
-        if self.order == "oldest-first":
-            return "offset"
-        if self.start_date != "no" and self.end_date != "no":
-            return "time-windows"
-        return "full-scan (every pass reads the whole trail)"
+    strategy: str  # the strategy a run will use, as TrailReader decides it from these findings
 
     def lines(self) -> List[str]:
         return [
@@ -45,10 +34,7 @@ class Findings:
 
 
 def _get(client: ApiClient, stream: Stream, optional: Dict[str, Any], offset: int = 0) -> List[Any]:
-    base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
-    if stream.filter:
-        base["filter"] = stream.filter
-    return client.page(AUDITS_PATH, "audits", base, optional, _PROBE_LIMIT, offset)
+    return client.audits(stream, optional, _PROBE_LIMIT, offset)
 
 
 def _times(items: List[Any]) -> List[int]:
@@ -107,6 +93,32 @@ def _probe(client: ApiClient, stream: Stream, first: List[Any]) -> Findings:
     start = end = "unknown"
     if len(set(times)) >= 2:
         pivot = sorted(times)[len(times) // 2]
-        start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * _SECOND)
-        end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * _SECOND)
-    return Findings(stream.key, len(first), paging, order, start, end)
+        start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * SECOND)
+        end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * SECOND)
+    way = _strategy(client, order, start, end)
+    return Findings(stream.key, len(first), paging, order, start, end, _described(way, paging))
+
+
+def _known(finding: str, yes: str) -> Optional[bool]:
+    return None if finding == "unknown" else finding == yes
+
+
+def _strategy(client: ApiClient, order: str, start: str, end: str) -> str:
+    """What ``trail.strategy`` makes of the findings, as a run would have learnt them: an order not
+    seen (too few distinct times) is still unknown, so a run asks oldest-first."""
+    starts, ends = _known(start, "yes"), _known(end, "yes")
+    honoured = Honoured(
+        order=_known(order, "oldest-first"),
+        start_date=starts,
+        time_bounds=False if False in (starts, ends) else ends,
+    )
+    # Every pass has a start: the watermark, or the look-back floor on a stream's first run.
+    return strategy(honoured, bounded=True, sends_start=client.sends(AUDITS_PATH, "start_date"))
+
+
+def _described(way: str, paging: str) -> str:
+    if way == ASCENDING and paging == "no (offset ignored)":
+        return way + " (offset ignored: each page asks from the last created_at read)"
+    if way == FULL_SCAN:
+        return way + " (every pass reads the whole trail)"
+    return way

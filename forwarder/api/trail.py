@@ -27,7 +27,7 @@ from ..streams import Stream
 from ..timeutil import format_us
 from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, same_page
+from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, pages_to_ceiling, same_page
 from .windows import WindowReader
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,20 @@ class Honoured:
     time_bounds: Optional[bool] = None  # start_date and end_date together, as filters
     paging: Optional[bool] = None  # limit and offset
     offset: Optional[bool] = None  # False: every offset answers the first page (limit honoured)
+
+
+ASCENDING, OFFSET, WINDOWS, FULL_SCAN = "ascending+start_date", "offset", "time-windows", "full-scan"
+
+
+def strategy(honoured: Honoured, bounded: bool, sends_start: bool) -> str:
+    """How a pass reads a stream, from what the service was seen to honour so far: oldest-first
+    until pages show another order. ``bounded``: the pass has a start; ``sends_start``: the client
+    still sends start_date (the service has not refused it)."""
+    if honoured.order is not False:
+        return ASCENDING if bounded and honoured.start_date is not False and sends_start else OFFSET
+    if bounded and honoured.time_bounds is not False:
+        return WINDOWS
+    return FULL_SCAN
 
 
 class _Unordered(Exception):
@@ -77,9 +91,10 @@ class TrailReader:
 
     def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterator[List[Any]]:
         try:
-            if self.honoured.order is not False:
+            way = self._strategy(start_us)
+            if way in (ASCENDING, OFFSET):
                 try:
-                    yield from self._ascending(stream, start_us, outcome)
+                    yield from self._ascending(stream, start_us if way == ASCENDING else None, outcome)
                     return
                 except _Unordered:
                     self.honoured.order = False
@@ -87,7 +102,8 @@ class TrailReader:
                     outcome.reason = "pages asked oldest-first came in another order"
                     if outcome.items:
                         raise ReadAgain() from None
-            if start_us is not None and self.honoured.time_bounds is not False:
+                way = self._strategy(start_us)
+            if way == WINDOWS and start_us is not None:  # (WINDOWS has a start: for the type checker)
                 yield from self._windows.read(stream, start_us, outcome)
             else:
                 yield from self._full_scan(stream, start_us, outcome)
@@ -99,9 +115,9 @@ class TrailReader:
     def _ascending(
         self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
     ) -> Iterator[List[Any]]:
-        with_start = start_us is not None and self.honoured.start_date is not False
-        with_start = with_start and self.client.sends(AUDITS_PATH, "start_date")
-        outcome.strategy = "ascending+start_date" if with_start else "offset"
+        """Oldest-first pages, from ``start_us`` when there is one (else by offset alone)."""
+        with_start = start_us is not None
+        outcome.strategy = ASCENDING if with_start else OFFSET
         outcome.sorted_request = True
         outcome.order_shown = self.honoured.order is True
         if with_start:
@@ -171,13 +187,8 @@ class TrailReader:
                 outcome.sorted_request = False
             return items
 
-        try:
-            yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, outcome)
-        except ApiError as exc:
-            if exc.status != 400 or outcome.pages == 0:
-                raise
-            outcome.truncated = True  # an offset ceiling without start_date: the next run goes on
-            outcome.reason = f"service refused offset {outcome.items}"
+        # An offset ceiling without start_date (with it, fetch re-anchors): the next run goes on.
+        yield from pages_to_ceiling(fetch, self._page_limit(stream), self.max_pages, outcome)
         if outcome.misplaced and outcome.sorted_request:
             # The last page repeated a record out of place: the order changed between calls, so the
             # pages may have skipped records, though their count says they hold everything.
@@ -192,7 +203,7 @@ class TrailReader:
     def _full_scan(
         self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
     ) -> Iterator[List[Any]]:
-        outcome.strategy = "full-scan"
+        outcome.strategy = FULL_SCAN
         with self._lock:
             first, self._said_full_scan = not self._said_full_scan, True
         if first:
@@ -229,15 +240,12 @@ class TrailReader:
         start_us: Optional[int],
         end_us: Optional[int] = None,
     ) -> List[Any]:
-        base: Dict[str, Any] = {"object_type": stream.object_type, "name": stream.name}
-        if stream.filter:
-            base["filter"] = stream.filter
         optional: Dict[str, Any] = {"sort": "created_at ASC"} if sort else {}
         if start_us is not None:
             optional["start_date"] = bound(start_us)
         if end_us is not None:
             optional["end_date"] = bound(end_us, up=True)
-        items = self.client.page(AUDITS_PATH, "audits", base, optional, limit, offset)
+        items = self.client.audits(stream, optional, limit, offset)
         least = self._at_least.get(stream.key)
         if limit is None and least is not None:
             if len(items) < least:
@@ -261,6 +269,9 @@ class TrailReader:
         outcome.pages += 1  # fetched, and read again another way
         raise ReadAgain()
 
+    def _strategy(self, start_us: Optional[int]) -> str:
+        return strategy(self.honoured, start_us is not None, self.client.sends(AUDITS_PATH, "start_date"))
+
     def _page_limit(self, stream: Stream) -> Optional[int]:
         """None once the service was seen to ignore paging: every answer is whole, ask once."""
         unpaged = self.honoured.paging is False or stream.key in self._at_least
@@ -276,7 +287,7 @@ class TrailReader:
         if start_us is not None and outcome.oldest_us is not None:
             if outcome.oldest_us < start_us - 2 * SECOND:
                 h.start_date = False
-            elif h.start_date is None and outcome.strategy != "offset":
+            elif h.start_date is None and outcome.strategy != OFFSET:
                 h.start_date = True
         if not self.client.sends(AUDITS_PATH, "start_date"):
             h.start_date = h.time_bounds = False

@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 
 from ..events import Event
 from ..records import AuditRecord
+from ..sinks.base import Bounds
 
 
 @dataclass
@@ -34,12 +35,10 @@ class Batch:
 
 
 class Batcher:
-    """Closes a batch when the next event would pass ``max_events`` or ``max_bytes``; an event larger
-    than ``max_bytes`` on its own travels alone (the sink decides whether to reject it)."""
+    """Closes a batch where ``sinks.base.Bounds`` splits, and as soon as it is full by count."""
 
     def __init__(self, max_events: int, max_bytes: int) -> None:
-        self.max_events = max(1, max_events)
-        self.max_bytes = max_bytes
+        self.bounds = Bounds(max(1, max_events), max_bytes)
         self._open: Optional[Batch] = None
         self._seq = 0
 
@@ -53,10 +52,11 @@ class Batcher:
     ) -> List[Batch]:
         """Append one stream's events (``records[i]`` became ``events[i]``); returns the batches filled."""
         full: List[Batch] = []
+        bounds = self.bounds
         for record, event in zip(records, events):
-            n = len(event.body) + 1
+            n = bounds.size(event.body)
             batch = self._open
-            if batch is not None and batch.size + n > self.max_bytes:
+            if batch is not None and bounds.closes(len(batch.events), batch.size, n):
                 full.append(batch)
                 batch = None
             if batch is None:
@@ -67,7 +67,7 @@ class Batcher:
             batch.segments[-1].records.append(record)
             batch.events.append(event)
             batch.size += n
-            if len(batch.events) >= self.max_events:
+            if bounds.full(len(batch.events)):  # closed now rather than when the next event comes
                 full.append(batch)
                 self._open = None
         return full
@@ -85,6 +85,6 @@ class Batcher:
         ids = {r.event_id for s in batch.segments if s.stream == stream for r in s.records}
         batch.segments = [s for s in batch.segments if s.stream != stream]
         batch.events = [e for e in batch.events if e.id not in ids]
-        batch.size = sum(len(e.body) + 1 for e in batch.events)
+        batch.size = sum(Bounds.size(e.body) for e in batch.events)
         if not batch.events:
             self._open = None

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, List, Protocol, Sequence, Tuple
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Callable, Iterable, Iterator, List, Protocol, Sequence, Tuple, TypeVar
 
 from ..events import Event, Rejection, SendResult
 
 DEFAULT_MAX_EVENTS = 500
 DEFAULT_MAX_BYTES = 900_000  # under the 1 MB request limit of Splunk Cloud HEC and most collectors
+
+T = TypeVar("T")
 
 
 class Sink(Protocol):
@@ -28,23 +32,48 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-def batches(events: Iterable[Event], max_events: int, max_bytes: int) -> Iterator[list[Event]]:
-    """Group events in order into batches of at most ``max_events`` and ``max_bytes`` of bodies.
+@dataclass(frozen=True)
+class Bounds:
+    """The batch-splitting rule, for every batch (a sink's requests and a run's shared batches): at
+    most ``max_events`` events and ``max_bytes`` of bodies, one separator each. An event larger than
+    ``max_bytes`` on its own travels alone; the sink decides whether to reject it."""
 
-    An event larger than ``max_bytes`` on its own travels alone; the sink decides whether to
-    reject it.
-    """
-    batch: list[Event] = []
+    max_events: int
+    max_bytes: int
+
+    @staticmethod
+    def size(body: bytes) -> int:
+        """What an event adds to its batch's bytes."""
+        return len(body) + 1
+
+    def full(self, count: int) -> bool:
+        """A batch of ``count`` events takes no more, whatever their size."""
+        return count >= self.max_events
+
+    def closes(self, count: int, size: int, n: int) -> bool:
+        """Whether an event of ``n`` bytes (see ``size``) starts a new batch after ``count`` events of
+        ``size`` bytes."""
+        return count > 0 and (self.full(count) or size + n > self.max_bytes)
+
+
+def split(items: Iterable[T], body: Callable[[T], bytes], bounds: Bounds) -> Iterator[List[T]]:
+    """Group items in order into batches as ``bounds`` splits them, by the bytes ``body`` gives."""
+    batch: List[T] = []
     size = 0
-    for event in events:
-        n = len(event.body) + 1
-        if batch and (len(batch) >= max_events or size + n > max_bytes):
+    for item in items:
+        n = bounds.size(body(item))
+        if bounds.closes(len(batch), size, n):
             yield batch
             batch, size = [], 0
-        batch.append(event)
+        batch.append(item)
         size += n
     if batch:
         yield batch
+
+
+def batches(events: Iterable[Event], max_events: int, max_bytes: int) -> Iterator[List[Event]]:
+    """Group events in order into batches of at most ``max_events`` and ``max_bytes`` of bodies."""
+    return split(events, attrgetter("body"), Bounds(max_events, max_bytes))
 
 
 def reject_oversized(

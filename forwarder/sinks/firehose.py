@@ -1,9 +1,9 @@
 """Amazon Data Firehose sink: ``firehose://delivery-stream-name`` (region and credentials from the
 environment, as for every boto3 client).
 
-* Records. One per event: the body plus ``\\n``, so an S3 destination receives NDJSON. A call carries at
-  most 500 records and 4 MiB (PutRecordBatch's limits); a record over 1,000 KiB is refused by
-  Firehose whatever the batch, so it becomes a rejection without being sent.
+* Records. One per event: its NDJSON line (``base.ndjson_line``), so an S3 destination receives
+  NDJSON. A call carries at most 500 records and 4 MiB (PutRecordBatch's limits); a record over
+  1,000 KiB is refused by Firehose whatever the batch, so it becomes a rejection without being sent.
 * Partial failures. PutRecordBatch answers per record; only the records with an ``ErrorCode`` are
   sent again, with backoff, up to the retry policy's attempts; a ``ServiceUnavailableException`` for
   the whole call is retried alike. When the attempts run out the SinkError is retryable. Firehose
@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .. import aws, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
-from .base import batches, reject_oversized
+from .base import batches, ndjson_line, reject_oversized
 from .settings import SinkSettings
 
 MAX_RECORDS = 500
@@ -33,11 +33,6 @@ def stream_name(uri: str) -> str:
             f"FORWARDER_SINK for Firehose must look like firehose://delivery-stream (got {uri!r})"
         )
     return name
-
-
-def record(event: Event) -> bytes:
-    """The record's data: the body as an NDJSON line, so an S3 destination receives NDJSON."""
-    return event.body + b"\n"
 
 
 def failed_positions(response: Dict[str, Any], count: int) -> List[int]:
@@ -73,7 +68,7 @@ class FirehoseSink:
 
     def send(self, batch: Sequence[Event]) -> SendResult:
         kept, _, rejected = reject_oversized(
-            batch, record, MAX_RECORD_BYTES, "Firehose record", "record limit"
+            batch, ndjson_line, MAX_RECORD_BYTES, "Firehose record", "record limit"
         )
         for chunk in batches(kept, self.max_batch_events, self.max_batch_bytes):
             self._put(chunk)
@@ -85,7 +80,7 @@ class FirehoseSink:
         where = f"PutRecordBatch to Firehose stream {self.stream}"
 
         def attempt() -> None:
-            records = [{"Data": record(event)} for event in pending]
+            records = [{"Data": ndjson_line(event)} for event in pending]
             try:
                 response = aws.call(
                     self._client,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 import requests
@@ -38,7 +38,7 @@ from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
-from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
+from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 EVENT_PATH = "/services/collector/event"
@@ -118,10 +118,7 @@ def _checked_token(token: Optional[str]) -> str:
     token = (token or "").strip()
     if not token:
         raise ValueError("FORWARDER_SINK_TOKEN is required for a Splunk HEC sink")
-    if not all(33 <= ord(char) < 127 for char in token):
-        # Caught here because the HTTP library would quote the bad header value in its error.
-        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a HEC token cannot have")
-    return token
+    return header_token(token)
 
 
 class HecSink:
@@ -177,11 +174,12 @@ class HecSink:
         if reply.get("code") != 0 or isinstance(reply.get("code"), bool):
             raise self._poster.unproven(response, 'not HEC\'s success reply {"code": 0}')
         if self._ack:
-            ack_ids.append(self._ack_id(response))
+            ack_ids.append(self._ack_id(reply))
         return []
 
-    def _ack_id(self, response: requests.Response) -> int:
-        ack_id = (json_object(response) or {}).get("ackId")
+    @staticmethod
+    def _ack_id(reply: Dict[str, Any]) -> int:
+        ack_id = reply.get("ackId")
         if isinstance(ack_id, bool) or not isinstance(ack_id, int):
             raise SinkError(
                 "Splunk HEC accepted the batch but sent no ackId: indexer acknowledgement is off for "

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from .. import retry
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
 from .http_post import HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -62,7 +62,7 @@ class HttpNdjsonSink:
         return f"HttpNdjsonSink(host={urlsplit(self.url).netloc!r}, gzip={self._gzip})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        lines = [event.body + b"\n" for event in batch]
+        lines = [ndjson_line(event) for event in batch]
         rejected: List[Rejection] = []
         for events, chunk in wire_batches(batch, lines, self.max_batch_events, self.max_batch_bytes):
             rejected += send_halving(events, chunk, self._post, WHO)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from operator import itemgetter
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
@@ -18,7 +19,7 @@ import requests
 from .. import deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
-from .base import batches
+from .base import Bounds, split
 from .settings import SinkSettings
 
 NDJSON = "application/x-ndjson"
@@ -36,13 +37,18 @@ def authorization(kind: str, token: str) -> str:
         if ":" not in token:
             raise ValueError("FORWARDER_SINK_TOKEN for basic auth must look like user:password")
         return "Basic " + base64.b64encode(token.encode("utf-8")).decode("ascii")
-    if not all(33 <= ord(char) < 127 for char in token):
-        # Caught here because the HTTP library would quote the bad header value in its error.
-        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a header cannot carry")
     prefixes = {"bearer": "Bearer ", "apikey": "ApiKey ", "token": ""}
     if kind not in prefixes:
         raise ValueError(f"sink auth must be one of {', '.join(AUTH_KINDS)} (got {kind!r})")
-    return prefixes[kind] + token
+    return prefixes[kind] + header_token(token)
+
+
+def header_token(token: str) -> str:
+    """``token`` when a header can carry it as it is; ValueError naming FORWARDER_SINK_TOKEN if not."""
+    if not all(33 <= ord(char) < 127 for char in token):
+        # Caught here because the HTTP library would quote the bad header value in its error.
+        raise ValueError("FORWARDER_SINK_TOKEN holds spaces or characters a header cannot carry")
+    return token
 
 
 def json_object(response: requests.Response) -> Optional[Dict[str, Any]]:
@@ -175,8 +181,5 @@ def wire_batches(
     events: Sequence[Event], lines: Sequence[bytes], max_events: int, max_bytes: int
 ) -> List[Tuple[List[Event], List[bytes]]]:
     """Requests of (events, wire lines), bounded by the wire size rather than the event size."""
-    wrapped = [Event(str(i), event.time_us, line) for i, (event, line) in enumerate(zip(events, lines))]
-    return [
-        ([events[int(item.id)] for item in chunk], [item.body for item in chunk])
-        for chunk in batches(wrapped, max_events, max_bytes)
-    ]
+    pairs = split(zip(events, lines), itemgetter(1), Bounds(max_events, max_bytes))
+    return [([event for event, _ in chunk], [line for _, line in chunk]) for chunk in pairs]

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from .. import aws
 from ..events import Event, SendResult
+from .base import ndjson_line
 from .settings import SinkSettings
 
 DEFAULT_MAX_EVENTS = 5000
@@ -55,7 +56,7 @@ class S3Sink:
         if not batch:
             return SendResult.all_delivered(0)
         key = object_key(self.prefix, batch, self._suffix)
-        lines = [event.body + b"\n" for event in batch]
+        lines = [ndjson_line(event) for event in batch]
         try:
             aws.put_s3_ndjson(self._client, self.bucket, key, lines, self._gzip, self._kms_key_id)
         except aws.failures() as exc:

@@ -161,3 +161,11 @@ def test_a_token_is_reused_by_later_clients_with_the_same_credentials():
         sim.revoke_tokens()
         trail(client_for(sim), "domain", IDN_DOMAIN)  # a reused token that was revoked is refreshed
         assert len(sim.issued_tokens) == 2
+
+
+def test_a_listing_stopped_by_an_offset_ceiling_keeps_what_it_read_and_says_so(caplog):
+    org = generate_org(12)
+    with Simulator(org, max_offset=5) as sim:
+        listed = client_for(sim).users(4, 10)  # offsets 0 and 4 answer; 8 is past the ceiling
+        assert listed == org.user_list()[:8]
+        assert any(r.getMessage() == "paging stopped before the end" for r in caplog.records)

@@ -11,6 +11,7 @@ from forwarder.delivery.batcher import Batch, Batcher
 from forwarder.delivery.commits import CommitTracker
 from forwarder.events import Event
 from forwarder.records import AuditRecord, parse_record
+from forwarder.sinks.base import batches
 from forwarder.state.model import StreamState
 from forwarder.timeutil import format_us
 
@@ -68,6 +69,22 @@ def test_streams_share_batches_within_the_limits_and_keep_their_order(streams, m
     for stream, ids in sent.items():
         got = [r.event_id for b in closed for s in b.segments if s.stream == stream for r in s.records]
         assert got == ids
+
+
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=40),
+    max_events=st.integers(1, 8),
+    max_bytes=st.integers(1, 100),
+)
+def test_a_run_splits_its_batches_where_a_sink_splits_its_requests(sizes, max_events, max_bytes):
+    """One rule: the shared batches of one stream are what ``sinks.base.batches`` makes of its events."""
+    recs = records("u", len(sizes))
+    evs = [Event(r.event_id, r.ts_us, b"x" * size) for r, size in zip(recs, sizes)]
+    batcher = Batcher(max_events, max_bytes)
+    closed = batcher.add("u", recs, evs, now=0.0)
+    last = batcher.cut()
+    closed += [last] if last else []
+    assert [b.events for b in closed] == list(batches(evs, max_events, max_bytes))
 
 
 def test_a_failed_stream_leaves_the_open_batch():

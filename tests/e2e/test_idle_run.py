@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from forwarder.app import FormatterOnDemand, run_once
-from forwarder.normalize import NormalizeOptions, get_formatter
-from forwarder.records import parse_record
+from forwarder import app
+from forwarder.app import run_once
+from forwarder.normalize import get_formatter
 from forwarder.sim.endpoints import AUDITS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
@@ -104,11 +104,13 @@ def test_an_idle_run_never_loads_the_formatter(tmp_path):
         assert sim.calls(AUDITS_PATH) > 0
 
 
-def test_the_formatter_on_demand_formats_as_the_named_one_and_refuses_unknown_names():
-    raw = generate_org(2).all_records()[0]
-    record = parse_record(raw)
-    options = NormalizeOptions(ingest_time_us=1)
+def test_the_formatter_on_demand_is_the_named_one_looked_up_once(monkeypatch):
+    looked_up = []
+    monkeypatch.setattr(app, "get_formatter", lambda name: looked_up.append(name) or get_formatter(name))
     for name in ("ecs", "cef", "ocsf", "raw"):
-        assert FormatterOnDemand(name)(record, options) == get_formatter(name)(record, options)
+        on_demand = app.formatter_on_demand(name)
+        assert looked_up[-1:] != [name]  # not before a pass asks for it
+        assert on_demand() is on_demand() is get_formatter(name)
+        assert looked_up.count(name) == 1
     with pytest.raises(KeyError, match="unknown format 'xml'"):
-        FormatterOnDemand("xml")
+        app.formatter_on_demand("xml")()

@@ -191,7 +191,7 @@ def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) 
         source=source,
         store=store,
         sink=sink,
-        formatter=formatter,
+        formatter=lambda: formatter,
         quarantine=quarantine,
         limits=limits,
         ownership=Ownership(streams, time.time()),

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from forwarder.api.client import AUDITS_PATH
 from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
 from forwarder.normalize import NormalizeOptions
@@ -28,7 +29,7 @@ from tests.pipeline.test_delivery_property import STREAM, formatter, make_record
 
 
 class FakeService:
-    """The audits endpoint at the client's interface (``page``/``sends``), in memory.
+    """The audits endpoint at the client's interface (``audits``/``sends``), in memory.
 
     ``order``: "asc" honours sort, "desc" always answers newest-first, "random" answers in a new
     order on every call. ``paging``: True honours limit and offset, "limit" honours limit but not
@@ -52,6 +53,9 @@ class FakeService:
 
     def sends(self, path: str, parameter: str) -> bool:
         return True
+
+    def audits(self, stream: Any, optional: Dict[str, Any], limit: Any, offset: Any) -> List[Any]:
+        return self.page(AUDITS_PATH, "audits", {}, optional, limit, offset)
 
     def page(self, path, plural, base, optional, limit, offset) -> List[Any]:
         self.calls += 1
@@ -97,7 +101,7 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
         source=TrailReader(api, page_limit, max_pages=10_000),  # type: ignore[arg-type]
         store=store,
         sink=sink,
-        formatter=formatter,
+        formatter=lambda: formatter,
         quarantine=LocalQuarantine(tempfile.mkdtemp()),
         limits=limits,
         ownership=Ownership([STREAM], time.time()),

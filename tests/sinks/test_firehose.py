@@ -141,3 +141,13 @@ def test_limits_and_oversized_records(flaky, waits):
 def test_bad_uris(uri):
     with pytest.raises(ValueError, match="firehose://"):
         stream_name(uri)
+
+
+def test_a_raw_line_break_in_a_body_cannot_split_its_record(flaky):
+    pretty = Event("p" * 64, 0, b'{"a":\n"x"}')
+    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
+    server = flaky({})
+
+    assert FirehoseSink(SinkSettings(uri="firehose://audit")).send([pretty, text]).delivered == 2
+
+    assert server.stored == [b'{"a": "x"}\n', b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo\n"]

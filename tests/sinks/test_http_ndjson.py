@@ -121,3 +121,11 @@ def test_authorization_and_header_parsing():
     }
     with pytest.raises(ValueError):
         parse_headers("no colon here")
+
+
+def test_a_raw_line_break_in_a_body_cannot_split_its_line():
+    pretty = Event("p" * 64, 0, b'{"a":\n"x"}')
+    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
+    with HttpCollector(authorization=f"Bearer {SECRET}") as collector:
+        assert sink_for(collector, gzip=False).send([pretty, text]).delivered == 2
+        assert collector.lines() == [b'{"a": "x"}', b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo"]

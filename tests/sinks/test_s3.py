@@ -108,3 +108,13 @@ def test_a_put_answered_without_an_etag_is_not_delivered(aws, monkeypatch):
         with pytest.raises(SinkError, match="without an ETag") as caught:
             S3Sink(SinkSettings(uri="s3://audit-lake/p")).send([event(1)])
     assert caught.value.retryable
+
+
+def test_a_raw_line_break_in_a_body_cannot_split_its_line(s3):
+    pretty = Event("p" * 64, DAY1, b'{"a":\n"x"}')
+    text = Event("t" * 64, DAY1, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
+
+    S3Sink(SinkSettings(uri="s3://audit-lake", gzip=False)).send([pretty, text])
+
+    (key,) = objects(s3)
+    assert read(s3, key) == b'{"a": "x"}\nCEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo\n'
