@@ -75,7 +75,7 @@ def one_run(api: FakeService, store: MemoryStore, quarantine: LocalQuarantine, s
         source=TrailReader(api, 10, max_pages=10_000),  # type: ignore[arg-type]
         store=store,
         sink=MemorySink(max_batch_events=7),
-        formatter=formatter,
+        formatter=lambda: formatter,
         quarantine=quarantine,
         limits=LIMITS,
         ownership=Ownership([STREAM], time.time()),
