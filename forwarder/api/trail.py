@@ -66,7 +66,8 @@ def _crowded(limit: Optional[int], anchor: Optional[int], why: str) -> str:
     """Re-anchoring start_date at the same second again would read the same page forever."""
     at = format_us(anchor) if anchor is not None else "the start"
     return (
-        f"{limit} records or more fall within the two seconds up to {at} and {why}, so start_date "
+        f"a whole page ({limit} record{'' if limit == 1 else 's'}) falls within the two seconds up to {at}"
+        f" and {why}, so start_date "
         f"(whole seconds) cannot move past them: raise FORWARDER_PAGE_LIMIT (now {limit})"
     )
 
