@@ -154,6 +154,8 @@ def role_list(value: Any) -> Optional[List[str]]:
         return []
     if isinstance(value, str):
         return [value]
+    if value.__class__ is list and _STR.issuperset(map(type, value)):  # the usual role list: no loop
+        return list(dict.fromkeys(value))
     texts = _scalar_texts(value) if isinstance(value, list) else None
     if texts is None:
         return None

@@ -21,9 +21,9 @@ from ..domains import label_forms
 from ..records import AuditRecord
 from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
-from .changes import as_pair, as_text, safe_names
+from .changes import as_keyword, as_pair, as_text, safe_names
 from .memo import MAX_TEXT, text_cache
-from .message import message
+from .message import headline, message
 from .risk import Risk, assess
 
 _EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
@@ -149,36 +149,100 @@ def _plain_facts(
 
 
 def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
-    display, user, obj = as_text(raw.get("action")), as_text(raw.get("user")), as_text(raw.get("object"))
-    action = as_text(raw.get("filterable_action")) or display or ""
     changes = raw.get("changes")
-    kind = _kind(action, stream_type, bool(changes))
+    subject = _subject(
+        raw.get("user"),
+        raw.get("object"),
+        raw.get("action"),
+        raw.get("filterable_action"),
+        stream_type,
+        bool(changes),
+    )
     change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
     roles = role_names(change_map) if "roles" in change_map else None  # a call less for most changes
     names = safe_names(change_map) if change_map else _NO_NAMES
-    audit = audit_of(raw, kind.object_type, change_map, names, roles)
-    actor = _identity(user)
-    target = _target_user(obj, action, kind.object_type)
-    domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
+    audit = audit_of(raw, subject.head, change_map, names, roles)
+    action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
         (
             action,
-            display,
-            kind,
+            subject.display,
+            subject.kind,
             change_map,
             names,
             roles,
             audit,
             assess(action, audit),
-            actor,
-            target,
-            domain,
-            _related_users(actor, target, change_map),
-            message(user, action, display, obj, domain, audit),
-            _short(action, display, user, obj),
+            subject.actor,
+            subject.target,
+            subject.domain,
+            _related_users(subject.related_users, change_map) if change_map else subject.related_users,
+            message(subject.headline, action, subject.display, audit),
+            subject.cacheable,
         ),
     )
+
+
+class Subject(NamedTuple):
+    """What the facts take from a record's user, object and actions alone, not from its changes: the
+    same for every record naming the same ones, so cached by them (``_subject``). Shared: copy
+    ``head`` before changing it."""
+
+    action: str
+    display: Optional[str]
+    kind: Kind
+    actor: Identity
+    target: Identity
+    domain: Optional[Domain]
+    head: Dict[
+        str, Any
+    ]  # the first fields of emailauth.audit: object_type, object, action, filterable_action
+    headline: str  # the message's "who did what to what"
+    related_users: Tuple[str, ...]  # the actor's and the target's, sorted
+    cacheable: bool
+
+
+def _subject(
+    user: Any, obj: Any, action: Any, filterable: Any, stream_type: str, has_changes: bool
+) -> Subject:
+    """The ``Subject`` of a record with these values (as in the record: any JSON value)."""
+    if is_plain((user, obj, action, filterable, stream_type)):
+        return _cached_subject(user, obj, action, filterable, stream_type, has_changes)
+    return _subject_of(user, obj, action, filterable, stream_type, has_changes)
+
+
+def _subject_of(
+    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
+) -> Subject:
+    display, user_text, obj_text = as_text(given), as_text(user), as_text(obj)
+    action = as_text(filterable) or display or ""
+    kind = _kind(action, stream_type, has_changes)
+    head: Dict[str, Any] = {"object_type": kind.object_type}
+    for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
+        if value is not None:
+            head[name] = value if isinstance(value, str) else as_keyword(value)
+    actor = _identity(user_text)
+    target = _target_user(obj_text, action, kind.object_type)
+    domain = _domain(obj) if kind.object_type == "domain" else None
+    related = {actor.related, target.related}
+    related.discard("")
+    return Subject(
+        action,
+        display,
+        kind,
+        actor,
+        target,
+        domain,
+        head,
+        headline(user_text, action, obj_text, domain),
+        tuple(sorted(related)),
+        _short(action, display, user_text, obj_text),
+    )
+
+
+# Called with short strings and nulls only (``is_plain``): a trail repeats its users, objects and actions.
+_cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(_subject_of)
 
 
 @text_cache(_CACHE_SIZE)
@@ -226,15 +290,16 @@ def _target_user(text: Optional[str], action: str, object_type: str) -> Identity
     return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
-def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, Any]) -> Tuple[str, ...]:
-    found = {actor.related, target.related}
-    found.discard("")
+def _related_users(known: Tuple[str, ...], change_map: Mapping[str, Any]) -> Tuple[str, ...]:
+    """``known`` (the subject's, sorted) with the email addresses among the changes of an email."""
+    found = None
     for key, value in change_map.items():
         name = key if key.__class__ is str else str(key)  # JSON keys are text: no call
         if name == "email" or name.endswith("_email"):
             sides = as_pair(value) or [value]
-            found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
-    return tuple(sorted(found))
+            emails = {side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side)}
+            found = emails if found is None else found | emails
+    return tuple(sorted(found.union(known))) if found else known
 
 
 _label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part

@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple
 
 from . import new_tuple
 
@@ -67,52 +67,82 @@ _LEVEL_OF_SCORE = tuple(next(name for floor, name in LEVELS if score >= floor) f
 
 
 Part = Mapping[str, Any]  # one analysis of emailauth.audit: roles, dmarc, spf or dkim
-_DKIM_LOSS = {"key_revoked", "record_removed", "record_invalid"}
+_DKIM_LOSS = frozenset({"key_revoked", "record_removed", "record_invalid"})
+_RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order of the reasons
 
 
-def _weakened_reasons(part: Part) -> Set[str]:
-    return set(part.get("weakened_reasons") or ())
+# One function per analysis, its tests spelled out: an event without an analysis (most of them)
+# runs none, and one with an analysis builds no set or closure per test.
+def _roles(part: Part) -> List[str]:
+    found = []
+    admin, itself = part.get("admin_added"), part.get("self_change")
+    if admin and itself:
+        found.append("self_admin_grant")
+    if admin:
+        found.append("admin_role_granted")
+    if itself and part.get("added") and not admin:
+        found.append("self_role_change")
+    if part.get("all_removed"):
+        found.append("all_roles_removed")
+    return found
 
 
-# (reason, the emailauth.audit part it reads, test on that part), in WEIGHTS order. Grouped by part
-# so that an event without an analysis (most of them) runs no test.
-_TESTS: Tuple[Tuple[str, str, Callable[[Part], bool]], ...] = (
-    ("self_admin_grant", "roles", lambda r: bool(r.get("admin_added") and r.get("self_change"))),
-    ("spf_all_pass", "spf", lambda s: "all_pass" in _weakened_reasons(s)),
-    ("admin_role_granted", "roles", lambda r: bool(r.get("admin_added"))),
-    ("dmarc_weakened", "dmarc", lambda d: bool(d.get("weakened"))),
-    ("spf_weakened", "spf", lambda s: bool(_weakened_reasons(s) - {"all_pass"})),
-    ("dkim_key_revoked", "dkim", lambda d: bool(d.get("revoked"))),
-    ("dkim_record_removed", "dkim", lambda d: bool(d.get("removed"))),
-    ("self_role_change", "roles", lambda r: bool(
-        r.get("self_change") and r.get("added") and not r.get("admin_added")
-    )),
-    ("spf_over_lookup_limit", "spf", lambda s: bool(s.get("over_lookup_limit"))),
-    ("all_roles_removed", "roles", lambda r: bool(r.get("all_removed"))),
-    ("dmarc_reports_removed", "dmarc", lambda d: bool(d.get("visibility_reduced"))),
-    ("dkim_weakened", "dkim", lambda d: bool(_weakened_reasons(d) - _DKIM_LOSS)),
-)  # fmt: skip
-_PARTS = frozenset(part for _, part, _ in _TESTS)
-# part -> its (reason, test) pairs, in WEIGHTS order: an event runs only the tests of its parts.
-_BY_PART: Dict[str, Tuple[Tuple[str, Callable[[Part], bool]], ...]] = {
-    name: tuple((code, test) for code, part, test in _TESTS if part == name) for name in sorted(_PARTS)
+def _dmarc(part: Part) -> List[str]:
+    found = []
+    if part.get("weakened"):
+        found.append("dmarc_weakened")
+    if part.get("visibility_reduced"):
+        found.append("dmarc_reports_removed")
+    return found
+
+
+def _spf(part: Part) -> List[str]:
+    found = []
+    reasons = part.get("weakened_reasons") or ()
+    if "all_pass" in reasons:
+        found.append("spf_all_pass")
+    if any(reason != "all_pass" for reason in reasons):
+        found.append("spf_weakened")
+    if part.get("over_lookup_limit"):
+        found.append("spf_over_lookup_limit")
+    return found
+
+
+def _dkim(part: Part) -> List[str]:
+    found = []
+    if part.get("revoked"):
+        found.append("dkim_key_revoked")
+    if part.get("removed"):
+        found.append("dkim_record_removed")
+    if any(reason not in _DKIM_LOSS for reason in part.get("weakened_reasons") or ()):
+        found.append("dkim_weakened")
+    return found
+
+
+_TESTS: Dict[str, Callable[[Part], List[str]]] = {
+    "roles": _roles,
+    "dmarc": _dmarc,
+    "spf": _spf,
+    "dkim": _dkim,
 }
-
-
-def _deleted(action: str) -> bool:
-    return action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
+_PARTS = frozenset(_TESTS)
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
-    found = ["domain_deleted"] if _deleted(action) else []
+    found = (
+        ["domain_deleted"]
+        if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
+        else []
+    )
     if not _PARTS.isdisjoint(audit):
-        for part, tests in _BY_PART.items():
+        for part, test in _TESTS.items():
             fields = audit.get(part)
             if fields is not None:
-                found += [code for code, test in tests if test(fields)]
+                found += test(fields)
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
         return new_tuple(Risk, (base, []))
-    reasons = sorted(found, key=lambda code: (-WEIGHTS[code], code))
-    return new_tuple(Risk, (max([base] + [WEIGHTS[code] for code in reasons]), reasons))
+    if len(found) > 1:
+        found.sort(key=_RANK.__getitem__)
+    return new_tuple(Risk, (max(base, WEIGHTS[found[0]]), found))
