@@ -21,10 +21,11 @@ from ..domains import label_forms
 from ..records import AuditRecord
 from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
-from .changes import as_keyword, as_pair, as_text, safe_names
+from .changes import as_keyword, as_pair, as_text
 from .memo import MAX_TEXT, text_cache
 from .message import headline, message
 from .risk import Risk, assess
+from .shape import shape_of
 
 _EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
@@ -158,9 +159,16 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         stream_type,
         bool(changes),
     )
-    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
-    roles = role_names(change_map) if "roles" in change_map else None  # a call less for most changes
-    names = safe_names(change_map) if change_map else _NO_NAMES
+    related = subject.related_users
+    if changes and isinstance(changes, dict):
+        change_map: Mapping[str, Any] = changes
+        shape = shape_of(changes)
+        names, listed = shape.names, shape.listed
+        roles = role_names(changes) if "roles" in changes else None  # a call less for most changes
+        if shape.email_keys:
+            related = _related_users(related, changes, shape.email_keys)
+    else:
+        change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
     audit = audit_of(raw, subject.head, change_map, names, roles)
     action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
@@ -177,8 +185,8 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             subject.actor,
             subject.target,
             subject.domain,
-            _related_users(subject.related_users, change_map) if change_map else subject.related_users,
-            message(subject.headline, action, subject.display, audit),
+            related,
+            message(subject.headline, action, subject.display, audit, listed),
             subject.cacheable,
         ),
     )
@@ -290,16 +298,16 @@ def _target_user(text: Optional[str], action: str, object_type: str) -> Identity
     return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
-def _related_users(known: Tuple[str, ...], change_map: Mapping[str, Any]) -> Tuple[str, ...]:
-    """``known`` (the subject's, sorted) with the email addresses among the changes of an email."""
-    found = None
-    for key, value in change_map.items():
-        name = key if key.__class__ is str else str(key)  # JSON keys are text: no call
-        if name == "email" or name.endswith("_email"):
-            sides = as_pair(value) or [value]
-            emails = {side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side)}
-            found = emails if found is None else found | emails
-    return tuple(sorted(found.union(known))) if found else known
+def _related_users(
+    known: Tuple[str, ...], change_map: Mapping[str, Any], keys: Tuple[Any, ...]
+) -> Tuple[str, ...]:
+    """``known`` (the subject's) with the email addresses the changes of these keys hold, sorted."""
+    found = set(known)
+    for key in keys:
+        value = change_map[key]
+        sides = as_pair(value) or [value]
+        found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
+    return tuple(sorted(found))
 
 
 _label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part

@@ -20,10 +20,10 @@ _MESSAGE_MAX = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
 
 
-def message(headline: str, action: str, display: Optional[str], audit: Mapping[str, Any]) -> str:
+def message(headline: str, action: str, display: Optional[str], audit: Mapping[str, Any], listed: str) -> str:
     """One line: who did what to what (``headline``), and the gist of the change. ``action`` is the
     filterable action, ``display`` the record's action as text (``changes.as_text``), ``audit`` the
-    event's ``emailauth.audit``."""
+    event's ``emailauth.audit``, ``listed`` its changes' names (``shape.Shape.listed``)."""
     text = headline
     if "roles" in audit:
         roles = audit["roles"]
@@ -32,7 +32,7 @@ def message(headline: str, action: str, display: Optional[str], audit: Mapping[s
     elif display and display != action:
         text += f": {display}"
     elif "changes" in audit:
-        text += ": " + ", ".join(sorted(audit["changes"]))
+        text += ": " + listed
     dmarc = audit.get("dmarc")
     if dmarc and dmarc["weakened"]:
         text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
