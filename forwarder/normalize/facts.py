@@ -151,13 +151,15 @@ def _plain_facts(
 
 def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     changes = raw.get("changes")
-    subject = _subject(
+    user, obj, given, filterable = (
         raw.get("user"),
         raw.get("object"),
         raw.get("action"),
         raw.get("filterable_action"),
-        stream_type,
-        bool(changes),
+    )
+    # The subject is cached when these are short strings or nulls (``is_plain``): a trail repeats them.
+    subject = (_cached_subject if is_plain((user, obj, given, filterable, stream_type)) else _subject_of)(
+        user, obj, given, filterable, stream_type, bool(changes)
     )
     related = subject.related_users
     if changes and isinstance(changes, dict):
@@ -194,7 +196,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
 
 class Subject(NamedTuple):
     """What the facts take from a record's user, object and actions alone, not from its changes: the
-    same for every record naming the same ones, so cached by them (``_subject``). Shared: copy
+    same for every record naming the same ones, so cached by them. Shared: copy
     ``head`` before changing it."""
 
     action: str
@@ -203,21 +205,10 @@ class Subject(NamedTuple):
     actor: Identity
     target: Identity
     domain: Optional[Domain]
-    head: Dict[
-        str, Any
-    ]  # the first fields of emailauth.audit: object_type, object, action, filterable_action
+    head: Dict[str, Any]  # emailauth.audit's first fields: object_type, object, action, filterable_action
     headline: str  # the message's "who did what to what"
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
-
-
-def _subject(
-    user: Any, obj: Any, action: Any, filterable: Any, stream_type: str, has_changes: bool
-) -> Subject:
-    """The ``Subject`` of a record with these values (as in the record: any JSON value)."""
-    if is_plain((user, obj, action, filterable, stream_type)):
-        return _cached_subject(user, obj, action, filterable, stream_type, has_changes)
-    return _subject_of(user, obj, action, filterable, stream_type, has_changes)
 
 
 def _subject_of(
@@ -249,8 +240,7 @@ def _subject_of(
     )
 
 
-# Called with short strings and nulls only (``is_plain``): a trail repeats its users, objects and actions.
-_cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(_subject_of)
+_cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(_subject_of)  # short strings and nulls only
 
 
 @text_cache(_CACHE_SIZE)
