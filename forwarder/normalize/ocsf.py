@@ -30,6 +30,7 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
@@ -101,12 +102,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
     action = found.action
     class_uid, activity_id = classify(action, audit)
-    class_name = CLASS_NAMES[class_uid]
-    activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+    class_name, activity_name, type_name = _names(class_uid, activity_id)
     risk = found.risk
-    level = risk.level
-    risk_level_id, risk_level = RISK_LEVEL[level]
-    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
+    risk_level_id, risk_level, severity_id, severity_name = _levels(risk.level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": own.event_id,
@@ -126,7 +124,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "activity_id": activity_id,
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
-        "type_name": f"{class_name}: {activity_name}",
+        "type_name": type_name,
         "time": own.time_ms,
         "severity_id": severity_id,
         "severity": severity_name,
@@ -148,6 +146,21 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     if own.raw_data is not None:
         doc["raw_data"] = own.raw_data
     return doc
+
+
+@functools.lru_cache(maxsize=64)  # a few classes and activities
+def _names(class_uid: int, activity_id: int) -> Tuple[str, str, str]:
+    """class_name, activity_name and type_name."""
+    class_name = CLASS_NAMES[class_uid]
+    activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+    return class_name, activity_name, f"{class_name}: {activity_name}"
+
+
+@functools.lru_cache(maxsize=8)  # five levels
+def _levels(level: str) -> Tuple[int, str, int, str]:
+    """risk_level_id, risk_level, severity_id and severity of a risk level."""
+    risk_level_id, risk_level = RISK_LEVEL[level]
+    return risk_level_id, risk_level, risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
 
 
 def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
