@@ -135,11 +135,11 @@ def assess(action: str, audit: Mapping[str, Any]) -> Risk:
         if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
         else []
     )
-    if not _PARTS.isdisjoint(audit):
-        for part, test in _TESTS.items():
-            fields = audit.get(part)
+    if not _PARTS.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
+        for part in _PARTS.intersection(audit):
+            fields = audit[part]
             if fields is not None:
-                found += test(fields)
+                found += _TESTS[part](fields)
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
         return new_tuple(Risk, (base, []))
