@@ -186,21 +186,15 @@ class Plan(NamedTuple):
 def _plan(keys: Tuple[Any, ...], names: Mapping[Any, str]) -> Plan:
     """``names`` are the keys' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
     order = sorted((_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], key) for key in keys)  # names are unique
-    ranked = tuple(
-        (
-            key,
-            tuple(
-                tuple(
-                    f"cs{2 * slot + n}Label={name} {side} cs{2 * slot + n}="
-                    for n, side in ((1, "before"), (2, "after"))
-                )
-                for slot in range(PAIR_SLOTS)
-            ),
-        )
-        for _, name, key in order
-    )
+    ranked = tuple((key, tuple(_labels(name, slot) for slot in range(PAIR_SLOTS))) for _, name, key in order)
     changed = cut(",".join(sorted(names.values())), CS_LIMIT)
     return Plan(ranked, f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
+
+
+def _labels(name: str, slot: int) -> Tuple[str, str]:
+    """The labels of a pair's sides in a slot (0: cs1 and cs2, 1: cs3 and cs4), up to their values."""
+    before, after = 2 * slot + 1, 2 * slot + 2
+    return f"cs{before}Label={name} before cs{before}=", f"cs{after}Label={name} after cs{after}="
 
 
 @text_cache(4096)  # records of one kind carry the same keys; JSON keys are text

@@ -1,63 +1,37 @@
 """What an audit record says, derived once and rendered by every format (ECS, CEF, OCSF).
 
 The choices (who is the actor and who the target, which forms a domain has, what ``emailauth.audit``
-holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. ``emailauth.audit``
-is built by ``audit.py``, the message by ``message.py``; this module names the actor, the target
-and the domain and puts the facts together.
+holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. What the record's
+user, object and actions decide is in ``subject.py``, ``emailauth.audit`` is built by ``audit.py``,
+the message by ``message.py``; this module puts the facts together.
 
 Speed: most of a trail is logins, records without changes that differ only in ``created_at``. Their
 facts depend on a handful of strings, so they are cached by those (bounded), their risk included; an
-analytic that needs ``changes`` (roles, DMARC, SPF, DKIM) never sees a cached record.
+analytic that needs ``changes`` (roles, DMARC, SPF, DKIM) never sees a cached record. A change
+record's subject is cached the same way, and what its change keys decide by the set of keys
+(``shape.py``); its values are read afresh.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from ..domains import label_forms
 from ..records import AuditRecord
 from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
-from .changes import as_keyword, as_pair, as_text
-from .memo import MAX_TEXT, text_cache
-from .message import headline, message
+from .changes import as_pair
+from .memo import MAX_TEXT
+from .message import message
 from .risk import Risk, assess
 from .shape import shape_of
+from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
 
-_EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
 _PLAIN = frozenset({str, type(None)})
-
-
-class Identity(NamedTuple):
-    """ECS user fields for one user identifier, and its form in ``related.user``. Cached, so shared:
-    copy ``fields`` before changing it."""
-
-    fields: Dict[str, str]
-    related: str
-
-
-_NOBODY = Identity({}, "")
-
-
-class Kind(NamedTuple):
-    """What the action decides: the object type and ``event.category``/``event.type``."""
-
-    object_type: str
-    category: str
-    types: Tuple[str, ...]
-
-
-class Domain(NamedTuple):
-    given: str
-    unicode: str
-    ascii: Optional[str]  # None when some label has no ASCII form
-    hosts: Tuple[str, ...]  # every form, lowercased and without the root dot: for related.hosts
 
 
 class Facts(NamedTuple):
@@ -135,11 +109,6 @@ def plain_facts(key: PlainKey) -> Facts:
     return _plain_facts(*key)
 
 
-def _short(action: str, display: Optional[str], user: Optional[str], obj: Optional[str]) -> bool:
-    """Short enough together to key a cache (``memo.MAX_TEXT``)."""
-    return len(action) + len(display or "") + len(user or "") + len(obj or "") <= MAX_TEXT
-
-
 @functools.lru_cache(maxsize=_CACHE_SIZE)  # called with short strings only
 def _plain_facts(
     user: Optional[str], obj: Optional[str], action: Optional[str], filterable: Optional[str], stream: str
@@ -158,7 +127,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         raw.get("filterable_action"),
     )
     # The subject is cached when these are short strings or nulls (``is_plain``): a trail repeats them.
-    subject = (_cached_subject if is_plain((user, obj, given, filterable, stream_type)) else _subject_of)(
+    subject = (cached_subject if is_plain((user, obj, given, filterable, stream_type)) else subject_of)(
         user, obj, given, filterable, stream_type, bool(changes)
     )
     related = subject.related_users
@@ -194,100 +163,6 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     )
 
 
-class Subject(NamedTuple):
-    """What the facts take from a record's user, object and actions alone, not from its changes: the
-    same for every record naming the same ones, so cached by them. Shared: copy
-    ``head`` before changing it."""
-
-    action: str
-    display: Optional[str]
-    kind: Kind
-    actor: Identity
-    target: Identity
-    domain: Optional[Domain]
-    head: Dict[str, Any]  # emailauth.audit's first fields: object_type, object, action, filterable_action
-    headline: str  # the message's "who did what to what"
-    related_users: Tuple[str, ...]  # the actor's and the target's, sorted
-    cacheable: bool
-
-
-def _subject_of(
-    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
-) -> Subject:
-    display, user_text, obj_text = as_text(given), as_text(user), as_text(obj)
-    action = as_text(filterable) or display or ""
-    kind = _kind(action, stream_type, has_changes)
-    head: Dict[str, Any] = {"object_type": kind.object_type}
-    for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
-        if value is not None:
-            head[name] = value if isinstance(value, str) else as_keyword(value)
-    actor = _identity(user_text)
-    target = _target_user(obj_text, action, kind.object_type)
-    domain = _domain(obj) if kind.object_type == "domain" else None
-    related = {actor.related, target.related}
-    related.discard("")
-    return Subject(
-        action,
-        display,
-        kind,
-        actor,
-        target,
-        domain,
-        head,
-        headline(user_text, action, obj_text, domain),
-        tuple(sorted(related)),
-        _short(action, display, user_text, obj_text),
-    )
-
-
-_cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(_subject_of)  # short strings and nulls only
-
-
-@text_cache(_CACHE_SIZE)
-def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
-    """The object type (``user.*`` and ``domain.*`` say it, else the stream's), the category by
-    object type and the type by the action's verb."""
-    prefix = action.partition(".")[0]
-    object_type = prefix if prefix in ("user", "domain") and "." in action else stream_type
-    if action == "user.login":
-        return Kind(object_type, "authentication", ("start",))
-    verb = action.rpartition(".")[2]
-    if verb == "create":
-        change = "creation"
-    elif verb in ("destroy", "delete"):
-        change = "deletion"
-    elif verb.startswith("update") or has_changes:
-        change = "change"
-    else:
-        change = "info"
-    if object_type == "user":
-        return Kind(object_type, "iam", ("user", change))
-    return Kind(object_type, "configuration", (change,))
-
-
-def _identity(text: Optional[str]) -> Identity:
-    """ECS user fields for one user identifier (``as_text`` of the record's value)."""
-    return _identity_of(text) if text else _NOBODY
-
-
-@text_cache(_CACHE_SIZE)
-def _identity_of(text: str) -> Identity:
-    match = _EMAIL.match(text)
-    if match:
-        return Identity({"id": text, "email": text, "domain": match.group(1).lower()}, text.lower())
-    return Identity({"id": text, "name": text}, text)
-
-
-def _target_user(text: Optional[str], action: str, object_type: str) -> Identity:
-    """The affected user (``text`` is ``as_text`` of the record's object). A user stream also returns
-    other objects' actions under unknown names (``dkim_record_source.update`` on a domain): for those
-    only an email address is taken as a user."""
-    if object_type != "user":
-        return _NOBODY
-    target = _identity(text)
-    return target if action.startswith("user.") or "email" in target.fields else _NOBODY
-
-
 def _related_users(
     known: Tuple[str, ...], change_map: Mapping[str, Any], keys: Tuple[Any, ...]
 ) -> Tuple[str, ...]:
@@ -296,25 +171,5 @@ def _related_users(
     for key in keys:
         value = change_map[key]
         sides = as_pair(value) or [value]
-        found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
+        found.update(side.lower() for side in sides if isinstance(side, str) and EMAIL.match(side))
     return tuple(sorted(found))
-
-
-_label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part
-
-
-def _domain(value: Any) -> Optional[Domain]:
-    given = as_text(value)
-    return _domain_of(given) if given else None
-
-
-@text_cache(_CACHE_SIZE)
-def _domain_of(given: str) -> Domain:
-    """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
-    a broken ``xn--`` label)."""
-    forms = [_label_forms(label) for label in given.rstrip(".").split(".")]
-    ascii_form = ".".join(asc for _, asc in forms)
-    unicode_form = ".".join(uni for uni, _ in forms)
-    ascii_or_none = ascii_form if ascii_form.isascii() else None
-    hosts = (given.lower().rstrip("."), unicode_form, ascii_or_none)
-    return Domain(given, unicode_form, ascii_or_none, tuple(sorted({host for host in hosts if host})))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-if TYPE_CHECKING:  # facts imports this module
-    from .facts import Domain
+if TYPE_CHECKING:  # subject imports this module
+    from .subject import Domain
 
 _PHRASES = {
     "user.login": "logged in",
