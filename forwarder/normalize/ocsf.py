@@ -138,10 +138,10 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     }
     if risk.reasons:
         doc["risk_details"] = ", ".join(risk.reasons)
-    actor = user_fields(found)  # the ECS user: actor, target, changes
+    actor = found.actor.fields  # read only
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}
-    doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
+    doc.update(_class_fields(class_uid, activity_id, found, audit, opts))
     doc["unmapped"] = audit
     if own.raw_data is not None:
         doc["raw_data"] = own.raw_data
@@ -181,32 +181,34 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
 def _class_fields(
     class_uid: int,
     activity_id: int,
-    actor: Mapping[str, Any],
+    found: Facts,
     audit: Mapping[str, Any],
-    domain: Optional[Domain],
     opts: NormalizeOptions,
 ) -> Dict[str, Any]:
-    """``actor`` is the ECS user, ``audit`` the ECS emailauth.audit."""
-    target = actor.get("target")
+    """``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
+        actor = found.actor.fields
         return {
             "user": _user(actor) if actor.get("id") else dict(UNKNOWN_USER),
             "service": {"name": opts.product},
         }
     if class_uid == USER_ACCESS:
+        target = user_fields(found).get("target")  # the ECS user.target: the prior state
         roles = audit.get("roles", {})
         privileges = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
         return {"user": _user(target) if target else dict(UNKNOWN_USER), "privileges": privileges}
     if class_uid == ACCOUNT_CHANGE:
+        user = user_fields(found)  # the ECS user: target in its prior state, changes the new values
+        target = user.get("target")
         if not target:
             return {"user": dict(UNKNOWN_USER)}
         new = dict(
-            target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
+            target, **{k: v for k, v in user.get("changes", {}).items() if k in ("full_name", "email")}
         )
         return {"user": _user(target), "user_result": _user(new)}
-    entity = _entity(audit, domain)
+    entity = _entity(audit, found.domain)
     before, after = _sides(audit)
     fields = {"entity": dict(entity, data=before) if before else entity}
     if activity_id != 4:
