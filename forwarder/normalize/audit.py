@@ -33,9 +33,9 @@ def audit_of(
         if roles:
             actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
             audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
-        dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
-        if dmarc:
-            audit["dmarc"] = dmarc
+        analysis = _dmarc(change_map) if _DMARC_KEY in change_map else None
+        if analysis:
+            audit["dmarc"] = analysis
         audit.update(txtrecords.fields(change_map, names))
     else:
         changes = raw.get("changes")
@@ -58,9 +58,11 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair or not (_text_or_null(pair[0]) and _text_or_null(pair[1])):
+    if not pair:
         return None
     before, after = pair
+    if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
+        return None
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)
     weakened, visibility = dmarc.reasons(old, new, after)
@@ -74,10 +76,6 @@ def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     out["visibility_reduced"] = bool(visibility)
     out["visibility_reasons"] = visibility
     return out
-
-
-def _text_or_null(value: Any) -> bool:
-    return value is None or isinstance(value, str)
 
 
 # A trail holds each DMARC record twice: the after of one change, the before of the next.
