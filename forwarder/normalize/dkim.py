@@ -21,7 +21,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import new_tuple
 from .memo import text_cache
-from .tags import parse_tags, removal_reason
+from .tags import parse_tags, removal_reason, side_fields
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 _RSA_OID = bytes.fromhex("2a864886f70d010101")  # 1.2.840.113549.1.1.1
@@ -131,11 +131,7 @@ class DkimChange(NamedTuple):  # one per change record: built by new_tuple, with
 
     def fields(self) -> Dict[str, Any]:
         """The ``emailauth.audit.dkim`` object of an ECS event (without ``change``)."""
-        out: Dict[str, Any] = {}
-        if self.before:
-            out["before"] = self.before.fields()
-        if self.after:
-            out["after"] = self.after.fields()
+        out = side_fields(self.before, self.after)
         out["revoked"] = self.revoked
         out["removed"] = self.removed
         out["weakened"] = bool(self.weakened_reasons)

@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 
 from . import new_tuple
 
@@ -71,61 +71,32 @@ _DKIM_LOSS = frozenset({"key_revoked", "record_removed", "record_invalid"})
 _RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order of the reasons
 
 
-# One function per analysis, its tests spelled out: an event without an analysis (most of them)
-# runs none, and one with an analysis builds no set or closure per test.
-def _roles(part: Part) -> List[str]:
-    found = []
-    admin, itself = part.get("admin_added"), part.get("self_change")
-    if admin and itself:
-        found.append("self_admin_grant")
-    if admin:
-        found.append("admin_role_granted")
-    if itself and part.get("added") and not admin:
-        found.append("self_role_change")
-    if part.get("all_removed"):
-        found.append("all_roles_removed")
-    return found
-
-
-def _dmarc(part: Part) -> List[str]:
-    found = []
-    if part.get("weakened"):
-        found.append("dmarc_weakened")
-    if part.get("visibility_reduced"):
-        found.append("dmarc_reports_removed")
-    return found
-
-
-def _spf(part: Part) -> List[str]:
-    found = []
-    reasons = part.get("weakened_reasons") or ()
-    if "all_pass" in reasons:
-        found.append("spf_all_pass")
-    if any(reason != "all_pass" for reason in reasons):
-        found.append("spf_weakened")
-    if part.get("over_lookup_limit"):
-        found.append("spf_over_lookup_limit")
-    return found
-
-
-def _dkim(part: Part) -> List[str]:
-    found = []
-    if part.get("revoked"):
-        found.append("dkim_key_revoked")
-    if part.get("removed"):
-        found.append("dkim_record_removed")
-    if any(reason not in _DKIM_LOSS for reason in part.get("weakened_reasons") or ()):
-        found.append("dkim_weakened")
-    return found
-
-
-_TESTS: Dict[str, Callable[[Part], List[str]]] = {
-    "roles": _roles,
-    "dmarc": _dmarc,
-    "spf": _spf,
-    "dkim": _dkim,
+# The reasons that hold when one field of an analysis is true, by analysis; the others (``_others``)
+# read two fields or a list. Spelled out rather than as a test per reason: an event with an analysis
+# builds no set or closure per test, and one without (most of them) runs none.
+_FLAGS: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "roles": (("admin_role_granted", "admin_added"), ("all_roles_removed", "all_removed")),
+    "dmarc": (("dmarc_weakened", "weakened"), ("dmarc_reports_removed", "visibility_reduced")),
+    "spf": (("spf_over_lookup_limit", "over_lookup_limit"),),
+    "dkim": (("dkim_key_revoked", "revoked"), ("dkim_record_removed", "removed")),
 }
-_PARTS = frozenset(_TESTS)
+_PARTS = frozenset(_FLAGS)
+
+
+def _others(name: str, part: Part) -> List[str]:
+    if name == "roles":
+        if not part.get("self_change"):
+            return []
+        if part.get("admin_added"):
+            return ["self_admin_grant"]
+        return ["self_role_change"] if part.get("added") else []
+    reasons = part.get("weakened_reasons") or ()
+    if name == "spf":
+        found = ["spf_all_pass"] if "all_pass" in reasons else []
+        return [*found, "spf_weakened"] if any(reason != "all_pass" for reason in reasons) else found
+    if name == "dkim":
+        return ["dkim_weakened"] if any(reason not in _DKIM_LOSS for reason in reasons) else []
+    return []
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
@@ -136,10 +107,11 @@ def assess(action: str, audit: Mapping[str, Any]) -> Risk:
         else []
     )
     if not _PARTS.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
-        for part in _PARTS.intersection(audit):
-            fields = audit[part]
-            if fields is not None:
-                found += _TESTS[part](fields)
+        for name in _PARTS.intersection(audit):
+            part = audit[name]
+            if part is not None:
+                found += [code for code, field in _FLAGS[name] if part.get(field)]
+                found += _others(name, part)
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
         return new_tuple(Risk, (base, []))

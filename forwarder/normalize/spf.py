@@ -26,7 +26,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import new_tuple
 from .memo import text_cache
-from .tags import removal_reason, unquote
+from .tags import removal_reason, side_fields, unquote
 
 LOOKUP_LIMIT = 10
 _STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
@@ -103,11 +103,7 @@ class SpfChange(NamedTuple):  # one per change record: built by new_tuple, witho
 
     def fields(self) -> Dict[str, Any]:
         """The ``emailauth.audit.spf`` object of an ECS event (without ``change``)."""
-        out: Dict[str, Any] = {}
-        if self.before:
-            out["before"] = self.before.fields()
-        if self.after:
-            out["after"] = self.after.fields()
+        out = side_fields(self.before, self.after)
         out["targets_added"] = self.targets_added
         out["targets_removed"] = self.targets_removed
         out["over_lookup_limit"] = self.over_lookup_limit
