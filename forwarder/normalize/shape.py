@@ -21,8 +21,9 @@ class Shape(NamedTuple):
 
 
 def shape_of(change_map: Mapping[Any, Any]) -> Shape:
+    """The ``Shape`` of a change map's keys (cached when they are text, as JSON keys are)."""
     keys = tuple(change_map)
-    if _STR.issuperset(map(type, keys)):  # JSON keys: cached
+    if _STR.issuperset(map(type, keys)):  # no 1 and true to tell apart
         return _cached_shape(keys)
     return _shape(keys)
 
