@@ -61,6 +61,9 @@ ACTIVITY_NAMES = {
     (ENTITY_MANAGEMENT, 4): "Delete",
 }
 OTHER = 99
+# activity_id by the action's verb
+_ACCOUNT_ACTIVITIES = {"create": 1, "destroy": 6, "delete": 6}
+_ENTITY_ACTIVITIES = {"create": 1, "destroy": 4, "delete": 4}
 # risk level -> (risk_level_id, risk_level); severity_id is one more (0 is Unknown there).
 RISK_LEVEL = {
     "info": (0, "Info"),
@@ -172,10 +175,10 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
         roles = audit.get("roles", {})
         return USER_ACCESS, 1 if roles.get("added") else 2 if roles.get("removed") else OTHER
     if audit["object_type"] == "user":
-        return ACCOUNT_CHANGE, {"create": 1, "destroy": 6, "delete": 6}.get(verb, OTHER)
+        return ACCOUNT_CHANGE, _ACCOUNT_ACTIVITIES.get(verb, OTHER)
     if verb.startswith("update"):
         return ENTITY_MANAGEMENT, 3
-    return ENTITY_MANAGEMENT, {"create": 1, "destroy": 4, "delete": 4}.get(verb, OTHER)
+    return ENTITY_MANAGEMENT, _ENTITY_ACTIVITIES.get(verb, OTHER)
 
 
 def _class_fields(
@@ -210,9 +213,9 @@ def _class_fields(
         return {"user": _user(target), "user_result": _user(new)}
     entity = _entity(audit, found.domain)
     before, after = _sides(audit)
-    fields = {"entity": dict(entity, data=before) if before else entity}
+    fields = {"entity": {**entity, "data": before} if before else entity}
     if activity_id != 4:
-        fields["entity_result"] = dict(entity, data=after) if after else entity.copy()
+        fields["entity_result"] = {**entity, "data": after} if after else entity.copy()
     return fields
 
 
