@@ -105,7 +105,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
     action = found.action
     class_uid, activity_id = classify(action, audit)
-    class_name, activity_name, type_name = _names(class_uid, activity_id)
+    class_name, activity_name = _names(class_uid, activity_id)
     risk = found.risk
     risk_level_id, risk_level, severity_id, severity_name = _levels(risk.level)
     metadata: Dict[str, Any] = {
@@ -127,7 +127,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "activity_id": activity_id,
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
-        "type_name": type_name,
+        "type_name": f"{class_name}: {activity_name}",
         "time": own.time_ms,
         "severity_id": severity_id,
         "severity": severity_name,
@@ -152,11 +152,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=64)  # a few classes and activities
-def _names(class_uid: int, activity_id: int) -> Tuple[str, str, str]:
-    """class_name, activity_name and type_name."""
-    class_name = CLASS_NAMES[class_uid]
-    activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-    return class_name, activity_name, f"{class_name}: {activity_name}"
+def _names(class_uid: int, activity_id: int) -> Tuple[str, str]:
+    """class_name and activity_name."""
+    return CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
 
 
 @functools.lru_cache(maxsize=8)  # five levels
