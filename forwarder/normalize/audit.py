@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from . import dmarc, txtrecords
 from . import roles as role_analysis
-from . import txtrecords
 from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
-from .dmarc import analyze
 from .memo import text_cache
-from .tags import parse_tags
 
 # The fields of an audit record in the spec; any other goes to extra.
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
@@ -21,30 +19,28 @@ Roles = Tuple[List[str], List[str]]
 
 def audit_of(
     raw: Mapping[str, Any],
-    object_type: str,
+    head: Mapping[str, Any],
     change_map: Mapping[str, Any],
     names: Mapping[Any, str],
     roles: Optional[Roles],
 ) -> Dict[str, Any]:
-    """``emailauth.audit`` without created_at and risk. ``names`` is ``safe_names(change_map)``,
-    ``roles`` is ``role_names(change_map)``."""
-    audit: Dict[str, Any] = {"object_type": object_type}
-    for name in ("object", "action", "filterable_action"):
-        value = raw.get(name)
-        if value is not None:
-            audit[name] = value if isinstance(value, str) else as_keyword(value)
+    """``emailauth.audit`` without created_at and risk. ``head`` holds its first fields (object_type,
+    object, action, filterable_action), ``names`` is ``safe_names(change_map)``, ``roles`` is
+    ``role_names(change_map)``."""
+    audit = dict(head)
     if change_map:
         audit["changes"] = flatten(change_map, names)
-    elif raw.get("changes") not in (None, {}):
-        audit["changes_value"] = as_keyword(raw["changes"])
-    if roles:
-        actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
-        audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
-    dmarc = _dmarc(change_map) if _DMARC_KEY in change_map else None
-    if dmarc:
-        audit["dmarc"] = dmarc
-    if change_map:
+        if roles:
+            actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
+            audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
+        analysis = _dmarc(change_map) if _DMARC_KEY in change_map else None
+        if analysis:
+            audit["dmarc"] = analysis
         audit.update(txtrecords.fields(change_map, names))
+    else:
+        changes = raw.get("changes")
+        if changes not in (None, {}):
+            audit["changes_value"] = as_keyword(changes)
     if not SPEC_FIELDS.issuperset(raw):
         extra = {key: value for key, value in raw.items() if key not in SPEC_FIELDS}
         audit["extra"] = {name: as_keyword(extra[key]) for key, name in safe_names(extra).items()}
@@ -62,27 +58,29 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair or not (_text_or_null(pair[0]) and _text_or_null(pair[1])):
+    if not pair:
         return None
-    result = analyze(pair[0], pair[1])
+    before, after = pair
+    if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
+        return None
+    old_tags, old = _read(before) if before else (None, None)
+    new_tags, new = _read(after) if after else (None, None)
+    weakened, visibility = dmarc.reasons(old, new, after)
     out: Dict[str, Any] = {}
-    for side, text, tags in (("before", pair[0], result.before), ("after", pair[1], result.after)):
-        if text and tags:
-            out[side] = _field_tags(text).copy()
-    out["weakened"] = result.weakened
-    out["weakened_reasons"] = result.weakened_reasons
-    out["visibility_reduced"] = result.visibility_reduced
-    out["visibility_reasons"] = result.visibility_reasons
+    if old_tags:
+        out["before"] = old_tags.copy()
+    if new_tags:
+        out["after"] = new_tags.copy()
+    out["weakened"] = bool(weakened)
+    out["weakened_reasons"] = weakened
+    out["visibility_reduced"] = bool(visibility)
+    out["visibility_reasons"] = visibility
     return out
-
-
-def _text_or_null(value: Any) -> bool:
-    return value is None or isinstance(value, str)
 
 
 # A trail holds each DMARC record twice: the after of one change, the before of the next.
 @text_cache(1024)
-def _field_tags(text: str) -> Dict[str, str]:
-    """A DMARC record's tags under field-safe names (shared: copy it)."""
-    tags = parse_tags(text)
-    return {name: tags[key] for key, name in safe_names(tags).items()}
+def _read(text: str) -> Tuple[Dict[str, str], Optional[dmarc.Policy]]:
+    """A DMARC record's tags under field-safe names (shared: copy them) and its policy."""
+    tags, policy = dmarc.read(text)
+    return {name: tags[key] for key, name in safe_names(tags).items()}, policy

@@ -40,8 +40,9 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
-from .changes import as_text
+from .changes import as_text, safe_names
 from .facts import Facts, PlainKey, derive, plain_facts
+from .memo import text_cache
 from .plain import PlainCache
 from .risk import Risk
 
@@ -56,7 +57,7 @@ PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
 _OTHER_KEYS = len(_FIRST_KEYS)
-_SIDES = ("before", "after")
+_STR = frozenset({str})
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -93,7 +94,7 @@ def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
         )
         + str(severity(found.risk))
     )
-    return Parts(header + "|rt=", *_extension(found))
+    return new_tuple(Parts, (header + "|rt=", *_extension(found)))  # without the named tuple's Python __new__
 
 
 @functools.lru_cache(maxsize=8)  # one product per run
@@ -149,29 +150,56 @@ def _subject(
 
 
 def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
-    """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts;
-    ``names`` are the changes' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
-    ranked = [
-        (_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], value)
-        for key, value in change_map.items()
-        if isinstance(value, list) and len(value) == 2  # a pair (changes.as_pair)
-    ]
-    ranked.sort()  # names are unique: the pairs themselves are never compared
+    """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts."""
+    keys = tuple(change_map)
+    plan = _cached_plan(keys) if _STR.issuperset(map(type, keys)) else _plan(keys, names)
     out: List[str] = []
-    number = 0
-    for _, name, pair in ranked[:PAIR_SLOTS]:
-        for side, value in zip(_SIDES, pair):
-            number += 1
+    slot = 0
+    for key, labels in plan.ranked:
+        pair = change_map[key]
+        if not (isinstance(pair, list) and len(pair) == 2):  # a pair (changes.as_pair)
+            continue
+        for label, value in zip(labels[slot], pair):
             if value is None:
                 continue
             text = value if value.__class__ is str else as_text(value)  # as_text, its usual case inlined
             if text:
                 if len(text) > CS_LIMIT:
                     text = cut(text, CS_LIMIT)
-                out.append(f"cs{number}Label={name} {side} cs{number}={escape_value(text)}")
-    changed = cut(",".join(sorted(names.values())), CS_LIMIT)
-    out.append(f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
+                out.append(label + escape_value(text))
+        slot += 1
+        if slot == PAIR_SLOTS:
+            break
+    out.append(plan.changed)
     return out
+
+
+class Plan(NamedTuple):
+    """What the keys of a change map decide in the CEF line, whatever their values."""
+
+    # (key, labels of its sides in each pair slot: ("cs1Label=<name> before cs1=", "cs2Label=...")),
+    # ``roles`` and ``dmarc_txt_record`` first, then the others by field name
+    ranked: Tuple[Tuple[Any, Tuple[Tuple[str, str], ...]], ...]
+    changed: str  # cs5: every change key
+
+
+def _plan(keys: Tuple[Any, ...], names: Mapping[Any, str]) -> Plan:
+    """``names`` are the keys' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
+    order = sorted((_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], key) for key in keys)  # names are unique
+    ranked = tuple((key, tuple(_labels(name, slot) for slot in range(PAIR_SLOTS))) for _, name, key in order)
+    changed = cut(",".join(sorted(names.values())), CS_LIMIT)
+    return Plan(ranked, f"cs{CHANGED_KEYS_SLOT}Label=changedKeys cs{CHANGED_KEYS_SLOT}={changed}")
+
+
+def _labels(name: str, slot: int) -> Tuple[str, str]:
+    """The labels of a pair's sides in a slot (0: cs1 and cs2, 1: cs3 and cs4), up to their values."""
+    before, after = 2 * slot + 1, 2 * slot + 2
+    return f"cs{before}Label={name} before cs{before}=", f"cs{after}Label={name} after cs{after}="
+
+
+@text_cache(4096)  # records of one kind carry the same keys; JSON keys are text
+def _cached_plan(keys: Tuple[str, ...]) -> Plan:
+    return _plan(keys, safe_names(keys))
 
 
 def severity(risk: Risk) -> int:

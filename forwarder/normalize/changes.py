@@ -98,15 +98,24 @@ def as_text(value: Any) -> Optional[str]:
     """A value as one keyword string (null stays None)."""
     if value is None or value.__class__ is str or isinstance(value, str):  # exact str: no call
         return value
+    if value.__class__ is list and _STR.issuperset(map(type, value)):  # a role list, as CEF writes it
+        return _list_text(tuple(value))
     # The standard library, not jsonutil: these texts land in golden files and must not depend on
     # whether orjson is installed.
     return _TEXT_ENCODER.encode(value)
+
+
+@text_cache(4096)  # a trail repeats its role sets; texts only, so 1 and true never share an entry
+def _list_text(items: Tuple[str, ...]) -> str:
+    return _TEXT_ENCODER.encode(list(items))
 
 
 def as_keyword(value: Any) -> Keyword:
     """A value as a keyword or a list of keywords: lists of scalars stay lists."""
     if value is None or value.__class__ is str:  # most values: no call
         return value
+    if value.__class__ is list and _STR.issuperset(map(type, value)):  # a role list: no loop
+        return value.copy()
     texts = _scalar_texts(value) if isinstance(value, list) else None
     return as_text(value) if texts is None else texts
 
@@ -154,6 +163,8 @@ def role_list(value: Any) -> Optional[List[str]]:
         return []
     if isinstance(value, str):
         return [value]
+    if value.__class__ is list and _STR.issuperset(map(type, value)):  # the usual role list: no loop
+        return list(dict.fromkeys(value))
     texts = _scalar_texts(value) if isinstance(value, list) else None
     if texts is None:
         return None

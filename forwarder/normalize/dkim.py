@@ -19,8 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from . import new_tuple
 from .memo import text_cache
-from .tags import parse_tags, removal_reason
+from .tags import parse_tags, removal_reason, side_fields
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 _RSA_OID = bytes.fromhex("2a864886f70d010101")  # 1.2.840.113549.1.1.1
@@ -35,7 +36,9 @@ class DkimKey:
 
     def fields(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"key_type": self.key_type, "testing": self.testing, "revoked": self.revoked}
-        return {**out, "key_bits": self.key_bits} if self.key_bits else out
+        if self.key_bits:
+            out["key_bits"] = self.key_bits
+        return out
 
 
 @text_cache(1024)  # a trail repeats each key record; the result is immutable, so it may be shared
@@ -108,7 +111,7 @@ def _rsa_modulus_bits(der: bytes) -> Optional[int]:
     return len(value) * 8 - (8 - value[0].bit_length()) if value else None
 
 
-class DkimChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
+class DkimChange(NamedTuple):  # one per change record: built by new_tuple, without its Python __new__
     before: Optional[DkimKey]
     after: Optional[DkimKey]
     weakened_reasons: List[str]
@@ -119,7 +122,8 @@ class DkimChange(NamedTuple):  # one per change record: a named tuple is cheaper
 
     @property
     def removed(self) -> bool:
-        return bool({"record_removed", "record_invalid"} & set(self.weakened_reasons))
+        reasons = self.weakened_reasons
+        return "record_removed" in reasons or "record_invalid" in reasons
 
     @property
     def weakened(self) -> bool:
@@ -127,14 +131,12 @@ class DkimChange(NamedTuple):  # one per change record: a named tuple is cheaper
 
     def fields(self) -> Dict[str, Any]:
         """The ``emailauth.audit.dkim`` object of an ECS event (without ``change``)."""
-        sides = {side: key.fields() for side, key in (("before", self.before), ("after", self.after)) if key}
-        return {
-            **sides,
-            "revoked": self.revoked,
-            "removed": self.removed,
-            "weakened": self.weakened,
-            "weakened_reasons": self.weakened_reasons,
-        }
+        out = side_fields(self.before, self.after)
+        out["revoked"] = self.revoked
+        out["removed"] = self.removed
+        out["weakened"] = bool(self.weakened_reasons)
+        out["weakened_reasons"] = self.weakened_reasons
+        return out
 
 
 def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:
@@ -142,7 +144,7 @@ def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:
     old = parse(before) if before else None
     new = parse(after) if after else None
     if old is None:
-        return DkimChange(old, new, [])
+        return new_tuple(DkimChange, (old, new, []))
     reasons: List[str] = []
     if new is None:
         reasons.append(removal_reason(after))
@@ -153,4 +155,4 @@ def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:
             reasons.append("testing_enabled")
         if old.key_bits and new.key_bits and new.key_bits < old.key_bits:
             reasons.append("key_shortened")
-    return DkimChange(old, new, reasons)
+    return new_tuple(DkimChange, (old, new, reasons))

@@ -99,14 +99,24 @@ class DmarcChange(NamedTuple):  # one per change record: a named tuple is cheape
 
 
 def _weakening(old: Policy, new: Policy) -> List[str]:
-    # The policy tags spelled out rather than looked up by name: this runs on every DMARC change.
-    sides = (("p", old.p, new.p), ("sp", old.sp, new.sp), ("np", old.np, new.np))
-    reasons = [f"{tag}_weakened" for tag, was, now in sides if _STRENGTH[now] < _STRENGTH[was]]
+    # Spelled out tag by tag rather than looped over: this runs on every DMARC change.
+    reasons = []
+    strength = _STRENGTH
+    if strength[new.p] < strength[old.p]:
+        reasons.append("p_weakened")
+    if strength[new.sp] < strength[old.sp]:
+        reasons.append("sp_weakened")
+    if strength[new.np] < strength[old.np]:
+        reasons.append("np_weakened")
     # pct and t only act on an enforcing policy: lowering pct while moving none -> quarantine, or
     # quarantine -> reject, still tightens, and test mode on p=none changes nothing.
-    if new.pct < old.pct and any(was != "none" and now == was for _, was, now in sides):
+    if new.pct < old.pct and (
+        (old.p != "none" and new.p == old.p)
+        or (old.sp != "none" and new.sp == old.sp)
+        or (old.np != "none" and new.np == old.np)
+    ):
         reasons.append("pct_lowered")
-    if new.testing and not old.testing and any(now != "none" for _, _, now in sides):
+    if new.testing and not old.testing and (new.p != "none" or new.sp != "none" or new.np != "none"):
         reasons.append("testing_enabled")
     if old.adkim == "s" and new.adkim == "r":
         reasons.append("adkim_relaxed")
@@ -117,13 +127,14 @@ def _weakening(old: Policy, new: Policy) -> List[str]:
 
 def _read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
     """A record's tags (a fresh dict) and policy."""
-    tags, policy = _read_cached(text)
+    tags, policy = read(text)
     return dict(tags), policy
 
 
 # A trail holds each record twice: the after of one change, the before of the next.
 @text_cache(1024)
-def _read_cached(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
+def read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
+    """A record's tags and policy (shared: copy the tags)."""
     tags = parse_tags(text)
     return tags, effective(tags)
 
@@ -132,12 +143,20 @@ def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
     """Compare two DMARC TXT records; None or blank means no record on that side."""
     old_tags, old = _read(before) if before else ({}, None)
     new_tags, new = _read(after) if after else ({}, None)
+    return DmarcChange(old_tags, new_tags, *reasons(old, new, after))
+
+
+def reasons(
+    old: Optional[Policy], new: Optional[Policy], after: Optional[str]
+) -> Tuple[List[str], List[str]]:
+    """(weakened, visibility) reasons of a change from policy ``old`` to ``new`` (None: no valid
+    record on that side), ``after`` the new record's text."""
     if old is None:
-        return DmarcChange(old_tags, new_tags, [], [])
+        return [], []
     weakened = [removal_reason(after)] if new is None else _weakening(old, new)
     visibility = []
     if old.rua and not (new and new.rua):
         visibility.append("rua_removed")
     if old.ruf and not (new and new.ruf):
         visibility.append("ruf_removed")
-    return DmarcChange(old_tags, new_tags, weakened, visibility)
+    return weakened, visibility

@@ -1,62 +1,37 @@
 """What an audit record says, derived once and rendered by every format (ECS, CEF, OCSF).
 
 The choices (who is the actor and who the target, which forms a domain has, what ``emailauth.audit``
-holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. ``emailauth.audit``
-is built by ``audit.py``, the message by ``message.py``; this module names the actor, the target
-and the domain and puts the facts together.
+holds, the one-line message) are documented with the ECS mapping in ``ecs.py``. What the record's
+user, object and actions decide is in ``subject.py``, ``emailauth.audit`` is built by ``audit.py``,
+the message by ``message.py``; this module puts the facts together.
 
 Speed: most of a trail is logins, records without changes that differ only in ``created_at``. Their
 facts depend on a handful of strings, so they are cached by those (bounded), their risk included; an
-analytic that needs ``changes`` (roles, DMARC, SPF, DKIM) never sees a cached record.
+analytic that needs ``changes`` (roles, DMARC, SPF, DKIM) never sees a cached record. A change
+record's subject is cached the same way, and what its change keys decide by the set of keys
+(``shape.py``); its values are read afresh.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-from ..domains import label_forms
 from ..records import AuditRecord
 from . import new_tuple
 from .audit import SPEC_FIELDS, Roles, audit_of, role_names
-from .changes import as_pair, as_text, safe_names
-from .memo import MAX_TEXT, text_cache
+from .changes import as_pair
+from .memo import MAX_TEXT
 from .message import message
 from .risk import Risk, assess
+from .shape import shape_of
+from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
 
-_EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
 _PLAIN = frozenset({str, type(None)})
-
-
-class Identity(NamedTuple):
-    """ECS user fields for one user identifier, and its form in ``related.user``. Cached, so shared:
-    copy ``fields`` before changing it."""
-
-    fields: Dict[str, str]
-    related: str
-
-
-_NOBODY = Identity({}, "")
-
-
-class Kind(NamedTuple):
-    """What the action decides: the object type and ``event.category``/``event.type``."""
-
-    object_type: str
-    category: str
-    types: Tuple[str, ...]
-
-
-class Domain(NamedTuple):
-    given: str
-    unicode: str
-    ascii: Optional[str]  # None when some label has no ASCII form
-    hosts: Tuple[str, ...]  # every form, lowercased and without the root dot: for related.hosts
 
 
 class Facts(NamedTuple):
@@ -134,11 +109,6 @@ def plain_facts(key: PlainKey) -> Facts:
     return _plain_facts(*key)
 
 
-def _short(action: str, display: Optional[str], user: Optional[str], obj: Optional[str]) -> bool:
-    """Short enough together to key a cache (``memo.MAX_TEXT``)."""
-    return len(action) + len(display or "") + len(user or "") + len(obj or "") <= MAX_TEXT
-
-
 @functools.lru_cache(maxsize=_CACHE_SIZE)  # called with short strings only
 def _plain_facts(
     user: Optional[str], obj: Optional[str], action: Optional[str], filterable: Optional[str], stream: str
@@ -149,109 +119,57 @@ def _plain_facts(
 
 
 def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
-    display, user, obj = as_text(raw.get("action")), as_text(raw.get("user")), as_text(raw.get("object"))
-    action = as_text(raw.get("filterable_action")) or display or ""
     changes = raw.get("changes")
-    kind = _kind(action, stream_type, bool(changes))
-    change_map: Mapping[str, Any] = changes if isinstance(changes, dict) else _NO_CHANGES
-    roles = role_names(change_map) if "roles" in change_map else None  # a call less for most changes
-    names = safe_names(change_map) if change_map else _NO_NAMES
-    audit = audit_of(raw, kind.object_type, change_map, names, roles)
-    actor = _identity(user)
-    target = _target_user(obj, action, kind.object_type)
-    domain = _domain(raw.get("object")) if kind.object_type == "domain" else None
+    user, obj, given, filterable = (
+        raw.get("user"),
+        raw.get("object"),
+        raw.get("action"),
+        raw.get("filterable_action"),
+    )
+    # The subject is cached when these are short strings or nulls (``is_plain``): a trail repeats them.
+    subject = (cached_subject if is_plain((user, obj, given, filterable, stream_type)) else subject_of)(
+        user, obj, given, filterable, stream_type, bool(changes)
+    )
+    related = subject.related_users
+    if changes and isinstance(changes, dict):
+        change_map: Mapping[str, Any] = changes
+        shape = shape_of(changes)
+        names, listed = shape.names, shape.listed
+        roles = role_names(changes) if "roles" in changes else None  # a call less for most changes
+        if shape.email_keys:
+            related = _related_users(related, changes, shape.email_keys)
+    else:
+        change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
+    audit = audit_of(raw, subject.head, change_map, names, roles)
+    action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
         (
             action,
-            display,
-            kind,
+            subject.display,
+            subject.kind,
             change_map,
             names,
             roles,
             audit,
             assess(action, audit),
-            actor,
-            target,
-            domain,
-            _related_users(actor, target, change_map),
-            message(user, action, display, obj, domain, audit),
-            _short(action, display, user, obj),
+            subject.actor,
+            subject.target,
+            subject.domain,
+            related,
+            message(subject.headline, action, subject.display, audit, listed),
+            subject.cacheable,
         ),
     )
 
 
-@text_cache(_CACHE_SIZE)
-def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
-    """The object type (``user.*`` and ``domain.*`` say it, else the stream's), the category by
-    object type and the type by the action's verb."""
-    prefix = action.partition(".")[0]
-    object_type = prefix if prefix in ("user", "domain") and "." in action else stream_type
-    if action == "user.login":
-        return Kind(object_type, "authentication", ("start",))
-    verb = action.rpartition(".")[2]
-    if verb == "create":
-        change = "creation"
-    elif verb in ("destroy", "delete"):
-        change = "deletion"
-    elif verb.startswith("update") or has_changes:
-        change = "change"
-    else:
-        change = "info"
-    if object_type == "user":
-        return Kind(object_type, "iam", ("user", change))
-    return Kind(object_type, "configuration", (change,))
-
-
-def _identity(text: Optional[str]) -> Identity:
-    """ECS user fields for one user identifier (``as_text`` of the record's value)."""
-    return _identity_of(text) if text else _NOBODY
-
-
-@text_cache(_CACHE_SIZE)
-def _identity_of(text: str) -> Identity:
-    match = _EMAIL.match(text)
-    if match:
-        return Identity({"id": text, "email": text, "domain": match.group(1).lower()}, text.lower())
-    return Identity({"id": text, "name": text}, text)
-
-
-def _target_user(text: Optional[str], action: str, object_type: str) -> Identity:
-    """The affected user (``text`` is ``as_text`` of the record's object). A user stream also returns
-    other objects' actions under unknown names (``dkim_record_source.update`` on a domain): for those
-    only an email address is taken as a user."""
-    if object_type != "user":
-        return _NOBODY
-    target = _identity(text)
-    return target if action.startswith("user.") or "email" in target.fields else _NOBODY
-
-
-def _related_users(actor: Identity, target: Identity, change_map: Mapping[str, Any]) -> Tuple[str, ...]:
-    found = {actor.related, target.related}
-    found.discard("")
-    for key, value in change_map.items():
-        name = key if key.__class__ is str else str(key)  # JSON keys are text: no call
-        if name == "email" or name.endswith("_email"):
-            sides = as_pair(value) or [value]
-            found.update(side.lower() for side in sides if isinstance(side, str) and _EMAIL.match(side))
+def _related_users(
+    known: Tuple[str, ...], change_map: Mapping[str, Any], keys: Tuple[Any, ...]
+) -> Tuple[str, ...]:
+    """``known`` (the subject's) with the email addresses the changes of these keys hold, sorted."""
+    found = set(known)
+    for key in keys:
+        value = change_map[key]
+        sides = as_pair(value) or [value]
+        found.update(side.lower() for side in sides if isinstance(side, str) and EMAIL.match(side))
     return tuple(sorted(found))
-
-
-_label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part
-
-
-def _domain(value: Any) -> Optional[Domain]:
-    given = as_text(value)
-    return _domain_of(given) if given else None
-
-
-@text_cache(_CACHE_SIZE)
-def _domain_of(given: str) -> Domain:
-    """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
-    a broken ``xn--`` label)."""
-    forms = [_label_forms(label) for label in given.rstrip(".").split(".")]
-    ascii_form = ".".join(asc for _, asc in forms)
-    unicode_form = ".".join(uni for uni, _ in forms)
-    ascii_or_none = ascii_form if ascii_form.isascii() else None
-    hosts = (given.lower().rstrip("."), unicode_form, ascii_or_none)
-    return Domain(given, unicode_form, ascii_or_none, tuple(sorted({host for host in hosts if host})))

@@ -25,23 +25,20 @@ def text_cache(maxsize: int) -> Callable[[F], F]:
         def call(*args: Any) -> Any:
             for arg in args:
                 kind = arg.__class__
-                if (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and _too_long(arg)):
+                if (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and sum(map(len, arg)) > MAX_TEXT):
                     return fn(*args)
             return cached(*args)
 
         @functools.wraps(fn)
         def call_one(arg: Any) -> Any:  # most cached functions take one argument: no tuple of them
-            if arg.__class__ is str:  # nearly every call: _too_long inlined
+            kind = arg.__class__  # a string or a tuple of them: the length checked without a call
+            if kind is str:
                 return cached(arg) if len(arg) <= MAX_TEXT else fn(arg)
-            return fn(arg) if _too_long(arg) else cached(arg)
+            if kind is tuple:
+                return cached(arg) if sum(map(len, arg)) <= MAX_TEXT else fn(arg)
+            return cached(arg)
 
         one = len(inspect.signature(fn).parameters) == 1
         return call_one if one else call  # type: ignore[return-value]
 
     return decorate
-
-
-def _too_long(arg: Any) -> bool:
-    """A string, or a tuple of strings, too long to key a cache."""
-    kind = arg.__class__
-    return (kind is str and len(arg) > MAX_TEXT) or (kind is tuple and sum(map(len, arg)) > MAX_TEXT)

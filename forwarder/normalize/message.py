@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-if TYPE_CHECKING:  # facts imports this module
-    from .facts import Domain
+if TYPE_CHECKING:  # subject imports this module
+    from .subject import Domain
 
 _PHRASES = {
     "user.login": "logged in",
@@ -20,18 +20,11 @@ _MESSAGE_MAX = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # all of them fail str.isprintable
 
 
-def message(
-    actor: Optional[str],
-    action: str,
-    display: Optional[str],
-    target: Optional[str],
-    domain: Optional[Domain],
-    audit: Mapping[str, Any],
-) -> str:
-    """One line: who did what to what, and the gist of the change. ``actor``, ``display`` and
-    ``target`` are the record's user, action and object as text (``changes.as_text``), ``action``
-    the filterable one, ``audit`` the event's ``emailauth.audit``."""
-    text = _headline(actor, action, target, domain)
+def message(headline: str, action: str, display: Optional[str], audit: Mapping[str, Any], listed: str) -> str:
+    """One line: who did what to what (``headline``), and the gist of the change. ``action`` is the
+    filterable action, ``display`` the record's action as text (``changes.as_text``), ``audit`` the
+    event's ``emailauth.audit``, ``listed`` its changes' names (``shape.Shape.listed``)."""
+    text = headline
     if "roles" in audit:
         roles = audit["roles"]
         diff = [f"+{r}" for r in roles["added"]] + [f"-{r}" for r in roles["removed"]]
@@ -39,7 +32,7 @@ def message(
     elif display and display != action:
         text += f": {display}"
     elif "changes" in audit:
-        text += ": " + ", ".join(sorted(audit["changes"]))
+        text += ": " + listed
     dmarc = audit.get("dmarc")
     if dmarc and dmarc["weakened"]:
         text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
@@ -50,8 +43,9 @@ def message(
     return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
 
 
-def _headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
-    """Who did what to what."""
+def headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
+    """Who did what to what. ``actor`` and ``target`` are the record's user and object as text
+    (``changes.as_text``), ``action`` the filterable one."""
     actor = actor or "unknown user"
     phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
     target = target or ""

@@ -30,6 +30,7 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..events import Event
@@ -60,6 +61,9 @@ ACTIVITY_NAMES = {
     (ENTITY_MANAGEMENT, 4): "Delete",
 }
 OTHER = 99
+# activity_id by the action's verb
+_ACCOUNT_ACTIVITIES = {"create": 1, "destroy": 6, "delete": 6}
+_ENTITY_ACTIVITIES = {"create": 1, "destroy": 4, "delete": 4}
 # risk level -> (risk_level_id, risk_level); severity_id is one more (0 is Unknown there).
 RISK_LEVEL = {
     "info": (0, "Info"),
@@ -85,12 +89,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
     action = found.action
     class_uid, activity_id = classify(action, audit)
-    class_name = CLASS_NAMES[class_uid]
-    activity_name = ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+    class_name, activity_name = _names(class_uid, activity_id)
     risk = found.risk
-    level = risk.level
-    risk_level_id, risk_level = RISK_LEVEL[level]
-    severity_id, severity_name = risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
+    risk_level_id, risk_level, severity_id, severity_name = _levels(risk.level)
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": own.event_id,
@@ -124,14 +125,27 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     }
     if risk.reasons:
         doc["risk_details"] = ", ".join(risk.reasons)
-    actor = user_fields(found)  # the ECS user: actor, target, changes
+    actor = found.actor.fields  # read only
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}
-    doc.update(_class_fields(class_uid, activity_id, actor, audit, found.domain, opts))
+    doc.update(_class_fields(class_uid, activity_id, found, audit, opts))
     doc["unmapped"] = audit
     if own.original is not None:
         doc["raw_data"] = own.original
     return doc
+
+
+@functools.lru_cache(maxsize=64)  # a few classes and activities
+def _names(class_uid: int, activity_id: int) -> Tuple[str, str]:
+    """class_name and activity_name."""
+    return CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+
+
+@functools.lru_cache(maxsize=8)  # five levels
+def _levels(level: str) -> Tuple[int, str, int, str]:
+    """risk_level_id, risk_level, severity_id and severity of a risk level."""
+    risk_level_id, risk_level = RISK_LEVEL[level]
+    return risk_level_id, risk_level, risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
 
 
 def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
@@ -143,45 +157,47 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
         roles = audit.get("roles", {})
         return USER_ACCESS, 1 if roles.get("added") else 2 if roles.get("removed") else OTHER
     if audit["object_type"] == "user":
-        return ACCOUNT_CHANGE, {"create": 1, "destroy": 6, "delete": 6}.get(verb, OTHER)
+        return ACCOUNT_CHANGE, _ACCOUNT_ACTIVITIES.get(verb, OTHER)
     if verb.startswith("update"):
         return ENTITY_MANAGEMENT, 3
-    return ENTITY_MANAGEMENT, {"create": 1, "destroy": 4, "delete": 4}.get(verb, OTHER)
+    return ENTITY_MANAGEMENT, _ENTITY_ACTIVITIES.get(verb, OTHER)
 
 
 def _class_fields(
     class_uid: int,
     activity_id: int,
-    actor: Mapping[str, Any],
+    found: Facts,
     audit: Mapping[str, Any],
-    domain: Optional[Domain],
     opts: NormalizeOptions,
 ) -> Dict[str, Any]:
-    """``actor`` is the ECS user, ``audit`` the ECS emailauth.audit."""
-    target = actor.get("target")
+    """``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
+        actor = found.actor.fields
         return {
             "user": _user(actor) if actor.get("id") else dict(UNKNOWN_USER),
             "service": {"name": opts.product},
         }
     if class_uid == USER_ACCESS:
+        target = user_fields(found).get("target")  # the ECS user.target: the prior state
         roles = audit.get("roles", {})
         privileges = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
         return {"user": _user(target) if target else dict(UNKNOWN_USER), "privileges": privileges}
     if class_uid == ACCOUNT_CHANGE:
+        user = user_fields(found)  # the ECS user: target in its prior state, changes the new values
+        target = user.get("target")
         if not target:
             return {"user": dict(UNKNOWN_USER)}
         new = dict(
-            target, **{k: v for k, v in actor.get("changes", {}).items() if k in ("full_name", "email")}
+            target, **{k: v for k, v in user.get("changes", {}).items() if k in ("full_name", "email")}
         )
         return {"user": _user(target), "user_result": _user(new)}
-    entity = _entity(audit, domain)
+    entity = _entity(audit, found.domain)
     before, after = _sides(audit)
-    fields = {"entity": dict(entity, data=before) if before else entity}
+    fields = {"entity": {**entity, "data": before} if before else entity}
     if activity_id != 4:
-        fields["entity_result"] = dict(entity, data=after) if after else entity.copy()
+        fields["entity_result"] = {**entity, "data": after} if after else entity.copy()
     return fields
 
 

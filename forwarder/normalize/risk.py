@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Set, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
 
 from . import new_tuple
 
@@ -67,52 +67,54 @@ _LEVEL_OF_SCORE = tuple(next(name for floor, name in LEVELS if score >= floor) f
 
 
 Part = Mapping[str, Any]  # one analysis of emailauth.audit: roles, dmarc, spf or dkim
-_DKIM_LOSS = {"key_revoked", "record_removed", "record_invalid"}
+_DKIM_LOSS = frozenset({"key_revoked", "record_removed", "record_invalid"})
+_RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order of the reasons
 
 
-def _weakened_reasons(part: Part) -> Set[str]:
-    return set(part.get("weakened_reasons") or ())
-
-
-# (reason, the emailauth.audit part it reads, test on that part), in WEIGHTS order. Grouped by part
-# so that an event without an analysis (most of them) runs no test.
-_TESTS: Tuple[Tuple[str, str, Callable[[Part], bool]], ...] = (
-    ("self_admin_grant", "roles", lambda r: bool(r.get("admin_added") and r.get("self_change"))),
-    ("spf_all_pass", "spf", lambda s: "all_pass" in _weakened_reasons(s)),
-    ("admin_role_granted", "roles", lambda r: bool(r.get("admin_added"))),
-    ("dmarc_weakened", "dmarc", lambda d: bool(d.get("weakened"))),
-    ("spf_weakened", "spf", lambda s: bool(_weakened_reasons(s) - {"all_pass"})),
-    ("dkim_key_revoked", "dkim", lambda d: bool(d.get("revoked"))),
-    ("dkim_record_removed", "dkim", lambda d: bool(d.get("removed"))),
-    ("self_role_change", "roles", lambda r: bool(
-        r.get("self_change") and r.get("added") and not r.get("admin_added")
-    )),
-    ("spf_over_lookup_limit", "spf", lambda s: bool(s.get("over_lookup_limit"))),
-    ("all_roles_removed", "roles", lambda r: bool(r.get("all_removed"))),
-    ("dmarc_reports_removed", "dmarc", lambda d: bool(d.get("visibility_reduced"))),
-    ("dkim_weakened", "dkim", lambda d: bool(_weakened_reasons(d) - _DKIM_LOSS)),
-)  # fmt: skip
-_PARTS = frozenset(part for _, part, _ in _TESTS)
-# part -> its (reason, test) pairs, in WEIGHTS order: an event runs only the tests of its parts.
-_BY_PART: Dict[str, Tuple[Tuple[str, Callable[[Part], bool]], ...]] = {
-    name: tuple((code, test) for code, part, test in _TESTS if part == name) for name in sorted(_PARTS)
+# The reasons that hold when one field of an analysis is true, by analysis; the others (``_others``)
+# read two fields or a list. Spelled out rather than as a test per reason: an event with an analysis
+# builds no set or closure per test, and one without (most of them) runs none.
+_FLAGS: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "roles": (("admin_role_granted", "admin_added"), ("all_roles_removed", "all_removed")),
+    "dmarc": (("dmarc_weakened", "weakened"), ("dmarc_reports_removed", "visibility_reduced")),
+    "spf": (("spf_over_lookup_limit", "over_lookup_limit"),),
+    "dkim": (("dkim_key_revoked", "revoked"), ("dkim_record_removed", "removed")),
 }
+_PARTS = frozenset(_FLAGS)
 
 
-def _deleted(action: str) -> bool:
-    return action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
+def _others(name: str, part: Part) -> List[str]:
+    if name == "roles":
+        if not part.get("self_change"):
+            return []
+        if part.get("admin_added"):
+            return ["self_admin_grant"]
+        return ["self_role_change"] if part.get("added") else []
+    reasons = part.get("weakened_reasons") or ()
+    if name == "spf":
+        found = ["spf_all_pass"] if "all_pass" in reasons else []
+        return [*found, "spf_weakened"] if any(reason != "all_pass" for reason in reasons) else found
+    if name == "dkim":
+        return ["dkim_weakened"] if any(reason not in _DKIM_LOSS for reason in reasons) else []
+    return []
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
-    found = ["domain_deleted"] if _deleted(action) else []
-    if not _PARTS.isdisjoint(audit):
-        for part, tests in _BY_PART.items():
-            fields = audit.get(part)
-            if fields is not None:
-                found += [code for code, test in tests if test(fields)]
+    found = (
+        ["domain_deleted"]
+        if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
+        else []
+    )
+    if not _PARTS.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
+        for name in _PARTS.intersection(audit):
+            part = audit[name]
+            if part is not None:
+                found += [code for code, field in _FLAGS[name] if part.get(field)]
+                found += _others(name, part)
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
     if not found:
         return new_tuple(Risk, (base, []))
-    reasons = sorted(found, key=lambda code: (-WEIGHTS[code], code))
-    return new_tuple(Risk, (max([base] + [WEIGHTS[code] for code in reasons]), reasons))
+    if len(found) > 1:
+        found.sort(key=_RANK.__getitem__)
+    return new_tuple(Risk, (max(base, WEIGHTS[found[0]]), found))

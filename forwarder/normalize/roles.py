@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Optional, Sequence, Union
 
+from . import new_tuple
 from .changes import role_diff
 
 ADMIN_ROLES = frozenset({"OrganizationAdminRole", "UserAdminRole", "PolicyAdminRole", "ThreatAdminRole"})
 
 
-class RoleChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
+class RoleChange(NamedTuple):  # one per change record: built by new_tuple, without its Python __new__
     added: List[str]
     removed: List[str]
     admin_added: List[str]
@@ -41,11 +42,14 @@ def analyze(
 ) -> RoleChange:
     added, removed = role_diff(before, after)
     same = bool(actor) and bool(target) and str(actor).casefold() == str(target).casefold()
-    return RoleChange(
-        added=added,
-        removed=removed,
-        admin_added=[role for role in added if role in ADMIN_ROLES],
-        admin_removed=[role for role in removed if role in ADMIN_ROLES],
-        self_change=same,
-        all_removed=bool(before) and not after,
+    return new_tuple(
+        RoleChange,
+        (
+            added,
+            removed,
+            [role for role in added if role in ADMIN_ROLES],
+            [role for role in removed if role in ADMIN_ROLES],
+            same,
+            bool(before) and not after,
+        ),
     )

@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from . import new_tuple
 from .memo import text_cache
-from .tags import removal_reason, unquote
+from .tags import removal_reason, side_fields, unquote
 
 LOOKUP_LIMIT = 10
 _STRENGTH = {"-all": 3, "~all": 2, "?all": 1, "+all": 0}
@@ -42,7 +43,9 @@ class SpfRecord:
 
     def fields(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"all": self.all} if self.all else {}
-        return {**out, "targets": list(self.targets), "lookups": self.lookups}
+        out["targets"] = list(self.targets)
+        out["lookups"] = self.lookups
+        return out
 
 
 def is_spf(value: object) -> bool:
@@ -83,7 +86,7 @@ def parse(text: str) -> Optional[SpfRecord]:
     return SpfRecord(final, tuple(targets), lookups)
 
 
-class SpfChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
+class SpfChange(NamedTuple):  # one per change record: built by new_tuple, without its Python __new__
     before: Optional[SpfRecord]
     after: Optional[SpfRecord]
     targets_added: List[str]
@@ -100,26 +103,28 @@ class SpfChange(NamedTuple):  # one per change record: a named tuple is cheaper 
 
     def fields(self) -> Dict[str, Any]:
         """The ``emailauth.audit.spf`` object of an ECS event (without ``change``)."""
-        sides = {side: rec.fields() for side, rec in (("before", self.before), ("after", self.after)) if rec}
-        return {
-            **sides,
-            "targets_added": self.targets_added,
-            "targets_removed": self.targets_removed,
-            "over_lookup_limit": self.over_lookup_limit,
-            "weakened": self.weakened,
-            "weakened_reasons": self.weakened_reasons,
-        }
+        out = side_fields(self.before, self.after)
+        out["targets_added"] = self.targets_added
+        out["targets_removed"] = self.targets_removed
+        out["over_lookup_limit"] = self.over_lookup_limit
+        out["weakened"] = bool(self.weakened_reasons)
+        out["weakened_reasons"] = self.weakened_reasons
+        return out
 
 
 def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
     """Compare two TXT values; None, blank or non-SPF text means no SPF record on that side."""
     old = parse(before) if before else None
     new = parse(after) if after else None
-    old_targets = set(old.targets) if old else set()
-    new_targets = set(new.targets) if new else set()
-    added, removed = sorted(new_targets - old_targets), sorted(old_targets - new_targets)
+    old_targets = old.targets if old else ()
+    new_targets = new.targets if new else ()
+    if old_targets == new_targets:  # most changes keep the targets: no sets to build
+        added, removed = [], []
+    else:
+        added = sorted(set(new_targets).difference(old_targets))
+        removed = sorted(set(old_targets).difference(new_targets))
     if old is None:
-        return SpfChange(old, new, added, removed, [])
+        return new_tuple(SpfChange, (old, new, added, removed, []))
     reasons: List[str] = []
     if new is None:
         reasons.append(removal_reason(after))
@@ -130,4 +135,4 @@ def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
             reasons.append("all_pass")
         if new.lookups > LOOKUP_LIMIT >= old.lookups:
             reasons.append("lookup_limit_exceeded")
-    return SpfChange(old, new, added, removed, reasons)
+    return new_tuple(SpfChange, (old, new, added, removed, reasons))

@@ -7,7 +7,7 @@ receiver joins the strings without a space; so do we, for every record kind.
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 
 def unquote(text: str) -> str:
@@ -35,3 +35,14 @@ def parse_tags(text: str) -> Dict[str, str]:
 def removal_reason(after: Optional[str]) -> str:
     """Why a valid record is gone: blank or absent text removed it, other text made it invalid."""
     return "record_invalid" if after and after.strip() else "record_removed"
+
+
+def side_fields(before: Any, after: Any) -> Dict[str, Any]:
+    """The ``before`` and ``after`` objects of a record change's fields: each side's own ``fields()``,
+    a side without a record (None) left out."""
+    out: Dict[str, Any] = {}
+    if before is not None:
+        out["before"] = before.fields()
+    if after is not None:
+        out["after"] = after.fields()
+    return out

@@ -9,34 +9,12 @@ alone: an unrecognised value is never an error.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from . import dkim, spf
 from .memo import text_cache
 
 Sides = Tuple[Optional[str], Optional[str]]
-
-
-def _candidates(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[Tuple[str, Sides]]:
-    """(field name, sides) of the changes that could hold a record, by field name: a pair whose sides
-    are text or null, or a lone text (a record created). Both kinds are tag lists (``v=spf1 ...``,
-    ``v=DKIM1; p=...``): a change without ``=`` in its text holds neither, which rules out nearly
-    every change with one cheap scan. One loop, spelled out: it runs on every change."""
-    out: List[Tuple[str, Sides]] = []
-    for key, value in change_map.items():
-        if isinstance(value, str):
-            if "=" in value:
-                out.append((names[key], (None, value)))
-        elif isinstance(value, list) and len(value) == 2:
-            before, after = value
-            if (
-                (before is None or isinstance(before, str))
-                and (after is None or isinstance(after, str))
-                and ((before is not None and "=" in before) or (after is not None and "=" in after))
-            ):
-                out.append((names[key], (before, after)))
-    out.sort()  # names are unique: sides are never compared
-    return out
 
 
 @text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
@@ -56,11 +34,33 @@ def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str,
     scanned once for both, each side recognised once. For each kind, the first change by field name
     holding a record of it is analysed (``{"change": <field name>, **analysis fields}``).
     ``names`` is ``safe_names(change_map)``."""
+    # A change qualifies when it is a pair whose sides are text or null, or a lone text (a record
+    # created). Both kinds are tag lists (``v=spf1 ...``, ``v=DKIM1; p=...``): a change without ``=``
+    # in its text holds neither, which rules out nearly every change with one cheap scan. One loop,
+    # spelled out, with no list of candidates to sort: it runs on every change record.
     found: Dict[str, Tuple[str, Sides]] = {}
-    for name, sides in _candidates(change_map, names):
+    for key, value in change_map.items():
+        if isinstance(value, str):
+            if "=" not in value:
+                continue
+            sides: Sides = (None, value)
+        elif isinstance(value, list) and len(value) == 2:
+            before, after = value
+            if not (
+                (before is None or isinstance(before, str))
+                and (after is None or isinstance(after, str))
+                and ((before is not None and "=" in before) or (after is not None and "=" in after))
+            ):
+                continue
+            sides = (before, after)
+        else:
+            continue
+        name = names[key]
         for side in sides:
             for kind in _kinds_of(side) if side else ():
-                found.setdefault(kind, (name, sides))  # the first change by field name
+                held = found.get(kind)
+                if held is None or name < held[0]:  # the first change by field name
+                    found[kind] = (name, sides)
     if not found:  # most changes, DMARC ones included
         return {}
     return {

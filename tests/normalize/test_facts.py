@@ -11,6 +11,7 @@ import pytest
 
 from forwarder import jsonutil
 from forwarder.normalize.cef import format_cef, to_cef
+from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
 from forwarder.normalize.facts import _derive, _plain_facts, facts, plain_key
 from forwarder.normalize.memo import MAX_TEXT, text_cache
@@ -49,6 +50,18 @@ def test_values_equal_in_python_but_not_in_json_are_told_apart(first, second):
     other = parse_record(dict(LOGIN, user=second, object=second))
     facts(one)  # warm the cache with the first
     assert facts(other) == _derive(other.raw, other.object_type)
+
+
+@pytest.mark.parametrize("first, second", [(1, True), (1, 1.0), ("1", 1), (None, "null")])
+def test_change_records_tell_apart_values_equal_in_python_but_not_in_json(first, second):
+    change = dict(LOGIN, action="user.update", filterable_action="user.update", changes={"phone": ["1", "2"]})
+    one = parse_record(dict(change, user=first, object=first))
+    other = parse_record(dict(change, user=second, object=second))
+    facts(one)  # warm the caches of the change record's subject with the first
+    found = facts(other)
+    assert found.actor.fields["id"] == found.target.fields["id"] == as_text(second)
+    assert found.audit["object"] == as_keyword(second)
+    assert found.message.startswith(f"{as_text(second)} updated user {as_text(second)}")
 
 
 def test_a_changed_event_leaves_the_next_one_alone():

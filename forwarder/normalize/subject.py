@@ -1,0 +1,166 @@
+"""What a record's facts take from its user, object and actions alone, not from its changes: who is
+the actor and who the target, which forms a domain has, what the action decides (object type, ECS
+category and type), the first fields of ``emailauth.audit`` and the message's headline.
+
+A trail repeats its users, domains and actions, and a change record names them as a login does, so
+all of it is cached by those values when they are short strings or nulls (``facts.is_plain``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+from ..domains import label_forms
+from .changes import as_keyword, as_text
+from .memo import MAX_TEXT, text_cache
+from .message import headline
+
+EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
+_CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
+
+
+class Identity(NamedTuple):
+    """ECS user fields for one user identifier, and its form in ``related.user``. Cached, so shared:
+    copy ``fields`` before changing it."""
+
+    fields: Dict[str, str]
+    related: str
+
+
+_NOBODY = Identity({}, "")
+
+
+class Kind(NamedTuple):
+    """What the action decides: the object type and ``event.category``/``event.type``."""
+
+    object_type: str
+    category: str
+    types: Tuple[str, ...]
+
+
+class Domain(NamedTuple):
+    given: str
+    unicode: str
+    ascii: Optional[str]  # None when some label has no ASCII form
+    hosts: Tuple[str, ...]  # every form, lowercased and without the root dot: for related.hosts
+
+
+def _short(action: str, display: Optional[str], user: Optional[str], obj: Optional[str]) -> bool:
+    """Short enough together to key a cache (``memo.MAX_TEXT``)."""
+    return len(action) + len(display or "") + len(user or "") + len(obj or "") <= MAX_TEXT
+
+
+class Subject(NamedTuple):
+    """What the facts take from a record's user, object and actions alone, not from its changes: the
+    same for every record naming the same ones, so cached by them. Shared: copy
+    ``head`` before changing it."""
+
+    action: str
+    display: Optional[str]
+    kind: Kind
+    actor: Identity
+    target: Identity
+    domain: Optional[Domain]
+    head: Dict[str, Any]  # emailauth.audit's first fields: object_type, object, action, filterable_action
+    headline: str  # the message's "who did what to what"
+    related_users: Tuple[str, ...]  # the actor's and the target's, sorted
+    cacheable: bool
+
+
+def subject_of(
+    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
+) -> Subject:
+    display, user_text, obj_text = as_text(given), as_text(user), as_text(obj)
+    action = as_text(filterable) or display or ""
+    kind = _kind(action, stream_type, has_changes)
+    head: Dict[str, Any] = {"object_type": kind.object_type}
+    for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
+        if value is not None:
+            head[name] = value if isinstance(value, str) else as_keyword(value)
+    actor = _identity(user_text)
+    target = _target_user(obj_text, action, kind.object_type)
+    domain = _domain(obj) if kind.object_type == "domain" else None
+    related = {actor.related, target.related}
+    related.discard("")
+    return Subject(
+        action,
+        display,
+        kind,
+        actor,
+        target,
+        domain,
+        head,
+        headline(user_text, action, obj_text, domain),
+        tuple(sorted(related)),
+        _short(action, display, user_text, obj_text),
+    )
+
+
+cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(subject_of)  # short strings and nulls only
+
+
+@text_cache(_CACHE_SIZE)
+def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
+    """The object type (``user.*`` and ``domain.*`` say it, else the stream's), the category by
+    object type and the type by the action's verb."""
+    prefix = action.partition(".")[0]
+    object_type = prefix if prefix in ("user", "domain") and "." in action else stream_type
+    if action == "user.login":
+        return Kind(object_type, "authentication", ("start",))
+    verb = action.rpartition(".")[2]
+    if verb == "create":
+        change = "creation"
+    elif verb in ("destroy", "delete"):
+        change = "deletion"
+    elif verb.startswith("update") or has_changes:
+        change = "change"
+    else:
+        change = "info"
+    if object_type == "user":
+        return Kind(object_type, "iam", ("user", change))
+    return Kind(object_type, "configuration", (change,))
+
+
+def _identity(text: Optional[str]) -> Identity:
+    """ECS user fields for one user identifier (``as_text`` of the record's value)."""
+    return _identity_of(text) if text else _NOBODY
+
+
+@text_cache(_CACHE_SIZE)
+def _identity_of(text: str) -> Identity:
+    match = EMAIL.match(text)
+    if match:
+        return Identity({"id": text, "email": text, "domain": match.group(1).lower()}, text.lower())
+    return Identity({"id": text, "name": text}, text)
+
+
+def _target_user(text: Optional[str], action: str, object_type: str) -> Identity:
+    """The affected user (``text`` is ``as_text`` of the record's object). A user stream also returns
+    other objects' actions under unknown names (``dkim_record_source.update`` on a domain): for those
+    only an email address is taken as a user."""
+    if object_type != "user":
+        return _NOBODY
+    target = _identity(text)
+    return target if action.startswith("user.") or "email" in target.fields else _NOBODY
+
+
+_label_forms = text_cache(_CACHE_SIZE)(label_forms)  # IDNA is the costly part
+
+
+def _domain(value: Any) -> Optional[Domain]:
+    given = as_text(value)
+    return _domain_of(given) if given else None
+
+
+@text_cache(_CACHE_SIZE)
+def _domain_of(given: str) -> Domain:
+    """The forms of a domain name; labels IDNA cannot read stay as they are, lowercased (``_dmarc``,
+    a broken ``xn--`` label)."""
+    forms = [_label_forms(label) for label in given.rstrip(".").split(".")]
+    ascii_form = ".".join(asc for _, asc in forms)
+    unicode_form = ".".join(uni for uni, _ in forms)
+    ascii_or_none = ascii_form if ascii_form.isascii() else None
+    hosts = (given.lower().rstrip("."), unicode_form, ascii_or_none)
+    return Domain(given, unicode_form, ascii_or_none, tuple(sorted({host for host in hosts if host})))
