@@ -206,6 +206,8 @@ class S3Quarantine:
         prefix = f"{self.prefix}/" if self.prefix else ""
         for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             for item in page.get("Contents", []):
+                if not item["Key"][len(prefix) :].startswith("year="):  # a tenant's quarantine inside
+                    continue
                 body = self._client.get_object(Bucket=self.bucket, Key=item["Key"])["Body"].read()
                 for line in body.splitlines():
                     if line.strip():
