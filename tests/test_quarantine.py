@@ -103,3 +103,13 @@ def test_s3_quarantine_failure_raises_so_the_batch_is_not_committed(aws):
 def test_an_empty_location_is_refused():
     with pytest.raises(ValueError, match="FORWARDER_QUARANTINE"):
         open_quarantine("")
+
+
+def test_an_s3_quarantine_never_reads_a_tenants_quarantine_nested_inside_it(bucket):
+    # A tenant with state_namespace "" keeps the base location; every other tenant's lies inside it.
+    base = open_quarantine("s3://dead-letters/q")
+    acme = open_quarantine("s3://dead-letters/q/tenant/acme")
+    base.keep(STREAM, [rejection(1)])
+    acme.keep(STREAM, [rejection(2)])
+    assert [e.event_id for e in base.entries()] == [f"{1:064x}"]
+    assert [e.event_id for e in acme.entries()] == [f"{2:064x}"]

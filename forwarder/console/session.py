@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping, Optional, TextIO
+from typing import Dict, Mapping, Optional, TextIO
 
 from ..logs import configure
 from ..report import RunReport
-from ..timeutil import format_duration
+from ..timeutil import format_duration, parse_iso
 from .logview import ConsoleHandler
 from .progress import Progress
 from .screen import Screen
 from .style import Style, is_terminal, wants_colour
-from .views import run_summary
+from .views import run_summary, tenants_total
 
 
 def wants_text(log_format: str, stream: TextIO) -> bool:
@@ -37,6 +37,8 @@ class Console:
         self.style = Style(self.text and wants_colour(stream, env))
         self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
         self._progress: Optional[Progress] = None
+        self._began = time.monotonic()
+        self._tenants: Dict[str, Progress] = {}  # tenant -> its run's observer
         level = logging.getLevelName(log_level.upper())
         if not isinstance(level, int):  # load_settings refuses these; `state` and `demo` read env only
             level = logging.INFO
@@ -64,6 +66,43 @@ class Console:
             return
         elapsed, calls = progress.elapsed(), progress.api_calls()
         self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=calls))
+
+    def tenants_started(self, count: int, at_once: int) -> None:
+        """Tenants run at once, so none has a live line of its own: one status line says they run."""
+        self.close()
+        self._began = time.monotonic()
+        self._tenants = {}
+        self.screen.status(f"running {count:,} tenants, {min(count, at_once):,} at a time ...")
+
+    def tenant_progress(self, name: str) -> Progress:
+        """A fresh observer for tenant ``name``'s run (from its thread): it counts, it never draws."""
+        progress = Progress(self.screen)
+        self._tenants[name] = progress  # one key per tenant thread: a single dict store, atomic
+        return progress
+
+    def tenants_summary(self, reports: Dict[str, RunReport]) -> None:
+        """In text mode, each tenant's summary (as a single organization's), then one row per tenant
+        and their total."""
+        elapsed = time.monotonic() - self._began
+        self.close()
+        if not self.text or self.quiet:
+            return
+        blocks = []
+        calls = [c for c in (p.api_calls() for p in self._tenants.values()) if c is not None]
+        for name, report in reports.items():
+            progress = self._tenants.get(name)  # none when the tenant failed before its run began
+            took = (parse_iso(report.finished) - parse_iso(report.started)) / 1e6
+            blocks.append(
+                run_summary(
+                    report,
+                    self.style,
+                    elapsed_s=took,
+                    api_calls=progress.api_calls() if progress else None,
+                    tenant=name,
+                )
+            )
+        blocks.append(tenants_total(reports, self.style, elapsed_s=elapsed, api_calls=sum(calls)))
+        self.screen.message("".join(blocks))
 
     def waiting(self, seconds: float) -> None:
         """Between runs of `run --interval`: say when the next one starts."""
