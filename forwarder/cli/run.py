@@ -36,7 +36,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 reports = {"": run_once(first, should_stop=should_stop, observer=console.progress())}
                 console.summary(reports[""])
             else:
-                console.tenants_started(len(targets), concurrency)
+                console.tenants_started(len(targets))
                 reports = run_tenants(
                     targets,
                     lambda tenant: run_once(

@@ -11,7 +11,7 @@ from ..logs import configure
 from ..report import RunReport
 from ..timeutil import format_duration, parse_iso
 from .logview import ConsoleHandler
-from .progress import Progress
+from .progress import Progress, TenantsProgress
 from .screen import Screen
 from .style import Style, is_terminal, wants_colour
 from .views import run_summary, tenants_total
@@ -37,8 +37,7 @@ class Console:
         self.style = Style(self.text and wants_colour(stream, env))
         self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
         self._progress: Optional[Progress] = None
-        self._began = time.monotonic()
-        self._tenants: Dict[str, Progress] = {}  # tenant -> its run's observer
+        self._tenants: Optional[TenantsProgress] = None
         level = logging.getLevelName(log_level.upper())
         if not isinstance(level, int):  # load_settings refuses these; `state` and `demo` read env only
             level = logging.INFO
@@ -67,30 +66,29 @@ class Console:
         elapsed, calls = progress.elapsed(), progress.api_calls()
         self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=calls))
 
-    def tenants_started(self, count: int, at_once: int) -> None:
-        """Tenants run at once, so none has a live line of its own: one status line says they run."""
+    def tenants_started(self, count: int) -> None:
+        """Tenants run side by side: one live line adds up their numbers (``tenant_progress``)."""
         self.close()
-        self._began = time.monotonic()
-        self._tenants = {}
-        self.screen.status(f"running {count:,} tenants, {min(count, at_once):,} at a time ...")
+        self._tenants = TenantsProgress(self.screen, count)
+        if self.screen.live:
+            self._tenants.start()
 
     def tenant_progress(self, name: str) -> Progress:
         """A fresh observer for tenant ``name``'s run (from its thread): it counts, it never draws."""
-        progress = Progress(self.screen)
-        self._tenants[name] = progress  # one key per tenant thread: a single dict store, atomic
-        return progress
+        assert self._tenants is not None, "tenants_started comes first"
+        return self._tenants.add(name)
 
     def tenants_summary(self, reports: Dict[str, RunReport]) -> None:
-        """In text mode, each tenant's summary (as a single organization's), then one row per tenant
-        and their total."""
-        elapsed = time.monotonic() - self._began
+        """End the live line and, in text mode, print each tenant's summary (as a single
+        organization's), then one row per tenant and their total."""
+        tenants = self._tenants
         self.close()
-        if not self.text or self.quiet:
+        if not self.text or self.quiet or tenants is None:
             return
         blocks = []
-        calls = [c for c in (p.api_calls() for p in self._tenants.values()) if c is not None]
+        calls = [c for c in (p.api_calls() for p in tenants.tenants.values()) if c is not None]
         for name, report in reports.items():
-            progress = self._tenants.get(name)  # none when the tenant failed before its run began
+            progress = tenants.tenants.get(name)  # none when the tenant failed before its run began
             took = (parse_iso(report.finished) - parse_iso(report.started)) / 1e6
             blocks.append(
                 run_summary(
@@ -101,6 +99,7 @@ class Console:
                     tenant=name,
                 )
             )
+        elapsed = tenants.elapsed()
         blocks.append(tenants_total(reports, self.style, elapsed_s=elapsed, api_calls=sum(calls)))
         self.screen.message("".join(blocks))
 
@@ -111,7 +110,8 @@ class Console:
 
     def close(self) -> None:
         """Take the progress or waiting line away (also when a run ended by an exception or Ctrl-C)."""
-        progress, self._progress = self._progress, None
-        if progress is not None:
-            progress.stop()
+        for live in (self._progress, self._tenants):
+            if live is not None:
+                live.stop()
+        self._progress = self._tenants = None
         self.screen.clear()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -11,6 +12,7 @@ from forwarder.events import Event, Rejection
 from forwarder.quarantine import LocalQuarantine
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import org_secret, organizations
+from tests.console.terminal import environment, in_terminal
 from tests.console.test_run_in_terminal import TOTALS_HEAD
 from tests.e2e.helpers import HEC_TOKEN, expected_for_users, ids_by_index, quiet_users
 from tests.test_cli import cli
@@ -200,3 +202,21 @@ def test_json_run_names_the_tenant_on_each_of_its_log_lines(tmp_path, sims, orgs
     finished = [x for x in logged if x["message"] == "run finished"]
     assert sorted(x["tenant"] for x in finished) == ["org0", "org1", "org2"]
     assert all(x.get("tenant") for x in logged if x["message"] == "stream finished")
+
+
+def test_at_a_terminal_tenants_share_one_live_line_then_their_summaries(tmp_path, sims, orgs, hec):
+    _, env = setup(tmp_path, sims, orgs, hec)
+    for sim in sims:
+        sim.latency_seconds = 0.03  # each request takes a while, so the line is drawn during the run
+    screen = in_terminal("run", env=environment(env))
+    assert screen.code == 0, screen.plain
+    frames = [f for f in screen.frames() if f.startswith("tenants ")]
+    assert frames and all(re.match(r"^tenants [0-3]/3 started", f) for f in frames), screen.frames()
+    lines = screen.lines()
+    assert [x.split(":")[0] for x in lines if x.startswith("tenant org")] == [
+        "tenant org0",
+        "tenant org1",
+        "tenant org2",
+    ]
+    head = next(i for i, x in enumerate(lines) if x.startswith("3 tenants in "))
+    assert "3 finished" in lines[head] and lines[head + 5].split()[0] == "total"
