@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from forwarder.app import build_client
-from forwarder.config import VARIABLES
+from forwarder.config import EVERYWHERE, VARIABLES
 from forwarder.config.table import PER_TENANT, SHARED, TENANT_ONLY
 from forwarder.errors import ConfigError
 from forwarder.tenants import FIELDS, Fields, load_tenants, namespaced, parse_tenants, read_document, select
@@ -154,6 +154,8 @@ def test_the_fields_a_tenant_may_set_are_the_tables():
     assert {f: v.name for f, v in FIELDS.variables.items()} == per_tenant
     assert set(FIELDS.only) == {v.name for v in VARIABLES if v.tenant == TENANT_ONLY}
     assert {"max_rps", "hec_index", "api_url"} <= set(per_tenant) and "sink" not in per_tenant
+    # what load_settings reads: a tenant's value reaches its Settings
+    assert all(v.field and v.where == EVERYWHERE for v in VARIABLES if v.tenant != SHARED)
 
 
 def test_a_new_per_tenant_variable_needs_only_its_table_entry():
