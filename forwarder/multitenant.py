@@ -13,7 +13,7 @@ from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
 from .config import read
 from .errors import describe
-from .logs import redact
+from .logs import redact, tenant_logs
 from .report import RunReport
 from .tenants import Tenant
 from .timeutil import format_us, now_us
@@ -47,9 +47,15 @@ def run_tenants(
     concurrency: int,
     failed: Callable[[str], T] = failed_report,  # type: ignore[assignment]
 ) -> Dict[str, T]:
-    """Every tenant's result, by name; ``concurrency`` tenants at a time."""
+    """Every tenant's result, by name; ``concurrency`` tenants at a time. What a tenant's thread logs
+    names the tenant."""
     if not tenants:
         return {}
+
+    def tagged(tenant: Tenant) -> T:
+        with tenant_logs(tenant.name):
+            return isolated(tenant, run, failed)
+
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(tenants)))) as pool:
-        results = list(pool.map(lambda t: isolated(t, run, failed), tenants))
+        results = list(pool.map(tagged, tenants))
     return {t.name: r for t, r in zip(tenants, results)}

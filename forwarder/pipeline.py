@@ -3,6 +3,7 @@ details live here: those come in through the small interfaces of api, normalize,
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import os
@@ -273,7 +274,8 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
     shipper = ctx.shipper = _new_shipper(ctx, workers)
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
-            for future in [pool.submit(worker) for _ in range(workers)]:
+            # each worker in a copy of this context: log lines keep the run's tenant (logs.tenant_logs)
+            for future in [pool.submit(contextvars.copy_context().run, worker) for _ in range(workers)]:
                 future.result()
     finally:
         ctx.shipper = None

@@ -40,13 +40,20 @@ def selected(entries: Sequence[Entry], streams: Sequence[str], ids: Sequence[str
 
 
 def list_entries(
-    quarantine: Quarantine, out: TextIO, full: bool, streams: Sequence[str], ids: Sequence[str]
+    quarantine: Quarantine,
+    out: TextIO,
+    full: bool,
+    streams: Sequence[str],
+    ids: Sequence[str],
+    tenant: str = "",
 ) -> int:
-    """One JSON line per entry (the event or record itself only with ``full``); returns the count."""
+    """One JSON line per entry (the event or record itself only with ``full``), naming ``tenant``
+    when there is one; returns the count."""
     found = selected(list(quarantine.entries()), streams, ids)
+    named = {"tenant": tenant} if tenant else {}
     for entry in found:
         doc = entry.doc if full else {k: entry.doc.get(k) for k in SUMMARY_FIELDS}
-        out.write(jsonutil.dumps({**doc, "location": entry.where}).decode("utf-8") + "\n")
+        out.write(jsonutil.dumps({**named, **doc, "location": entry.where}).decode("utf-8") + "\n")
     return len(found)
 
 

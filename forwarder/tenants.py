@@ -2,7 +2,9 @@
 
 A tenant is one organization of the platform: its own API credentials, streams, state namespace,
 quarantine folder, metrics dimension and, optionally, its own index (HEC), data-stream namespace
-(Elasticsearch) or key prefix (S3 sink). Every other setting comes from the environment as usual.
+(Elasticsearch), request rate or key prefix (S3 sink). Which variables a tenant sets, and which are
+only a tenant's, the configuration table says (``Variable.tenant``); every other setting comes from the
+environment as usual.
 Each tenant's ``Settings`` is built by ``config.load_settings`` from the base environment with the
 tenant's fields laid over it, so a tenant's values pass exactly the checks a single install's do.
 
@@ -28,7 +30,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .config import Settings, default_of, load_settings
+from .config import VARIABLES, Settings, Variable, default_of, load_settings
+from .config.lists import LISTS
+from .config.table import TENANT_ONLY
 from .errors import ConfigError
 
 VARIABLE = "FORWARDER_TENANTS"
@@ -36,33 +40,27 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")  # a path segment, a DynamoDB k
 NAMESPACE_ROOT = "tenant"
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
-# Document field -> the variable it sets for that tenant.
-FIELDS: Dict[str, str] = {
-    "api_url": "FORWARDER_API_URL",
-    "credentials": "FORWARDER_CREDENTIALS",
-    "client_id": "FORWARDER_CLIENT_ID",
-    "client_secret": "FORWARDER_CLIENT_SECRET",
-    "token_path": "FORWARDER_TOKEN_PATH",
-    "object_types": "FORWARDER_OBJECT_TYPES",
-    "users": "FORWARDER_USERS",
-    "domains": "FORWARDER_DOMAINS",
-    "discover_domains": "FORWARDER_DISCOVER_DOMAINS",
-    "filters": "FORWARDER_FILTERS",
-    "initial_lookback": "FORWARDER_INITIAL_LOOKBACK",
-    "concurrency": "FORWARDER_CONCURRENCY",
-    "hec_index": "FORWARDER_HEC_INDEX",
-    "es_namespace": "FORWARDER_ES_NAMESPACE",
-}
 _SPECIAL = ("name", "s3_prefix", "state_namespace")
-# One organization's own: never inherited from the environment by a tenant.
-PER_TENANT_ONLY = (
-    "FORWARDER_CREDENTIALS",
-    "FORWARDER_CLIENT_ID",
-    "FORWARDER_CLIENT_SECRET",
-    "FORWARDER_USERS",
-    "FORWARDER_DOMAINS",
-)
-_LISTS = ("object_types", "users", "domains", "filters")
+
+
+@dataclass(frozen=True)
+class Fields:
+    """What the configuration table lets a tenant set: document field -> variable, and the variables
+    that are each tenant's own (never inherited from the environment, refused there)."""
+
+    variables: Dict[str, Variable]
+    only: Tuple[str, ...]
+
+    @classmethod
+    def of(cls, table: Sequence[Variable]) -> Fields:
+        mine = {v.tenant_field: v for v in table if v.tenant_field}
+        return cls(mine, tuple(v.name for v in mine.values() if v.tenant == TENANT_ONLY))
+
+    def field_of(self, variable: str) -> Optional[str]:
+        return next((f for f, v in self.variables.items() if v.name == variable), None)
+
+
+FIELDS = Fields.of(VARIABLES)
 
 
 @dataclass(frozen=True)
@@ -82,17 +80,18 @@ def namespaced(location: str, namespace: str) -> str:
     return os.path.join(location, namespace)
 
 
-def _text(field_name: str, value: Any) -> str:
+def _text(variable: Variable, value: Any) -> str:
     """A field's value as the variable text load_settings reads; ValueError for a wrong type."""
-    if field_name in _LISTS and isinstance(value, list):
+    listed = isinstance(variable.kind, LISTS)
+    if listed and isinstance(value, list):
         if not all(isinstance(v, str) for v in value):
             raise ValueError("expected a list of strings")
         return ",".join(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (str, int)) and not (field_name in _LISTS and isinstance(value, int)):
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not listed):
         return str(value)
-    raise ValueError(f"expected {'a list of strings or a comma list' if field_name in _LISTS else 'text'}")
+    raise ValueError(f"expected {'a list of strings or a comma list' if listed else 'text'}")
 
 
 def _sink_with_prefix(sink: str, prefix: str) -> str:
@@ -100,20 +99,17 @@ def _sink_with_prefix(sink: str, prefix: str) -> str:
     return f"s3://{bucket}/{prefix.strip('/')}"
 
 
-_FIELD_OF = {variable: name for name, variable in FIELDS.items()}
-
-
-def _tenant_problem(label: str, problem: str, given: Mapping[str, str]) -> Optional[str]:
+def _tenant_problem(label: str, problem: str, given: Mapping[str, str], fields: Fields) -> Optional[str]:
     """A load_settings problem ("FORWARDER_X: ...") in the tenant's words when X is the tenant's."""
     variable, sep, rest = problem.partition(": ")
-    field_name = given.get(variable) or (_FIELD_OF[variable] if variable in PER_TENANT_ONLY else None)
+    field_name = given.get(variable) or (fields.field_of(variable) if variable in fields.only else None)
     if not sep or field_name is None:
         return None
     return f"{label}: {field_name}: {rest.replace(' (or set FORWARDER_CREDENTIALS)', ' (or credentials)')}"
 
 
 def _one(
-    index: int, entry: Any, base: Mapping[str, str], seen: Dict[str, int]
+    index: int, entry: Any, base: Mapping[str, str], seen: Dict[str, int], fields: Fields
 ) -> Tuple[Optional[Tenant], List[str], List[str]]:
     """One tenant entry: (tenant or None, its own problems, problems of the shared environment)."""
     if not isinstance(entry, dict):
@@ -129,21 +125,20 @@ def _one(
         own.append(f"{label}: name: also used by tenants[{seen[name]}]")
     else:
         seen[name] = index
-    unknown = sorted(set(entry) - set(FIELDS) - set(_SPECIAL))
-    own.extend(
-        f"{label}: {f}: unknown field (known: {', '.join(sorted([*FIELDS, *_SPECIAL]))})" for f in unknown
-    )
+    known = sorted([*fields.variables, *_SPECIAL])
+    unknown = sorted(set(entry) - set(known))
+    own.extend(f"{label}: {f}: unknown field (known: {', '.join(known)})" for f in unknown)
 
-    env = {k: v for k, v in base.items() if k not in PER_TENANT_ONLY}
+    env = {k: v for k, v in base.items() if k not in fields.only}
     given: Dict[str, str] = {}  # variable -> field, for the tenant's own values
-    for field_name, variable in FIELDS.items():
+    for field_name, variable in fields.variables.items():
         if field_name in entry:
             try:
-                env[variable] = _text(field_name, entry[field_name])
+                env[variable.name] = _text(variable, entry[field_name])
             except ValueError as exc:
                 own.append(f"{label}: {field_name}: {exc}")
                 continue
-            given[variable] = field_name
+            given[variable.name] = field_name
     no_credentials = not any(f in entry for f in ("credentials", "client_id", "client_secret"))
     if no_credentials:
         own.append(f"{label}: credentials: required (secretsmanager:<id> or ssm:<name>)")
@@ -172,7 +167,7 @@ def _one(
         settings = load_settings(env)
     except ConfigError as exc:
         for problem in exc.problems:
-            mine = _tenant_problem(label, problem, given)
+            mine = _tenant_problem(label, problem, given, fields)
             if no_credentials and problem.startswith(("FORWARDER_CLIENT_ID:", "FORWARDER_CLIENT_SECRET:")):
                 continue  # already said: credentials required
             if mine is not None:
@@ -184,19 +179,20 @@ def _one(
     return Tenant(name, settings, namespace), own, shared
 
 
-def parse_tenants(doc: Any, base: Mapping[str, str]) -> List[Tenant]:
-    """Every tenant of the document, checked; ConfigError listing every problem of every tenant."""
+def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) -> List[Tenant]:
+    """Every tenant of the document, checked; ConfigError listing every problem of every tenant.
+    ``fields``: what a tenant may set (the configuration table's, unless a test gives another)."""
     entries = doc.get("tenants") if isinstance(doc, dict) else doc
     if not isinstance(entries, list) or not entries:
         raise ConfigError([f'{VARIABLE}: expected {{"tenants": [...]}} with at least one tenant'])
     problems: List[str] = []
-    stray = [v for v in PER_TENANT_ONLY if (base.get(v) or "").strip()]
+    stray = [v for v in fields.only if (base.get(v) or "").strip()]
     problems.extend(f"{v}: set it per tenant in {VARIABLE}, not in the environment" for v in stray)
     shared: List[str] = []
     tenants: List[Tenant] = []
     seen: Dict[str, int] = {}
     for index, entry in enumerate(entries):
-        tenant, own, common = _one(index, entry, base, seen)
+        tenant, own, common = _one(index, entry, base, seen, fields)
         problems.extend(own)
         shared.extend(p for p in common if p not in shared)
         if tenant is not None:

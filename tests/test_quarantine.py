@@ -109,3 +109,13 @@ def test_an_empty_location_is_refused():
 def test_an_unknown_scheme_is_refused_rather_than_taken_for_a_directory():
     with pytest.raises(ValueError, match="FORWARDER_QUARANTINE: unknown scheme 'gs'"):
         open_quarantine("gs://bucket/prefix")
+
+
+def test_an_s3_quarantine_never_reads_a_tenants_quarantine_nested_inside_it(bucket):
+    # A tenant with state_namespace "" keeps the base location; every other tenant's lies inside it.
+    base = open_quarantine("s3://dead-letters/q")
+    acme = open_quarantine("s3://dead-letters/q/tenant/acme")
+    base.keep(STREAM, [rejection(1)])
+    acme.keep(STREAM, [rejection(2)])
+    assert [e.event_id for e in base.entries()] == [f"{1:064x}"]
+    assert [e.event_id for e in acme.entries()] == [f"{2:064x}"]

@@ -10,8 +10,9 @@ from .. import __version__
 from ..errors import ConfigError, ForwarderError
 from ..logs import redact
 from .options import QUIET_HELP, add_setting_flags, add_tenant_flag
+from .quarantine import cmd_quarantine
 from .run import cmd_check, cmd_demo, cmd_run
-from .state import cmd_quarantine, cmd_state
+from .state import cmd_state
 from .status import EXIT_CONFIG, EXIT_FAILED
 
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--stream", action="append", help="only this stream (repeatable)")
         command.add_argument("--id", action="append", help="only this event id (repeatable)")
         add_setting_flags(command)
+        add_tenant_flag(command)
     quarantine.set_defaults(func=cmd_quarantine)
 
     # Listed for --help only: main() hands `simulate ...` to the simulator's own argument parser.

@@ -34,13 +34,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             if tenants is None:
                 # a single organization runs here, so its errors reach main() as they always did
                 reports = {"": run_once(first, should_stop=should_stop, observer=console.progress())}
+                console.summary(reports[""])
             else:
+                console.tenants_started(len(targets))
                 reports = run_tenants(
-                    targets, lambda tenant: run_once(tenant.settings, should_stop=should_stop), concurrency
+                    targets,
+                    lambda tenant: run_once(
+                        tenant.settings,
+                        should_stop=should_stop,
+                        observer=console.tenant_progress(tenant.name),
+                    ),
+                    concurrency,
                 )
+                console.tenants_summary(reports)
             codes = []
             for name, report in reports.items():
-                console.summary(report)
                 if args.report:
                     shown = {"tenant": name, **report.to_dict()} if name else report.to_dict()
                     sys.stderr.write(redact(jsonutil.dumps(shown).decode()) + "\n")

@@ -1,22 +1,28 @@
-"""The commands over what a run keeps: state show/reset and quarantine list/replay."""
+"""`state show` and `state reset`: what a run keeps of each stream."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional
 
 from .. import jsonutil
-from ..config import load_settings, read
+from ..config import read_all
 from ..console.session import Console
-from ..logs import configure, redact, register_secrets
+from ..logs import register_secrets
 from ..state.store import StateStore
 from .options import env_of, log_format_of, opened, tables, tenants_of
-from .status import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_QUARANTINED, worst
+from .status import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, worst
+
+
+def _store(location: str, splunk_token: Optional[str]) -> StateStore:
+    from ..state import open_store
+
+    register_secrets([splunk_token])
+    return opened(lambda at: open_store(at, splunk_token), location, "FORWARDER_STATE")
 
 
 def cmd_state(args: argparse.Namespace) -> int:
-    from ..state import open_store
-
     # Only the state location matters here: no API URL or credentials needed to inspect or reset.
     env = env_of(args)
     log_format = log_format_of(env)
@@ -25,16 +31,15 @@ def cmd_state(args: argparse.Namespace) -> int:
     if tenants is not None and (args.state_command == "show" or len(tenants) == 1):
         return worst(
             [
-                _state_command(
-                    args, opened(open_store, t.settings.state, "FORWARDER_STATE"), t.name, log_format
-                )
+                _state_command(args, _store(t.settings.state, t.settings.splunk_token), t.name, log_format)
                 for t in tenants
             ]
         )
     if tenants is not None:
         sys.stderr.write("state reset: name the tenant (--tenant NAME)\n")
         return EXIT_CONFIG
-    store = opened(open_store, read(env, "FORWARDER_STATE"), "FORWARDER_STATE")
+    values = read_all(env, ("FORWARDER_STATE", "FORWARDER_SPLUNK_TOKEN"))
+    store = _store(values["FORWARDER_STATE"], values["FORWARDER_SPLUNK_TOKEN"])
     return _state_command(args, store, "", log_format)
 
 
@@ -81,31 +86,3 @@ def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log
         store.delete(key)
         sys.stdout.write(f"reset {key}: its next run starts at now minus FORWARDER_INITIAL_LOOKBACK\n")
     return EXIT_OK
-
-
-def cmd_quarantine(args: argparse.Namespace) -> int:
-    from ..quarantine import open_quarantine
-    from ..replay import list_entries, replay
-    from ..sinks import open_sink
-
-    env = env_of(args)
-    configure(env.get("FORWARDER_LOG_LEVEL") or "WARNING")
-    streams, ids = args.stream or [], args.id or []
-    if args.quarantine_command == "list":  # only the location and timeout matter, as for `state show`
-        location = read(env, "FORWARDER_QUARANTINE")
-        timeout = read(env, "FORWARDER_HTTP_TIMEOUT")
-        quarantine = opened(lambda at: open_quarantine(at, None, timeout), location, "FORWARDER_QUARANTINE")
-        list_entries(quarantine, sys.stdout, args.full, streams, ids)
-        return EXIT_OK
-    settings = load_settings(env)
-    register_secrets(settings.secrets())
-    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s)
-    sink = open_sink(settings.sink)
-    try:
-        outcome = replay(quarantine, sink, settings, streams, ids)
-    finally:
-        sink.close()
-    sys.stdout.write(redact(jsonutil.dumps(outcome.to_dict()).decode()) + "\n")
-    if outcome.error:
-        return EXIT_FAILED
-    return EXIT_QUARANTINED if outcome.still_quarantined else EXIT_OK

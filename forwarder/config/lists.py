@@ -95,3 +95,7 @@ class Filters:
 
     def describe(self) -> str:
         return "comma list of prefixes"
+
+
+# The comma-list kinds: a tenants document may give their values as JSON lists.
+LISTS = (Choices, Emails, Domains, Filters)

@@ -46,10 +46,12 @@ class Settings:
     lease_ttl_s: int
     log_level: str
     log_format: str = "auto"
+    splunk_token: Optional[str] = field(default=None, repr=False)
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
-        return [s for s in (self.client_secret, self.sink.token, *self.sink.headers.values()) if s]
+        values = (self.client_secret, self.splunk_token, self.sink.token, *self.sink.headers.values())
+        return [s for s in values if s]
 
 
 def _text(variable: Variable, env: Mapping[str, str]) -> str:
@@ -103,6 +105,14 @@ def _credential_problems(env: Mapping[str, str], values: Dict[str, Any]) -> List
     return [f"{name}: required (or set FORWARDER_CREDENTIALS)" for name, key in pairs if not values.get(key)]
 
 
+def _splunk_token_problems(values: Dict[str, Any]) -> List[str]:
+    """A ``kvstore://`` state is read with FORWARDER_SPLUNK_TOKEN: say so before any network call."""
+    state = values.get("state") or ""
+    if state.lower().startswith("kvstore://") and not values.get("splunk_token"):
+        return ["FORWARDER_SPLUNK_TOKEN: required for a kvstore:// FORWARDER_STATE (a splunkd session key)"]
+    return []
+
+
 _ORDER = {v.name: i for i, v in enumerate(VARIABLES)}
 _NAMED = re.compile(r"^FORWARDER_[A-Z0-9_]+")
 
@@ -122,7 +132,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             value = _parse(variable, env, problems)
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
-    problems += _credential_problems(env, values)
+    problems += _credential_problems(env, values) + _splunk_token_problems(values)
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(**given, timeout_seconds=values["http_timeout_s"] or 60.0)
     if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules

@@ -1,7 +1,7 @@
 """The configuration table (DESIGN §6): every FORWARDER_* variable once, with its kind (type and
 bounds), default, secrecy, where it applies and what reads it. Parsing (``load_settings``), the CLI
-flags, the README table (``tools/config_table.py``), the Splunk input's field names and the checks of
-template.yaml's environment all come from here.
+flags, the README table (``tools/config_table.py``), the Splunk input's field names, the tenants
+document's fields (``tenants``) and the checks of template.yaml's environment all come from here.
 
 One job, one long list: a variable per entry, which is why the module is past 300 lines.
 """
@@ -27,6 +27,12 @@ MAX_LOOKBACK_S = 20 * 366 * 86400  # twenty years: far past any audit history, f
 # Where a variable applies: everywhere (CLI, container, Lambda, Splunk), in every Lambda function only,
 # or in the fan-out functions (planner, worker) only.
 EVERYWHERE, LAMBDA, FANOUT = "everywhere", "Lambda", "Lambda fan-out"
+
+# Whether a tenant of FORWARDER_TENANTS sets it (its document field is ``Variable.tenant_field``):
+# SHARED by every tenant, from the environment; PER_TENANT: the tenant's value, the environment's by
+# default; TENANT_ONLY: one organization's own (credentials, whom to pull), never inherited and
+# refused in the environment beside FORWARDER_TENANTS.
+SHARED, PER_TENANT, TENANT_ONLY = "shared", "per tenant", "tenant only"
 
 
 def _credentials_ref(text: str) -> Optional[str]:
@@ -57,6 +63,13 @@ class Variable:
     field: Optional[str] = None
     where: str = EVERYWHERE
     splunk: Optional[str] = None
+    tenant: str = SHARED
+
+    @property
+    def tenant_field(self) -> Optional[str]:
+        """Its field in the tenants document (the name without ``FORWARDER_``, lower case), or None
+        for a setting every tenant shares."""
+        return None if self.tenant == SHARED else self.name[len("FORWARDER_") :].lower()
 
     @property
     def flag(self) -> Optional[str]:
@@ -75,6 +88,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Url(),
         field="api_url",
         splunk="account:api_url",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_CLIENT_ID",
@@ -82,14 +96,23 @@ VARIABLES: Tuple[Variable, ...] = (
         Text(),
         field="client_id",
         splunk="account:client_id",
+        tenant=TENANT_ONLY,
     ),
-    V("FORWARDER_CLIENT_SECRET", "API client secret", Text(), secret=True, field="client_secret"),
+    V(
+        "FORWARDER_CLIENT_SECRET",
+        "API client secret",
+        Text(),
+        secret=True,
+        field="client_secret",
+        tenant=TENANT_ONLY,
+    ),
     V(
         "FORWARDER_CREDENTIALS",
         "instead of the two above: `secretsmanager:<id>` or `ssm:<name>` holding JSON "
         '`{"client_id","client_secret"}`',
         Text(_credentials_ref, "reference"),
         field="credentials_ref",
+        tenant=TENANT_ONLY,
     ),
     V(
         "FORWARDER_TOKEN_PATH",
@@ -98,6 +121,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "/v1/ep/token",
         field="token_path",
         splunk="account:token_path",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_OBJECT_TYPES",
@@ -106,6 +130,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "user,domain",
         field="object_types",
         splunk="input:object_types",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_USERS",
@@ -113,6 +138,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Emails(),
         field="users",
         splunk="input:users",
+        tenant=TENANT_ONLY,
     ),
     V(
         "FORWARDER_DOMAINS",
@@ -121,6 +147,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Domains(),
         field="domains",
         splunk="input:domains",
+        tenant=TENANT_ONLY,
     ),
     V(
         "FORWARDER_DISCOVER_DOMAINS",
@@ -130,6 +157,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Flag(),
         "false",
         field="discover_domains",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_FILTERS",
@@ -138,6 +166,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Filters(),
         field="filters",
         splunk="input:filters",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_FORMAT",
@@ -179,9 +208,10 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_SPLUNK_TOKEN",
-        "splunkd session key or authentication token for a `kvstore://` state (read by that store)",
+        "splunkd session key or authentication token for a `kvstore://` state; required with one",
         Text(),
         secret=True,
+        field="splunk_token",
     ),
     V(
         "FORWARDER_SINK",
@@ -256,6 +286,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "Splunk index (empty: the token's default index)",
         Text(),
         field="sink.index",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_HEC_SOURCETYPE",
@@ -298,6 +329,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Text(),
         "default",
         field="sink.es_namespace",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_S3_KMS_KEY_ID",
@@ -312,6 +344,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "14d",
         field="initial_lookback_s",
         splunk="input:initial_lookback",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_LOOKBACK_WINDOW",
@@ -348,13 +381,16 @@ VARIABLES: Tuple[Variable, ...] = (
         Integer(1, 64),
         "4",
         field="concurrency",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_MAX_RPS",
         "API requests per second at most, shared by every stream of the run (a token bucket), e.g. "
-        "`1` or `0.5`; empty: unlimited",
+        "`1` or `0.5`; empty: unlimited. Each tenant has its own bucket, at this rate unless it sets "
+        "its own",
         Rate(),
         field="max_rps",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_HTTP_TIMEOUT",

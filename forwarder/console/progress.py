@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..observer import RunObserver
 from ..report import StreamReport
@@ -16,14 +16,46 @@ from .screen import Screen
 BACKFILL_US = 86400 * 1_000_000  # a stream starting more than a day behind is catching up
 
 
-class Progress(RunObserver):
-    def __init__(
-        self, screen: Screen, interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+class Ticker:
+    """Draws ``frame()`` on the screen's status line a few times a second, from its own thread."""
+
+    def __init__(self, screen: Screen, interval_s: float, clock: Callable[[], float]) -> None:
         self.screen = screen
         self.interval_s = interval_s
         self.clock = clock
         self.began = clock()
+        self._stop = threading.Event()
+        self._ticker: Optional[threading.Thread] = None
+
+    def frame(self) -> str:
+        raise NotImplementedError
+
+    def elapsed(self) -> float:
+        return self.clock() - self.began
+
+    def start(self) -> None:
+        self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+        self._ticker.start()
+
+    def stop(self) -> None:
+        """Stop drawing and take the line away: the summary follows."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        self.screen.clear()
+
+    def _tick(self) -> None:
+        while True:
+            self.screen.status(self.frame())
+            if self._stop.wait(self.interval_s):
+                return
+
+
+class Progress(Ticker, RunObserver):
+    def __init__(
+        self, screen: Screen, interval_s: float = 0.25, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__(screen, interval_s, clock)
         self._lock = threading.Lock()  # the counts below: stream threads update them, the ticker reads
         self._planned: Optional[int] = None
         self._api_calls: Callable[[], int] = lambda: 0
@@ -32,8 +64,6 @@ class Progress(RunObserver):
         self._done = 0
         self._failed = 0
         self._backfill = False
-        self._stop = threading.Event()
-        self._ticker: Optional[threading.Thread] = None
 
     # -- the run's hook (stream threads) -----------------------------------------------------------
 
@@ -55,60 +85,98 @@ class Progress(RunObserver):
             self._done += 1
             self._failed += 0 if report.ok else 1
 
-    def elapsed(self) -> float:
-        return self.clock() - self.began
-
     def api_calls(self) -> Optional[int]:
         """API requests made so far, or None before the run planned its streams."""
         with self._lock:
             planned, count = self._planned, self._api_calls
         return None if planned is None else count()
 
+    def counts(self) -> Counts:
+        """The run's numbers as they stand (planned None: still planning)."""
+        with self._lock:
+            reports = list(self._reports.values())
+            planned, done, failed, api_calls = self._planned, self._done, self._failed, self._api_calls
+        fetched = sum(r.fetched for r in reports)
+        shipped = sum(r.shipped for r in reports)
+        return Counts(planned, done, failed, fetched, shipped, api_calls() if planned is not None else 0)
+
     # -- drawing (the ticker thread) ---------------------------------------------------------------
-
-    def start(self) -> None:
-        self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
-        self._ticker.start()
-
-    def stop(self) -> None:
-        """Stop drawing and take the line away: the summary follows."""
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-        self.screen.clear()
-
-    def _tick(self) -> None:
-        while True:
-            self.screen.status(self.frame())
-            if self._stop.wait(self.interval_s):
-                return
 
     def frame(self) -> str:
         """The progress line as it stands."""
         elapsed = self.elapsed()
+        counts = self.counts()
         with self._lock:
-            planned, done, failed = self._planned, self._done, self._failed
-            reports = list(self._reports.values())
             spans = list(self._spans.values())
             backfill = self._backfill
-            api_calls = self._api_calls
         clock = format_duration(elapsed)
-        if planned is None:
+        if counts.planned is None:
             return f"planning: listing users and domains  {clock}"
-        fetched = sum(r.fetched for r in reports)
-        shipped = sum(r.shipped for r in reports)
-        parts = [
-            f"streams {done}/{planned}",
-            f"fetched {fetched:,}",
-            f"shipped {shipped:,}",
-            f"{fetched / elapsed:,.0f} records/s" if elapsed > 0 else "",
-            f"API calls {api_calls():,}",
-            f"failed {failed}" if failed else "",
-        ]
-        if backfill and done < planned:
-            parts.append(_left(elapsed, _covered(planned, done, spans)))
+        parts = _parts(counts, elapsed)
+        if backfill and counts.done < counts.planned:
+            parts.append(_left(elapsed, _covered(counts.planned, counts.done, spans)))
         parts.append(clock)
         return "  ".join(p for p in parts if p)
+
+
+class TenantsProgress(Ticker):
+    """The live line while tenants run side by side: every tenant's numbers added up. Each tenant's
+    run has its own ``Progress`` (``add``), which counts and never draws."""
+
+    def __init__(
+        self,
+        screen: Screen,
+        count: int,
+        interval_s: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(screen, interval_s, clock)
+        self.count = count
+        self._lock = threading.Lock()  # tenants: each tenant's thread adds its own, the ticker reads
+        self.tenants: Dict[str, Progress] = {}
+
+    def add(self, name: str) -> Progress:
+        progress = Progress(self.screen, self.interval_s, self.clock)
+        with self._lock:
+            self.tenants[name] = progress
+        return progress
+
+    def frame(self) -> str:
+        with self._lock:
+            runs = [p.counts() for p in self.tenants.values()]
+        planned = [c for c in runs if c.planned is not None]
+        total = Counts(
+            sum(c.planned or 0 for c in planned),
+            sum(c.done for c in runs),
+            sum(c.failed for c in runs),
+            sum(c.fetched for c in runs),
+            sum(c.shipped for c in runs),
+            sum(c.api_calls for c in runs),
+        )
+        elapsed = self.elapsed()
+        planning = len(runs) - len(planned)
+        head = f"tenants {len(runs)}/{self.count} started" + (f", {planning} planning" if planning else "")
+        return "  ".join([head, *(p for p in _parts(total, elapsed) if p), format_duration(elapsed)])
+
+
+class Counts(NamedTuple):
+    planned: Optional[int]
+    done: int
+    failed: int
+    fetched: int
+    shipped: int
+    api_calls: int
+
+
+def _parts(counts: Counts, elapsed: float) -> List[str]:
+    return [
+        f"streams {counts.done}/{counts.planned}",
+        f"fetched {counts.fetched:,}",
+        f"shipped {counts.shipped:,}",
+        f"{counts.fetched / elapsed:,.0f} records/s" if elapsed > 0 else "",
+        f"API calls {counts.api_calls:,}",
+        f"failed {counts.failed}" if counts.failed else "",
+    ]
 
 
 def _covered(planned: int, done: int, spans: Sequence[Tuple[int, int]]) -> float:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Mapping, Optional, TextIO
+from typing import Dict, Mapping, Optional, TextIO
 
 from ..logs import configure
 from ..report import RunReport
-from ..timeutil import format_duration
+from ..timeutil import format_duration, parse_iso
 from .logview import ConsoleHandler
-from .progress import Progress
+from .progress import Progress, TenantsProgress
 from .screen import Screen
 from .style import Style, is_terminal, wants_colour
-from .views import run_summary
+from .views import run_summary, tenants_total
 
 
 def wants_text(log_format: str, stream: TextIO) -> bool:
@@ -37,6 +37,7 @@ class Console:
         self.style = Style(self.text and wants_colour(stream, env))
         self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
         self._progress: Optional[Progress] = None
+        self._tenants: Optional[TenantsProgress] = None
         level = logging.getLevelName(log_level.upper())
         if not isinstance(level, int):  # load_settings refuses these; `state` and `demo` read env only
             level = logging.INFO
@@ -65,6 +66,43 @@ class Console:
         elapsed, calls = progress.elapsed(), progress.api_calls()
         self.screen.message(run_summary(report, self.style, elapsed_s=elapsed, api_calls=calls))
 
+    def tenants_started(self, count: int) -> None:
+        """Tenants run side by side: one live line adds up their numbers (``tenant_progress``)."""
+        self.close()
+        self._tenants = TenantsProgress(self.screen, count)
+        if self.screen.live:
+            self._tenants.start()
+
+    def tenant_progress(self, name: str) -> Progress:
+        """A fresh observer for tenant ``name``'s run (from its thread): it counts, it never draws."""
+        assert self._tenants is not None, "tenants_started comes first"
+        return self._tenants.add(name)
+
+    def tenants_summary(self, reports: Dict[str, RunReport]) -> None:
+        """End the live line and, in text mode, print each tenant's summary (as a single
+        organization's), then one row per tenant and their total."""
+        tenants = self._tenants
+        self.close()
+        if not self.text or self.quiet or tenants is None:
+            return
+        blocks = []
+        calls = [c for c in (p.api_calls() for p in tenants.tenants.values()) if c is not None]
+        for name, report in reports.items():
+            progress = tenants.tenants.get(name)  # none when the tenant failed before its run began
+            took = (parse_iso(report.finished) - parse_iso(report.started)) / 1e6
+            blocks.append(
+                run_summary(
+                    report,
+                    self.style,
+                    elapsed_s=took,
+                    api_calls=progress.api_calls() if progress else None,
+                    tenant=name,
+                )
+            )
+        elapsed = tenants.elapsed()
+        blocks.append(tenants_total(reports, self.style, elapsed_s=elapsed, api_calls=sum(calls)))
+        self.screen.message("".join(blocks))
+
     def waiting(self, seconds: float) -> None:
         """Between runs of `run --interval`: say when the next one starts."""
         at = time.strftime("%H:%M:%S", time.localtime(time.time() + seconds))
@@ -72,7 +110,8 @@ class Console:
 
     def close(self) -> None:
         """Take the progress or waiting line away (also when a run ended by an exception or Ctrl-C)."""
-        progress, self._progress = self._progress, None
-        if progress is not None:
-            progress.stop()
+        for live in (self._progress, self._tenants):
+            if live is not None:
+                live.stop()
+        self._progress = self._tenants = None
         self.screen.clear()

@@ -17,19 +17,14 @@ def _lag(seconds: Optional[float]) -> str:
     return "-" if seconds is None else format_duration(seconds)
 
 
-def run_summary(report: RunReport, style: Style, *, elapsed_s: float, api_calls: Optional[int]) -> str:
-    """A headline, one row of totals, the failed streams with their reasons and the stalest stream."""
+TOTALS = ["streams", "fetched", "new", "shipped", "quarantined", "failed"]
+
+
+def _totals_row(report: RunReport) -> List[Cell]:
+    """The summary's numbers, under ``TOTALS``."""
     totals = report.totals()
-    took = format_duration(elapsed_s)
-    if report.skipped:
-        return style.warn(f"run skipped after {took}: {report.skipped}") + "\n"
     failed = totals["failed_streams"]
-    if report.ok:
-        head = style.ok("run finished") + f" in {took}"
-    else:
-        head = style.bad("run failed") + f" after {took}"
-    out = [head + (f", {api_calls:,} API calls" if api_calls is not None else "")]
-    row: List[Cell] = [
+    return [
         totals["streams"],
         totals["fetched"],
         totals["new"],
@@ -37,8 +32,27 @@ def run_summary(report: RunReport, style: Style, *, elapsed_s: float, api_calls:
         Painted(f"{totals['quarantined']:,}", ("yellow",)) if totals["quarantined"] else 0,
         Painted(f"{failed:,}", ("red", "bold")) if failed else 0,
     ]
-    headers = ["streams", "fetched", "new", "shipped", "quarantined", "failed"]
-    out.append(table(headers, [row], style, indent=2).rstrip("\n"))
+
+
+def _headline(report: RunReport, style: Style, took: str) -> str:
+    if report.skipped:
+        return style.warn(f"run skipped after {took}: {report.skipped}")
+    if report.ok:
+        return style.ok("run finished") + f" in {took}"
+    return style.bad("run failed") + f" after {took}"
+
+
+def run_summary(
+    report: RunReport, style: Style, *, elapsed_s: float, api_calls: Optional[int], tenant: str = ""
+) -> str:
+    """A headline, one row of totals, the failed streams with their reasons and the stalest stream;
+    the headline names ``tenant`` when there is one."""
+    named = f"tenant {tenant}: " if tenant else ""
+    head = named + _headline(report, style, format_duration(elapsed_s))
+    if report.skipped:
+        return head + "\n"
+    out = [head + (f", {api_calls:,} API calls" if api_calls is not None else "")]
+    out.append(table(TOTALS, [_totals_row(report)], style, indent=2).rstrip("\n"))
     stalest = max(
         (s for s in report.streams if s.lag_seconds is not None),
         key=lambda s: s.lag_seconds or 0.0,
@@ -57,6 +71,23 @@ def run_summary(report: RunReport, style: Style, *, elapsed_s: float, api_calls:
         if len(failures) > MAX_FAILURES_SHOWN:
             out.append(f"  ... and {len(failures) - MAX_FAILURES_SHOWN:,} more (run with --report for all)")
     return "\n".join(out) + "\n"
+
+
+def tenants_total(
+    reports: Dict[str, RunReport], style: Style, *, elapsed_s: float, api_calls: Optional[int]
+) -> str:
+    """After every tenant's own summary: one row per tenant and their total."""
+    failed = [name for name, r in reports.items() if not r.ok]
+    skipped = [name for name, r in reports.items() if r.skipped]
+    calls = f", {api_calls:,} API calls" if api_calls is not None else ""
+    head = f"{len(reports):,} tenants in {format_duration(elapsed_s)}{calls}: "
+    parts = [style.ok(f"{len(reports) - len(failed) - len(skipped):,} finished")]
+    parts += [style.bad(f"{len(failed):,} failed ({', '.join(failed)})")] if failed else []
+    parts += [style.warn(f"{len(skipped):,} skipped ({', '.join(skipped)})")] if skipped else []
+    rows: List[Sequence[Cell]] = [[name, *_totals_row(r)] for name, r in reports.items()]
+    total = RunReport(started="", streams=[s for r in reports.values() for s in r.streams])
+    rows.append([Painted("total", ("bold",)), *_totals_row(total)])
+    return head + ", ".join(parts) + "\n" + table(["tenant", *TOTALS], rows, style, indent=2)
 
 
 def stalest_first(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -42,7 +42,7 @@ def plan_tenant(
     tenant: Tenant, queue: WorkQueue, cycle_id: str, shard_size: int, max_age_s: int
 ) -> TenantPlan:
     settings = tenant.settings
-    store = open_store(settings.state)
+    store = open_store(settings.state, settings.splunk_token)
     slot = cycle.marker(store)
     try:
         busy = cycle.open_cycle_of(slot, now_us(), max_age_s)

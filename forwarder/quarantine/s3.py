@@ -92,7 +92,9 @@ class S3Quarantine:
             with self._failing_as("list", prefix):
                 page = aws.call(self._client, "list_objects_v2", "S3 ListObjectsV2", **params)
             for item in page.get("Contents", []):
-                yield str(item["Key"])
+                key = str(item["Key"])
+                if key[len(prefix) :].startswith("year="):  # else a tenant's quarantine nested inside
+                    yield key
             if not page.get("IsTruncated"):
                 return
             token = page.get("NextContinuationToken")

@@ -18,7 +18,7 @@ __all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
-# scheme -> "module:function"; the function takes the whole location string.
+# scheme -> "module:function"; the function takes the whole location string (and the KV store's, its token).
 _OPENERS: Dict[str, str] = {
     "file": "forwarder.state.local:open_local",
     "s3": "forwarder.state.s3:open_s3",
@@ -39,8 +39,9 @@ def location_problem(location: str) -> Optional[str]:
     return None
 
 
-def open_store(location: str) -> StateStore:
-    """Open the store at ``location``. Raises ValueError for an unusable or unavailable location."""
+def open_store(location: str, splunk_token: Optional[str] = None) -> StateStore:
+    """Open the store at ``location``; ``splunk_token`` (FORWARDER_SPLUNK_TOKEN) is what a ``kvstore://``
+    store authenticates with. Raises ValueError for an unusable or unavailable location."""
     problem = location_problem(location)
     if problem:
         raise ValueError(f"state location {location!r}: {problem}")
@@ -54,5 +55,5 @@ def open_store(location: str) -> StateStore:
         raise ValueError(
             f"state location {location!r}: the {scheme} state store is not available in this build ({exc})"
         ) from None
-    opener: Callable[[str], StateStore] = getattr(module, function)
-    return opener(location)
+    opener: Callable[..., StateStore] = getattr(module, function)
+    return opener(location, splunk_token) if scheme == "kvstore" else opener(location)

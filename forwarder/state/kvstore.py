@@ -3,7 +3,8 @@
 Location: ``kvstore://host:port/<app>/<collection>/<scope>``; every document of one store carries
 its ``scope`` (the Splunk add-on uses a per-input id, so a new input of the same name starts empty
 and deleting an input drops its scope). The session key (or an authentication token) is passed by
-the caller; opened from the registry, it comes from ``FORWARDER_SPLUNK_TOKEN``.
+the caller: the add-on's own session key, or ``Settings.splunk_token`` (``FORWARDER_SPLUNK_TOKEN``)
+through ``open_store``. It is registered as a secret and kept out of every repr.
 
 The KV store has no conditional update, only an insert that fails with 409 on a duplicate
 ``_key``. So each slot (a stream, the lease, the run cursor) is a chain of records ``seq`` 1, 2, ...
@@ -18,7 +19,6 @@ slow (each request is bounded by the timeout) still collides with it instead of 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 import warnings
@@ -281,7 +281,6 @@ def open_kvstore(
             f"state location {location!r}: FORWARDER_STATE for the KV store must look like "
             "kvstore://host:8089/<app>/<collection>/<scope>"
         )
-    token = token or os.environ.get(TOKEN_VARIABLE)
     if not token:
         raise ValueError(
             f"state location {location!r}: the KV store needs a splunkd token in {TOKEN_VARIABLE}"

@@ -149,7 +149,7 @@ class FakeS3(BaseHTTPRequestHandler):
                 "<KeyCount>0</KeyCount><IsTruncated>true</IsTruncated><NextContinuationToken>again</NextContinuationToken>"
                 if self.endless
                 else "<KeyCount>1</KeyCount><IsTruncated>false</IsTruncated>"
-                "<Contents><Key>q/one.ndjson</Key><Size>1000</Size></Contents>"
+                "<Contents><Key>q/year=2026/one.ndjson</Key><Size>1000</Size></Contents>"
             )
             body = (
                 '<?xml version="1.0" encoding="UTF-8"?>'
@@ -195,7 +195,7 @@ def test_a_trickled_object_body_ends_at_the_http_timeout(fake_s3):
     assert isinstance(error, StateError), repr(error)
     assert (
         str(error)
-        == "cannot read s3://slow/q/one.ndjson: S3 GetObject: no complete response within 1 s (HTTP timeout)"
+        == "cannot read s3://slow/q/year=2026/one.ndjson: S3 GetObject: no complete response within 1 s (HTTP timeout)"
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from forwarder.app import run_once
 from forwarder.console.logview import ConsoleHandler
-from forwarder.console.progress import Progress
+from forwarder.console.progress import Progress, TenantsProgress
 from forwarder.console.screen import Screen
 from forwarder.console.style import Style, wants_colour
 from forwarder.console.table import Painted, table
@@ -153,6 +153,27 @@ def test_no_estimate_when_every_stream_is_close_to_now():
     progress.progressed(StreamReport("user/a", fetched=5), now_us() - 3600_000_000, now_us())
     clock.now += 5
     assert "left" not in progress.frame()
+
+
+def test_the_tenants_line_adds_up_every_tenants_run():
+    clock = Clock()
+    tenants = TenantsProgress(Screen(io.StringIO(), live=False), 3, clock=clock)
+    acme, globex = tenants.add("acme"), tenants.add("globex")
+    acme.started([object(), object()], lambda: 5)  # type: ignore[list-item]
+    done = StreamReport("user/a", fetched=300, shipped=250)
+    acme.progressed(done, now_us(), now_us())
+    acme.finished(done)
+    clock.now += 10
+    assert tenants.frame() == (
+        "tenants 2/3 started, 1 planning  "
+        "streams 1/2  fetched 300  shipped 250  30 records/s  API calls 5  10s"
+    )
+    globex.started([object()], lambda: 2)  # type: ignore[list-item]
+    failed = StreamReport("user/b", fetched=20, error="refused")
+    globex.finished(failed)
+    assert tenants.frame() == (
+        "tenants 2/3 started  streams 2/3  fetched 320  shipped 250  32 records/s  API calls 7  failed 1  10s"
+    )
 
 
 def test_progress_draws_on_its_own_thread_until_stopped():

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from forwarder.errors import ConflictError, StateError
+from forwarder.config import load_settings
+from forwarder.errors import ConfigError, ConflictError, StateError
 from forwarder.state import open_store
 from forwarder.state.kvstore import KVStore, Splunkd, open_kvstore
+from tests.e2e.helpers import cli
 from tests.state.contract import KEY, T0_US, StoreContract, delivered, make_record
 
 from .fake_splunkd import SESSION_KEY, FakeSplunkd
@@ -38,14 +42,36 @@ class TestKVStoreContract(StoreContract):
         return lambda clock: open_kvstore(location(splunkd), SESSION_KEY, clock=clock)
 
 
-def test_registry_opens_kvstore_locations_with_the_token_from_the_environment(
-    splunkd, collection, monkeypatch
-):
-    monkeypatch.setenv("FORWARDER_SPLUNK_TOKEN", SESSION_KEY)
-    store = open_store(location(splunkd))
-    assert isinstance(store, KVStore)
+def test_registry_opens_kvstore_locations_with_the_token_of_the_settings(splunkd, collection, monkeypatch):
+    # The environment is read once, by load_settings: the store itself never looks there.
+    monkeypatch.setenv("FORWARDER_SPLUNK_TOKEN", "wrong-key")
+    env = {
+        "FORWARDER_API_URL": "https://api.example.com",
+        "FORWARDER_CLIENT_ID": "id",
+        "FORWARDER_CLIENT_SECRET": "secret",
+        "FORWARDER_STATE": location(splunkd),
+        "FORWARDER_SPLUNK_TOKEN": SESSION_KEY,
+    }
+    settings = load_settings(env)
+    assert SESSION_KEY not in repr(settings) and SESSION_KEY in settings.secrets()
+    store = open_store(settings.state, settings.splunk_token)
+    assert isinstance(store, KVStore) and SESSION_KEY not in repr(store)
     store.commit(KEY, delivered(make_record("a", T0_US)), None)
     assert store.keys() == [KEY]
+    with pytest.raises(ValueError, match="FORWARDER_SPLUNK_TOKEN"):
+        open_store(location(splunkd))  # the environment's token is not picked up behind the caller's back
+
+
+def test_a_kvstore_state_without_a_token_is_a_configuration_problem(monkeypatch):
+    monkeypatch.setenv("FORWARDER_SPLUNK_TOKEN", SESSION_KEY)  # not the env given: not read
+    env = {
+        "FORWARDER_API_URL": "https://api.example.com",
+        "FORWARDER_CLIENT_ID": "id",
+        "FORWARDER_CLIENT_SECRET": "secret",
+        "FORWARDER_STATE": "kvstore://127.0.0.1:8089/a/b/c",
+    }
+    with pytest.raises(ConfigError, match="FORWARDER_SPLUNK_TOKEN: required for a kvstore://"):
+        load_settings(env)
 
 
 @pytest.mark.parametrize(
@@ -62,10 +88,20 @@ def test_bad_locations_are_refused(bad):
         open_kvstore(bad, "token")
 
 
-def test_a_missing_token_is_refused_naming_the_variable(monkeypatch):
-    monkeypatch.delenv("FORWARDER_SPLUNK_TOKEN", raising=False)
+def test_a_missing_token_is_refused_naming_the_variable():
     with pytest.raises(ValueError, match="FORWARDER_SPLUNK_TOKEN"):
         open_kvstore("kvstore://127.0.0.1:8089/a/b/c")
+
+
+def test_state_show_reads_the_kv_store_with_the_token_of_its_settings(splunkd, collection, tmp_path):
+    open_kvstore(location(splunkd), SESSION_KEY).commit(KEY, delivered(make_record("a", T0_US)), None)
+    env = {"FORWARDER_STATE": location(splunkd), "FORWARDER_LOG_FORMAT": "json"}
+    shown = cli("state", "show", env={**env, "FORWARDER_SPLUNK_TOKEN": SESSION_KEY}, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert [s["stream"] for s in json.loads(shown.stdout)["streams"]] == [KEY]
+    assert SESSION_KEY not in shown.stdout + shown.stderr
+    missing = cli("state", "show", env=env, cwd=tmp_path)
+    assert missing.returncode == 2 and "FORWARDER_SPLUNK_TOKEN" in missing.stderr
 
 
 def test_scopes_are_separate_and_drop_removes_only_its_own(splunkd, collection):

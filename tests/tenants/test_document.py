@@ -4,11 +4,15 @@ per-tenant locations and sink settings; reading it from a file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from forwarder.app import build_client
+from forwarder.config import EVERYWHERE, VARIABLES
+from forwarder.config.table import PER_TENANT, SHARED, TENANT_ONLY
 from forwarder.errors import ConfigError
-from forwarder.tenants import load_tenants, namespaced, parse_tenants, read_document, select
+from forwarder.tenants import FIELDS, Fields, load_tenants, namespaced, parse_tenants, read_document, select
 
 BASE = {
     "FORWARDER_API_URL": "https://api.example.com",
@@ -142,3 +146,50 @@ def test_an_unreadable_document_names_the_variable_and_never_quotes_it(tmp_path)
     with pytest.raises(ConfigError) as err:
         read_document(str(path))
     assert "line 1 column" in str(err.value) and "s3cr3t" not in str(err.value)
+
+
+def test_the_fields_a_tenant_may_set_are_the_tables():
+    per_tenant = {v.tenant_field: v.name for v in VARIABLES if v.tenant != SHARED}
+    assert FIELDS.variables.keys() == per_tenant.keys()
+    assert {f: v.name for f, v in FIELDS.variables.items()} == per_tenant
+    assert set(FIELDS.only) == {v.name for v in VARIABLES if v.tenant == TENANT_ONLY}
+    assert {"max_rps", "hec_index", "api_url"} <= set(per_tenant) and "sink" not in per_tenant
+    # what load_settings reads: a tenant's value reaches its Settings
+    assert all(v.field and v.where == EVERYWHERE for v in VARIABLES if v.tenant != SHARED)
+
+
+def test_a_new_per_tenant_variable_needs_only_its_table_entry():
+    doc = {"tenants": [tenant("acme", page_limit=50), tenant("globex")]}
+    assert any(p.startswith("tenant 'acme': page_limit: unknown field") for p in problems_of(doc))
+    table = tuple(replace(v, tenant=PER_TENANT) if v.name == "FORWARDER_PAGE_LIMIT" else v for v in VARIABLES)
+    acme, globex = parse_tenants(doc, {**BASE, "FORWARDER_PAGE_LIMIT": "100"}, Fields.of(table))
+    assert acme.settings.page_limit == 50 and globex.settings.page_limit == 100  # the environment's
+    bad = {"tenants": [tenant("acme", page_limit=0)]}
+    with pytest.raises(ConfigError) as err:
+        parse_tenants(bad, BASE, Fields.of(table))
+    assert err.value.problems == ["tenant 'acme': page_limit: must be between 1 and 10000, got 0"]
+
+    only = tuple(replace(v, tenant=TENANT_ONLY) if v.name == "FORWARDER_PAGE_LIMIT" else v for v in VARIABLES)
+    with pytest.raises(ConfigError) as err:
+        parse_tenants(doc, {**BASE, "FORWARDER_PAGE_LIMIT": "100"}, Fields.of(only))
+    assert err.value.problems == [
+        "FORWARDER_PAGE_LIMIT: set it per tenant in FORWARDER_TENANTS, not in the environment"
+    ]
+
+
+def test_each_tenant_has_its_own_rate_limit_the_environments_by_default():
+    inline = {"client_id": "id", "client_secret": "secret-value"}
+    doc = {
+        "tenants": [
+            {"name": "acme", "max_rps": 0.5, **inline},
+            {"name": "globex", **inline},
+            {"name": "initech", "max_rps": "3", **inline},
+        ]
+    }
+    tenants = parse_tenants(doc, {**BASE, "FORWARDER_MAX_RPS": "10"})
+    assert [t.settings.max_rps for t in tenants] == [0.5, 10.0, 3.0]
+    # Each tenant's run builds its own client, so its own bucket, at its own rate.
+    buckets = [build_client(t.settings)._limiter.bucket for t in tenants]
+    assert [b.rate for b in buckets] == [0.5, 10.0, 3.0] and len({id(b) for b in buckets}) == 3
+    bad = problems_of({"tenants": [tenant("acme", max_rps=-1), tenant("globex", max_rps=[1])]})
+    assert [p.split(":")[:2] for p in bad] == [["tenant 'acme'", " max_rps"], ["tenant 'globex'", " max_rps"]]
