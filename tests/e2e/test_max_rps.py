@@ -14,7 +14,7 @@ from tests.receivers.hec import HecReceiver
 
 RATE = 2.0  # requests per second; the bucket's burst is max(1, rate)
 BURST = 2
-DELAY_S = 1.0  # how much later than its start a request may reach the simulator, on a busy machine
+DELAY_S = 2.0  # how much later than its start a request may reach the simulator, on a busy machine
 
 
 def busiest_span(arrivals, rate):
