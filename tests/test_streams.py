@@ -92,13 +92,43 @@ def test_names_keep_the_first_spelling_and_ownership_matches_any_case():
     assert ownership.keeps(bob, record("user.login", "x", actor="carol@x.y"))  # nobody else pulls carol
 
 
-def test_ownership_looks_each_record_up_once_whatever_the_plan_size():
-    users = [f"user{i}@example.com" for i in range(5000)]
-    plan = plan_streams(["user", "domain"], users, ["example.com"], [])
-    ownership = Ownership(plan, time.time())
-    assert len(ownership._user_streams) == 5000 and ownership._user_streams["user42@example.com"] == [
-        Stream("user", "user42@example.com")
+class Touched(Stream):
+    """A planned stream that counts every look at it (attribute read or method call)."""
+
+    looks = 0
+
+    def __getattribute__(self, name):
+        if not name.startswith("__"):
+            Touched.looks += 1
+        return super().__getattribute__(name)
+
+
+def test_ownership_per_record_work_does_not_grow_with_the_number_of_planned_streams():
+    probes = [
+        record("user.login", "x", actor="User42@example.com"),  # a planned user's record
+        record("user.login", "x", actor="nobody@example.com"),  # an actor nobody pulls
+        record("domain.update", "Example.COM", actor="user7@example.com"),  # a planned domain's record
+        record("domain.update", "unplanned.example", actor="user7@example.com"),  # its actor's then
+        record("domain.update", "example.com", age_days=400, actor="user7@example.com"),  # past the history
     ]
-    assert ownership.owner(record("domain.update", "Example.COM"), plan[-1]) == Stream(
-        "domain", "example.com"
+    looks, owners = {}, {}
+    for size in (50, 500, 5000):
+        users = ["fetcher@example.com"] + [f"user{i}@example.com" for i in range(size)]
+        planned = plan_streams(["user", "domain"], users, ["example.com"], [])
+        plan = [Touched(s.object_type, s.name, s.filter) for s in planned]
+        ownership = Ownership(plan, time.time())
+        fetched_by = next(s for s in plan if s.name == "fetcher@example.com")
+        Touched.looks = 0
+        owners[size] = [ownership.owner(r, fetched_by).key for r in probes]
+        looks[size] = Touched.looks
+    assert owners[50] == [
+        "user/user42@example.com",
+        "user/fetcher@example.com",
+        "domain/example.com",
+        "user/user7@example.com",
+        "user/user7@example.com",
+    ]
+    assert owners[500] == owners[5000] == owners[50]
+    assert looks[50] == looks[500] == looks[5000], (
+        f"looks at planned streams for 5 records, by plan size: {looks}"
     )

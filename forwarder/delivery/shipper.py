@@ -46,11 +46,13 @@ class Shipper:
         linger_s: float = LINGER_S,
         commit_threads: int = 4,
         renew: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,  # the linger's (tests stand it still)
     ) -> None:
         self._sink = sink
         self._quarantine = quarantine
         self._store = store
         self._linger_s = linger_s
+        self._clock = clock
         self._renew = renew
         self._max_in_flight = max(1, int(getattr(sink, "max_in_flight", 1)))
         self._batcher = Batcher(sink.max_batch_events, sink.max_batch_bytes)
@@ -94,7 +96,7 @@ class Shipper:
             if failure is not None:
                 return failure
             self._tracker.carry(stream, quarantined or {})
-            for batch in self._batcher.add(stream, records, events, time.monotonic()):
+            for batch in self._batcher.add(stream, records, events, self._clock()):
                 self._tracker.closed(batch)
                 self._queue.append(batch)
             self._start_senders()
@@ -193,7 +195,7 @@ class Shipper:
                 opened = self._batcher.opened_at
                 if opened is None and self._closing:
                     return None
-                wait = None if opened is None else opened + self._linger_s - time.monotonic()
+                wait = None if opened is None else opened + self._linger_s - self._clock()
                 if wait is not None and (wait <= 0 or self._closing):
                     batch = self._batcher.cut()
                     assert batch is not None

@@ -77,6 +77,7 @@ class Simulator(FaultInjection):
             clock=clock,
         )
         self.requests: List[LoggedRequest] = []
+        self.arrivals: List[float] = []  # time.monotonic() at each request's arrival, in order
         # Guards the request log: handler threads append while a test counts.
         self._log_lock = threading.Lock()
         self._listener = Listener()
@@ -146,6 +147,7 @@ class Simulator(FaultInjection):
         logged = {k: ("<redacted>" if k in _SECRET_PARAMS else v[-1]) for k, v in query.items()}
         with self._log_lock:
             self.requests.append(LoggedRequest(method, path, logged))
+            self.arrivals.append(time.monotonic())
         echo = self._echo(body, header("Authorization"))
         reply = self._failure(path, echo)
         if path == AUDITS_PATH and self._revoke_due():

@@ -66,6 +66,7 @@ class Received:
     envelope: Dict[str, Any]  # the parsed envelope: time, host, source, sourcetype, index, event
     raw: bytes  # the envelope exactly as it was sent
     channel: Optional[str]
+    request: int = 0  # 1, 2, ...: which accepted request carried it (one request, one sender's batch)
 
 
 def hec_reply(status: int, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> Reply:
@@ -265,8 +266,11 @@ class HecReceiver(LoopbackReceiver):
             channel = self._check_channel(channel)
         envelopes = parse_envelopes(self._body_text(headers, raw))
         with self.lock:
-            self._received.extend(Received(env, text.encode("utf-8"), channel) for env, text in envelopes)
             self._accepted_requests += 1
+            number = self._accepted_requests
+            self._received.extend(
+                Received(env, text.encode("utf-8"), channel, number) for env, text in envelopes
+            )
             if not self.ack or channel is None:
                 return {"text": "Success", "code": 0}
             ack_id = self._next_ack.get(channel, 0)
