@@ -194,8 +194,8 @@ def test_a_trickled_object_body_ends_at_the_http_timeout(fake_s3):
 
     assert isinstance(error, StateError), repr(error)
     assert (
-        str(error)
-        == "cannot read s3://slow/q/year=2026/one.ndjson: S3 GetObject: no complete response within 1 s (HTTP timeout)"
+        str(error) == "cannot read s3://slow/q/year=2026/one.ndjson: S3 GetObject: "
+        "no complete response within 1 s (HTTP timeout)"
     )
 
 
