@@ -8,6 +8,8 @@ import dataclasses
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forwarder import jsonutil
 from forwarder.normalize.cef import format_cef, to_cef
@@ -130,6 +132,39 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
             assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
             assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
             assert format_cef(record, opts).body == to_cef(record, opts).encode(), record.raw
+
+
+_SHAPES = st.fixed_dictionaries(
+    {"user": st.sampled_from(["ann@example.com", 'q"\\é@example.com'])},
+    optional={
+        "changes": st.sampled_from([None, {}]),
+        "object": st.sampled_from([None, "ann@example.com"]),
+        "action": st.just("user.login"),
+        "filterable_action": st.sampled_from([None, "user.login"]),
+    },
+)
+# canonical twice; as long but not canonical (kept as given), also once escaped; short
+_TIMES = st.sampled_from(
+    [
+        "2026-01-05T08:15:30.123456Z",
+        "2026-01-05T08:15:31.000001Z",
+        "2026-01-05t08:15:30.123456z",
+        "\t2026-01-05T08:15:30.1234Z",
+        "2026-01-05 08:15:30Z",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_SHAPES, _TIMES), min_size=1, max_size=6))
+def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(records):
+    """A login's event.original is baked into its template from the first record of its key whose
+    time is canonical; records of the same key but another shape (a field null or left out, changes
+    {} or null) or a time in another form are filled with their own text, never the baked one."""
+    for shape, created in records:
+        record = parse_record(dict(shape, created_at=created))
+        assert format_ecs(record, OPTIONS).body == jsonutil.dumps(to_ecs(record, OPTIONS)), record.raw
+        assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
 def test_caches_per_options_follow_the_options_value():
