@@ -16,7 +16,18 @@ from __future__ import annotations
 
 import operator
 import secrets
-from typing import Any, Callable, Collection, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Collection,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from .. import jsonutil
 from ..records import AuditRecord
@@ -135,12 +146,13 @@ class Templated:
         template = filler.template
         if opts.include_original:
             data = record.serialized or record.canonical
+            if filler.baked is None and created:
+                found = self._bake(record, opts, data, created)
+                filler.baked = False if found is None else found  # False: never tried again
             baked = filler.baked
-            if baked is None and created:
-                baked = filler.baked = self._bake(record, opts, data, created) or False
             if (
                 created
-                and baked
+                and isinstance(baked, Baked)
                 and len(data) == baked.length
                 and data.startswith(baked.prefix)
                 and data.endswith(baked.suffix)
