@@ -132,7 +132,10 @@ def test_50_tenants_of_100_streams_with_4_workers_nothing_lost_or_doubled(
         invocations = EventSourceMapping(url, workers=4).run_until_drained()
         outcomes = [o for i in invocations for o in i.outcomes]
         # A shard may fail once on a loaded machine (a timeout) and come back: retried, never lost.
-        assert outcomes.count("done") == 200 and set(outcomes) <= {"done", "retry"}
+        # A done shard whose message outlived its visibility timeout before its delete comes back
+        # too (SQS delivers at least once) and is done again with nothing new: the sink checks
+        # below prove nothing lost or doubled.
+        assert outcomes.count("done") >= 200 and set(outcomes) <= {"done", "retry"}
         assert len({i.pid for i in invocations}) > 1, "the workers ran in parallel"
         assert overlaps(invocations) == [], "two workers held one tenant at once"
         got = ids_by_index(hec.events())
