@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 from .. import jsonutil
 from ..config import load_settings, read
@@ -17,7 +18,7 @@ from .status import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_QUARANTINED, worst
 def cmd_state(args: argparse.Namespace) -> int:
     from ..state import open_store
 
-    # Only the state location matters here: no API URL or credentials needed to inspect or reset.
+    # Only the state location and timeout matter here: no API URL or credentials needed to inspect or reset.
     env = env_of(args)
     log_format = log_format_of(env)
     Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)  # sets up logging
@@ -26,7 +27,14 @@ def cmd_state(args: argparse.Namespace) -> int:
         return worst(
             [
                 _state_command(
-                    args, opened(open_store, t.settings.state, "FORWARDER_STATE"), t.name, log_format
+                    args,
+                    opened(
+                        partial(open_store, timeout_seconds=t.settings.http_timeout_s),
+                        t.settings.state,
+                        "FORWARDER_STATE",
+                    ),
+                    t.name,
+                    log_format,
                 )
                 for t in tenants
             ]
@@ -34,7 +42,10 @@ def cmd_state(args: argparse.Namespace) -> int:
     if tenants is not None:
         sys.stderr.write("state reset: name the tenant (--tenant NAME)\n")
         return EXIT_CONFIG
-    store = opened(open_store, read(env, "FORWARDER_STATE"), "FORWARDER_STATE")
+    timeout = read(env, "FORWARDER_HTTP_TIMEOUT")
+    store = opened(
+        partial(open_store, timeout_seconds=timeout), read(env, "FORWARDER_STATE"), "FORWARDER_STATE"
+    )
     return _state_command(args, store, "", log_format)
 
 

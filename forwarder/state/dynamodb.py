@@ -14,7 +14,9 @@ keeps the keys a single-organization install has always had.
 
 Each item holds the document as JSON text in ``doc`` (readable in the console) and a random
 ``revision``; every write is conditional on the revision read (or on the item being absent), so
-DynamoDB itself refuses a stale writer. An item is at most 400 KB: about 4,000 event ids in a
+DynamoDB itself refuses a stale writer. Every call goes through ``aws.call``: ``FORWARDER_HTTP_TIMEOUT``
+bounds it whole (retries included) and a stop request ends it; a failure is a StateError naming the
+table and item. An item is at most 400 KB: about 4,000 event ids in a
 stream's look-back window; a busier stream needs the S3 store or a shorter window.
 """
 
@@ -25,9 +27,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urlsplit
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ..aws import client, error_code
+from .. import aws
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from ..timeutil import parse_iso
@@ -57,10 +57,15 @@ class _ItemSlot:
 
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
         try:
-            item = self._client.get_item(
-                TableName=self._table, Key={KEY: {"S": self._pk}}, ConsistentRead=True
+            item = aws.call(
+                self._client,
+                "get_item",
+                "DynamoDB GetItem",
+                TableName=self._table,
+                Key={KEY: {"S": self._pk}},
+                ConsistentRead=True,
             ).get("Item")
-        except (BotoCoreError, ClientError) as exc:
+        except aws.failures() as exc:
             raise self._failed("read", exc) from None
         if item is None:
             return None, None
@@ -80,24 +85,42 @@ class _ItemSlot:
             seconds = parse_iso(doc["expires"]) // 1_000_000 + _LEASE_TTL_GRACE_S
             item[LEASE_TTL_ATTRIBUTE] = {"N": str(seconds)}
         try:
-            self._client.put_item(TableName=self._table, Item=item, **self._condition(expected))
-        except (BotoCoreError, ClientError) as exc:
+            aws.call(
+                self._client,
+                "put_item",
+                "DynamoDB PutItem",
+                TableName=self._table,
+                Item=item,
+                **self._condition(expected),
+            )
+        except aws.failures() as exc:
             raise self._failed("write", exc, expected) from None
         return version
 
     def delete(self, expected: str) -> None:
         try:
-            self._client.delete_item(
-                TableName=self._table, Key={KEY: {"S": self._pk}}, **self._condition(expected)
+            aws.call(
+                self._client,
+                "delete_item",
+                "DynamoDB DeleteItem",
+                TableName=self._table,
+                Key={KEY: {"S": self._pk}},
+                **self._condition(expected),
             )
-        except (BotoCoreError, ClientError) as exc:
+        except aws.failures() as exc:
             raise self._failed("delete", exc, expected) from None
 
     def remove(self) -> None:
         """Unconditional delete (a stream reset)."""
         try:
-            self._client.delete_item(TableName=self._table, Key={KEY: {"S": self._pk}})
-        except (BotoCoreError, ClientError) as exc:
+            aws.call(
+                self._client,
+                "delete_item",
+                "DynamoDB DeleteItem",
+                TableName=self._table,
+                Key={KEY: {"S": self._pk}},
+            )
+        except aws.failures() as exc:
             raise self._failed("delete", exc) from None
 
     @staticmethod
@@ -110,7 +133,7 @@ class _ItemSlot:
         }
 
     def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
-        code = error_code(exc)
+        code = aws.error_code(exc)
         if code == "ConditionalCheckFailedException":
             return ConflictError(
                 f"{self.location} was changed by another writer (expected revision {expected or 'none'})"
@@ -147,7 +170,12 @@ class DynamoDBStore:
     def keys(self) -> list[str]:
         found: list[str] = []
         try:
-            pages = self._client.get_paginator("scan").paginate(
+            pages = aws.pages(
+                self._client,
+                "scan",
+                "DynamoDB Scan",
+                lambda page: page.get("LastEvaluatedKey"),
+                "ExclusiveStartKey",
                 TableName=self._table,
                 ProjectionExpression=KEY,
                 FilterExpression=f"begins_with({KEY}, :stream)",
@@ -156,9 +184,9 @@ class DynamoDBStore:
             skip = len(self._prefix + _STREAM)
             for page in pages:
                 found.extend(item[KEY]["S"][skip:] for item in page.get("Items", []))
-        except (BotoCoreError, ClientError) as exc:
+        except aws.failures() as exc:
             raise StateError(
-                f"cannot list the streams in {self.location}: {error_code(exc) or exc}"
+                f"cannot list the streams in {self.location}: {aws.error_code(exc) or exc}"
             ) from None
         return sorted(found)
 
@@ -181,12 +209,15 @@ class DynamoDBStore:
         return self.slot(_STREAM + key)
 
 
-def open_dynamodb(location: str, clock: Callable[[], float] = time.time) -> DynamoDBStore:
-    """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials."""
+def open_dynamodb(
+    location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time
+) -> DynamoDBStore:
+    """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials;
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
     parts = urlsplit(location)
     table, namespace = parts.netloc, parts.path.strip("/")
     if parts.scheme.lower() != "dynamodb" or not table or parts.query or "#" in namespace:
         raise ValueError(
             f"state location {location!r}: expected dynamodb://table or dynamodb://table/namespace"
         )
-    return DynamoDBStore(client("dynamodb"), table, clock, namespace)
+    return DynamoDBStore(aws.client("dynamodb", timeout_seconds), table, clock, namespace)
