@@ -32,7 +32,11 @@ log = logging.getLogger("forwarder.planner")
 def handler(event: Any, context: Any) -> Dict[str, Any]:
     stop.install()  # Lambda's shutdown SIGTERM: the tenant in flight is abandoned, none starts
     env = environment(os.environ)
-    tenants = tenants_or_single(env)  # every tenant checked before any network call
+    try:
+        tenants = tenants_or_single(env)  # every tenant checked before any network call
+    except stop.Stopped:  # while reading the tenants document: nothing planned, the next tick plans all
+        log.warning("planning abandoned on a stop request")
+        return {"ok": True, "stopped": True, "tenants": []}
     fanout = load_fanout_settings(env)
     configure(tenants[0].settings.log_level)
     queue = WorkQueue(fanout.queue_url)
