@@ -54,19 +54,11 @@ class _ItemSlot:
         self._pk = pk
         self._expiring = expiring  # a lease: give the item a TTL attribute from its "expires"
         self.location = f"dynamodb://{table} item {pk!r}"
+        self._key = {KEY: {"S": pk}}
 
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-        try:
-            item = aws.call(
-                self._client,
-                "get_item",
-                "DynamoDB GetItem",
-                TableName=self._table,
-                Key={KEY: {"S": self._pk}},
-                ConsistentRead=True,
-            ).get("Item")
-        except aws.failures() as exc:
-            raise self._failed("read", exc) from None
+        found = self._call("read", "get_item", "DynamoDB GetItem", Key=self._key, ConsistentRead=True)
+        item = found.get("Item") if isinstance(found, dict) else None
         if item is None:
             return None, None
         try:
@@ -84,44 +76,31 @@ class _ItemSlot:
         if self._expiring:
             seconds = parse_iso(doc["expires"]) // 1_000_000 + _LEASE_TTL_GRACE_S
             item[LEASE_TTL_ATTRIBUTE] = {"N": str(seconds)}
-        try:
-            aws.call(
-                self._client,
-                "put_item",
-                "DynamoDB PutItem",
-                TableName=self._table,
-                Item=item,
-                **self._condition(expected),
-            )
-        except aws.failures() as exc:
-            raise self._failed("write", exc, expected) from None
+        self._call("write", "put_item", "DynamoDB PutItem", expected, Item=item, **self._condition(expected))
         return version
 
     def delete(self, expected: str) -> None:
-        try:
-            aws.call(
-                self._client,
-                "delete_item",
-                "DynamoDB DeleteItem",
-                TableName=self._table,
-                Key={KEY: {"S": self._pk}},
-                **self._condition(expected),
-            )
-        except aws.failures() as exc:
-            raise self._failed("delete", exc, expected) from None
+        self._call(
+            "delete",
+            "delete_item",
+            "DynamoDB DeleteItem",
+            expected,
+            Key=self._key,
+            **self._condition(expected),
+        )
 
     def remove(self) -> None:
         """Unconditional delete (a stream reset)."""
+        self._call("delete", "delete_item", "DynamoDB DeleteItem", Key=self._key)
+
+    def _call(
+        self, action: str, operation: str, what: str, expected: Optional[str] = None, **params: Any
+    ) -> Any:
+        """``operation`` on the table under ``aws.call``'s deadline; a failure as ``_failed(action)``."""
         try:
-            aws.call(
-                self._client,
-                "delete_item",
-                "DynamoDB DeleteItem",
-                TableName=self._table,
-                Key={KEY: {"S": self._pk}},
-            )
+            return aws.call(self._client, operation, what, TableName=self._table, **params)
         except aws.failures() as exc:
-            raise self._failed("delete", exc) from None
+            raise self._failed(action, exc, expected) from None
 
     @staticmethod
     def _condition(expected: Optional[str]) -> Dict[str, Any]:

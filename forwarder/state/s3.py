@@ -79,42 +79,34 @@ class _ObjectSlot:
     def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
         body = dumps({**doc, _REVISION: secrets.token_hex(8)})
-        try:
-            response = aws.call(
-                self._client,
-                "put_object",
-                "S3 PutObject",
-                Bucket=self._bucket,
-                Key=self._key,
-                Body=body,
-                ContentType="application/json",
-                **condition,
-            )
-        except aws.failures() as exc:
-            raise self._failed("write", exc, expected) from None
+        response = self._call(
+            "write",
+            "put_object",
+            "S3 PutObject",
+            expected,
+            Body=body,
+            ContentType="application/json",
+            **condition,
+        )
         if not (isinstance(response, dict) and response.get("ETag")):  # the version the next write presents
             raise StateError(f"cannot write state object {self.location}: S3 answered without an ETag")
         return str(response["ETag"])
 
     def delete(self, expected: str) -> None:
-        try:
-            aws.call(
-                self._client,
-                "delete_object",
-                "S3 DeleteObject",
-                Bucket=self._bucket,
-                Key=self._key,
-                IfMatch=expected,
-            )
-        except aws.failures() as exc:
-            raise self._failed("delete", exc, expected) from None
+        self._call("delete", "delete_object", "S3 DeleteObject", expected, IfMatch=expected)
 
     def remove(self) -> None:
         """Unconditional delete (a stream reset)."""
+        self._call("delete", "delete_object", "S3 DeleteObject")
+
+    def _call(
+        self, action: str, operation: str, what: str, expected: Optional[str] = None, **params: Any
+    ) -> Any:
+        """``operation`` on the object under ``aws.call``'s deadline; a failure as ``_failed(action)``."""
         try:
-            aws.call(self._client, "delete_object", "S3 DeleteObject", Bucket=self._bucket, Key=self._key)
+            return aws.call(self._client, operation, what, Bucket=self._bucket, Key=self._key, **params)
         except aws.failures() as exc:
-            raise self._failed("delete", exc) from None
+            raise self._failed(action, exc, expected) from None
 
     def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
         code = aws.error_code(exc)
