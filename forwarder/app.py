@@ -118,7 +118,7 @@ def run_once(
     plan it was handed and its shard. ``owner`` names the lease holder (default: this process)."""
     register_secrets(settings.secrets())
     report = RunReport(started=format_us(now_us()))
-    store = store or open_store(settings.state, settings.splunk_token)
+    store = store or open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
     owner = owner or new_owner()
     try:
         lease = store.acquire_lease(owner, settings.lease_ttl_s)

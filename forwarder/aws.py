@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set, Tuple, Type, TypeVar
 from urllib.parse import urlsplit
 
 from . import deadline, stop
@@ -62,10 +62,52 @@ def call(client: Any, operation: str, what: str, **params: Any) -> Any:
     return _within_deadline(client, what, lambda: getattr(client, operation)(**params))
 
 
-def read_object(client: Any, bucket: str, key: str, what: str) -> bytes:
-    """The body of ``s3://bucket/key``, GetObject and the body's read both within the deadline of
-    :func:`call` (the answer's socket stays watched until the body is read: ``aws_deadline``)."""
-    return _within_deadline(client, what, lambda: client.get_object(Bucket=bucket, Key=key)["Body"].read())
+def read_object(client: Any, bucket: str, key: str, what: str) -> Tuple[bytes, str]:
+    """The body of ``s3://bucket/key`` and its ETag, GetObject and the body's read both within the
+    deadline of :func:`call` (the answer's socket stays watched until the body is read: ``aws_deadline``)."""
+
+    def work() -> Tuple[bytes, str]:
+        answer = client.get_object(Bucket=bucket, Key=key)
+        return answer["Body"].read(), str(answer.get("ETag", ""))
+
+    return _within_deadline(client, what, work)
+
+
+def pages(
+    client: Any, operation: str, what: str, more: Callable[[Dict[str, Any]], Any], resume: str, **params: Any
+) -> Iterator[Dict[str, Any]]:
+    """Every page of a listing, each fetched by :func:`call`. ``more(page)`` is the token of the next
+    page (None after the last), passed back as the parameter ``resume``. A listing that says "more"
+    without a token it has not handed out already is refused (``aws_deadline.NoProgress``): a peer
+    answering the same page forever would otherwise hold the reader past every deadline."""
+    from . import aws_deadline
+
+    handed: Set[str] = set()
+    while True:
+        page = call(client, operation, what, **params)
+        yield page
+        token = more(page)
+        if token is None:
+            return
+        seen = repr(token)
+        if not token or seen in handed:
+            raise aws_deadline.NoProgress(what=what)
+        handed.add(seen)
+        params[resume] = token
+
+
+def s3_keys(client: Any, bucket: str, prefix: str) -> Iterator[str]:
+    """The key of every object under ``prefix`` (ListObjectsV2, page by page: :func:`pages`)."""
+
+    def more(page: Dict[str, Any]) -> Any:
+        return page.get("NextContinuationToken", "") if page.get("IsTruncated") else None
+
+    listing = pages(
+        client, "list_objects_v2", "S3 ListObjectsV2", more, "ContinuationToken", Bucket=bucket, Prefix=prefix
+    )
+    for page in listing:
+        for item in page.get("Contents", []):
+            yield str(item["Key"])
 
 
 def _within_deadline(client: Any, what: str, work: Callable[[], T]) -> T:

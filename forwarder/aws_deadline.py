@@ -21,6 +21,12 @@ class DeadlineExceeded(BotoCoreError):
     fmt = "{what}: no complete response within {seconds:g} s (HTTP timeout)"
 
 
+class NoProgress(BotoCoreError):
+    """A listing that says there is more but hands back no new token to read it with."""
+
+    fmt = "{what}: answered a truncated listing without a new continuation token"
+
+
 class _Cut(Exception):
     """Ends a call the watchdog cut, from inside botocore, before it retries."""
 

@@ -24,7 +24,7 @@ def check(settings: Settings, out: TextIO) -> bool:
 
     say(True, f"configuration: {settings.api_url}, format {settings.format}, sink {settings.sink.uri}")
     try:
-        store = open_store(settings.state, settings.splunk_token)
+        store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
         say(True, f"state: {store.location} ({len(store.keys())} streams stored)")
         sink = open_sink(settings.sink)
         sink.close()

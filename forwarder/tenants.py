@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .config import VARIABLES, Settings, Variable, default_of, load_settings
+from .config import VARIABLES, Settings, Variable, default_of, load_settings, read
 from .config.lists import LISTS
 from .config.table import TENANT_ONLY
 from .errors import ConfigError
@@ -210,16 +210,17 @@ def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) ->
     return tenants
 
 
-def read_document(ref: str) -> Any:
+def read_document(ref: str, timeout_seconds: float = 60.0) -> Any:
     """The parsed document at ``ref``: a file path, ``s3://bucket/key``, ``secretsmanager:<id>`` or
-    ``ssm:<name>``. ConfigError naming FORWARDER_TENANTS when it cannot be read or parsed."""
+    ``ssm:<name>``. ConfigError naming FORWARDER_TENANTS when it cannot be read or parsed; from S3,
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds the read whole."""
     kind = ref.split(":", 1)[0].lower()
     if kind in ("secretsmanager", "ssm"):
         from .credentials import load_secret
 
         text = load_secret(ref, VARIABLE)
     elif kind == "s3":
-        text = _read_s3(ref)
+        text = _read_s3(ref, timeout_seconds)
     else:
         path = ref[len("file://") :] if ref.lower().startswith("file://") else ref
         try:
@@ -237,7 +238,7 @@ def read_document(ref: str) -> Any:
         raise ConfigError([f"{VARIABLE}: {ref} is not valid JSON{where}"]) from None
 
 
-def _read_s3(ref: str) -> str:
+def _read_s3(ref: str, timeout_seconds: float) -> str:
     from . import aws
 
     try:
@@ -247,11 +248,9 @@ def _read_s3(ref: str) -> str:
     if not key:
         raise ConfigError([f"{VARIABLE}: {ref} names a bucket, not an object"])
     try:
-        body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        body, _ = aws.read_object(aws.client("s3", timeout_seconds), bucket, key, "S3 GetObject")
     except aws.failures() as exc:
-        raise ConfigError(
-            [f"{VARIABLE}: cannot read {ref}: {aws.error_code(exc) or type(exc).__name__}"]
-        ) from None
+        raise ConfigError([f"{VARIABLE}: cannot read {ref}: {aws.error_code(exc) or exc}"]) from None
     try:
         return str(body.decode("utf-8"))
     except UnicodeDecodeError:
@@ -263,7 +262,7 @@ def load_tenants(env: Mapping[str, str]) -> Optional[List[Tenant]]:
     ref = (env.get(VARIABLE) or "").strip()
     if not ref:
         return None
-    return parse_tenants(read_document(ref), env)
+    return parse_tenants(read_document(ref, read(env, "FORWARDER_HTTP_TIMEOUT")), env)
 
 
 def select(tenants: Sequence[Tenant], name: Optional[str]) -> List[Tenant]:

@@ -77,7 +77,7 @@ def summary(report: RunReport) -> str:
 
 def run_with_cursor(settings: Settings, should_stop: Callable[[], bool]) -> RunReport:
     """One run that starts with the streams that waited longest, and remembers what it left."""
-    store = open_store(settings.state, settings.splunk_token)
+    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
     cursor = RunCursor.for_store(store)
     report = run_once(settings, should_stop=should_stop, order=cursor.order, store=store)
     if not report.skipped:

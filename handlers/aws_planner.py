@@ -4,7 +4,8 @@ Each invocation turns every tenant's streams into work items (shards of ``FORWAR
 on the FIFO queue ``FORWARDER_QUEUE_URL``, one message group per tenant
 (``forwarder.fanout.planner``). A tenant whose last cycle is still running is left for the next
 tick. It writes one metrics line per tenant and fails (raises) when any tenant could not be
-planned, after the others were queued.
+planned, after the others were queued. On SIGTERM (Lambda shutting the environment down) planning
+ends cleanly: the tenants not yet planned are reported ``stopped`` and left for the next tick.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from dataclasses import asdict
 from typing import Any, Dict, Tuple
 
+from forwarder import stop
 from forwarder.fanout.planner import plan_tenants
 from forwarder.fanout.queue import WorkQueue
 from forwarder.fanout.settings import load_fanout_settings
@@ -28,8 +30,13 @@ log = logging.getLogger("forwarder.planner")
 
 
 def handler(event: Any, context: Any) -> Dict[str, Any]:
+    stop.install()  # Lambda's shutdown SIGTERM: the tenant in flight is abandoned, none starts
     env = environment(os.environ)
-    tenants = tenants_or_single(env)  # every tenant checked before any network call
+    try:
+        tenants = tenants_or_single(env)  # every tenant checked before any network call
+    except stop.Stopped:  # while reading the tenants document: nothing planned, the next tick plans all
+        log.warning("planning abandoned on a stop request")
+        return {"ok": True, "stopped": True, "tenants": []}
     fanout = load_fanout_settings(env)
     configure(tenants[0].settings.log_level)
     queue = WorkQueue(fanout.queue_url)
@@ -41,9 +48,10 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
             "PlannedShards": (result.shards, "Count"),
             "BusyTenants": (1 if result.busy else 0, "Count"),
             "FailedPlans": (1 if result.error else 0, "Count"),
+            "StoppedPlans": (1 if result.stopped else 0, "Count"),
         }
         emit(emf(values, function, namespace, tenant=result.tenant))
     failed = [r for r in results if r.error]
     if failed:
         raise RunFailed("planning failed: " + "; ".join(f"tenant {r.tenant}: {r.error}" for r in failed))
-    return {"ok": True, "tenants": [asdict(r) for r in results]}
+    return {"ok": True, "stopped": any(r.stopped for r in results), "tenants": [asdict(r) for r in results]}

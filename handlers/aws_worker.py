@@ -35,7 +35,14 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
     started = time.monotonic()
     stop.install()  # Lambda's shutdown SIGTERM: the item in flight goes back to the queue, nothing starts
     env = environment(os.environ)
-    tenants = {t.name: t for t in tenants_or_single(env)}
+    try:
+        tenants = {t.name: t for t in tenants_or_single(env)}
+    except stop.Stopped:  # while reading the tenants document: every message goes back untouched
+        ids = [message_id for message_id, _ in messages(event)]
+        return {
+            "batchItemFailures": [{"itemIdentifier": i} for i in ids],
+            "outcomes": dict.fromkeys(ids, "not_started"),
+        }
     fanout = load_fanout_settings(env)
     margin_s = deadline_margin(env)
     configure(next(iter(tenants.values())).settings.log_level)

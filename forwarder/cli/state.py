@@ -15,15 +15,15 @@ from .options import env_of, log_format_of, opened, tables, tenants_of
 from .status import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, worst
 
 
-def _store(location: str, splunk_token: Optional[str]) -> StateStore:
+def _store(location: str, splunk_token: Optional[str], timeout_s: float) -> StateStore:
     from ..state import open_store
 
     register_secrets([splunk_token])
-    return opened(lambda at: open_store(at, splunk_token), location, "FORWARDER_STATE")
+    return opened(lambda at: open_store(at, splunk_token, timeout_s), location, "FORWARDER_STATE")
 
 
 def cmd_state(args: argparse.Namespace) -> int:
-    # Only the state location matters here: no API URL or credentials needed to inspect or reset.
+    # Only the state location and timeout matter here: no API URL or credentials needed to inspect or reset.
     env = env_of(args)
     log_format = log_format_of(env)
     Console(log_format, env.get("FORWARDER_LOG_LEVEL") or "WARNING", env, sys.stderr)  # sets up logging
@@ -31,15 +31,22 @@ def cmd_state(args: argparse.Namespace) -> int:
     if tenants is not None and (args.state_command == "show" or len(tenants) == 1):
         return worst(
             [
-                _state_command(args, _store(t.settings.state, t.settings.splunk_token), t.name, log_format)
+                _state_command(
+                    args,
+                    _store(t.settings.state, t.settings.splunk_token, t.settings.http_timeout_s),
+                    t.name,
+                    log_format,
+                )
                 for t in tenants
             ]
         )
     if tenants is not None:
         sys.stderr.write("state reset: name the tenant (--tenant NAME)\n")
         return EXIT_CONFIG
-    values = read_all(env, ("FORWARDER_STATE", "FORWARDER_SPLUNK_TOKEN"))
-    store = _store(values["FORWARDER_STATE"], values["FORWARDER_SPLUNK_TOKEN"])
+    values = read_all(env, ("FORWARDER_STATE", "FORWARDER_SPLUNK_TOKEN", "FORWARDER_HTTP_TIMEOUT"))
+    store = _store(
+        values["FORWARDER_STATE"], values["FORWARDER_SPLUNK_TOKEN"], values["FORWARDER_HTTP_TIMEOUT"]
+    )
     return _state_command(args, store, "", log_format)
 
 

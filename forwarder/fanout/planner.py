@@ -2,6 +2,8 @@
 
 A tenant whose previous cycle is still running is left alone this time (``cycle.py``); a tenant
 whose planning fails (bad credentials, users endpoint down) fails alone: the others are queued.
+On a stop request (Lambda's SIGTERM) no tenant's planning starts and the one in flight is abandoned:
+those tenants are reported ``stopped``, not failed, and the next tick plans them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
+from .. import stop
 from ..app import build_client, plan
 from ..errors import StateError
 from ..multitenant import run_tenants
@@ -32,6 +35,7 @@ class TenantPlan:
     shards: int = 0
     busy: Optional[str] = None  # why nothing was queued: the previous cycle is still running
     error: Optional[str] = None
+    stopped: bool = False  # not planned (or not whole) because a stop was requested
 
 
 def new_cycle(clock: Callable[[], float] = time.time) -> str:
@@ -42,7 +46,7 @@ def plan_tenant(
     tenant: Tenant, queue: WorkQueue, cycle_id: str, shard_size: int, max_age_s: int
 ) -> TenantPlan:
     settings = tenant.settings
-    store = open_store(settings.state, settings.splunk_token)
+    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
     slot = cycle.marker(store)
     try:
         busy = cycle.open_cycle_of(slot, now_us(), max_age_s)
@@ -73,9 +77,20 @@ def plan_tenants(
     tenants: Sequence[Tenant], queue: WorkQueue, shard_size: int, max_age_s: int, concurrency: int
 ) -> List[TenantPlan]:
     cycle_id = new_cycle()
+
+    def plan_unless_stopped(tenant: Tenant) -> TenantPlan:
+        try:
+            stop.check(f"planning tenant {tenant.name}")
+            return plan_tenant(tenant, queue, cycle_id, shard_size, max_age_s)
+        except stop.Stopped as exc:
+            log.warning(
+                "tenant not planned: stop requested", extra={"tenant": tenant.name, "reason": str(exc)}
+            )
+            return TenantPlan(tenant.name, stopped=True)
+
     results = run_tenants(
         tenants,
-        lambda t: plan_tenant(t, queue, cycle_id, shard_size, max_age_s),
+        plan_unless_stopped,
         concurrency,
         failed=lambda message: TenantPlan("", error=message),
     )

@@ -56,7 +56,7 @@ def run_item(
 ) -> Tuple[str, Optional[RunReport], str]:
     """(outcome, report, reason) of one item."""
     settings = tenant.settings
-    store = open_store(settings.state)
+    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
     full, shard = item.plan(settings.object_types, settings.filters)
 
     def handed_plan(_settings: Settings, client: ApiClient) -> List[Stream]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Dict, Iterator, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Iterator, Optional, Sequence, Set, Tuple, Type
 
 from .. import aws
 from ..errors import SinkError, StateError
@@ -77,34 +77,19 @@ class S3Quarantine:
         """The object's body; None once it is gone (another replay removed it since it was listed)."""
         with self._failing_as("read", key):
             try:
-                return aws.read_object(self._client, self.bucket, key, "S3 GetObject")
+                return aws.read_object(self._client, self.bucket, key, "S3 GetObject")[0]
             except aws.failures() as exc:
                 if aws.error_code(exc) not in ("NoSuchKey", "404"):
                     raise
         return None
 
     def _keys(self) -> Iterator[str]:
-        """Every object under the prefix, page by page; a listing that never ends is refused."""
+        """Every object under the prefix, page by page (a listing that never ends is refused)."""
         prefix = f"{self.prefix}/" if self.prefix else ""
-        params: Dict[str, str] = {"Bucket": self.bucket, "Prefix": prefix}
-        tokens: Set[str] = set()
-        while True:
-            with self._failing_as("list", prefix):
-                page = aws.call(self._client, "list_objects_v2", "S3 ListObjectsV2", **params)
-            for item in page.get("Contents", []):
-                key = str(item["Key"])
+        with self._failing_as("list", prefix):
+            for key in aws.s3_keys(self._client, self.bucket, prefix):
                 if key[len(prefix) :].startswith("year="):  # else a tenant's quarantine nested inside
                     yield key
-            if not page.get("IsTruncated"):
-                return
-            token = page.get("NextContinuationToken")
-            if not token or token in tokens:  # a listing that says "more" but cannot move on
-                raise StateError(
-                    f"cannot list s3://{self.bucket}/{prefix}: S3 answered a truncated listing "
-                    "without a new continuation token"
-                )
-            tokens.add(token)
-            params["ContinuationToken"] = token
 
     @contextlib.contextmanager
     def _failing_as(self, action: str, key: str) -> Iterator[None]:

@@ -18,13 +18,15 @@ __all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
-# scheme -> "module:function"; the function takes the whole location string (and the KV store's, its token).
+# scheme -> "module:function"; the function takes the whole location string, the KV store its token
+# too, and the stores that call AWS (_TIMED) the HTTP timeout.
 _OPENERS: Dict[str, str] = {
     "file": "forwarder.state.local:open_local",
     "s3": "forwarder.state.s3:open_s3",
     "dynamodb": "forwarder.state.dynamodb:open_dynamodb",
     "kvstore": "forwarder.state.kvstore:open_kvstore",
 }
+_TIMED = frozenset({"s3", "dynamodb"})
 
 
 def location_problem(location: str) -> Optional[str]:
@@ -39,9 +41,12 @@ def location_problem(location: str) -> Optional[str]:
     return None
 
 
-def open_store(location: str, splunk_token: Optional[str] = None) -> StateStore:
+def open_store(
+    location: str, splunk_token: Optional[str] = None, timeout_seconds: float = 60.0
+) -> StateStore:
     """Open the store at ``location``; ``splunk_token`` (FORWARDER_SPLUNK_TOKEN) is what a ``kvstore://``
-    store authenticates with. Raises ValueError for an unusable or unavailable location."""
+    store authenticates with, ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call of an AWS
+    store whole. Raises ValueError for an unusable or unavailable location."""
     problem = location_problem(location)
     if problem:
         raise ValueError(f"state location {location!r}: {problem}")
@@ -56,4 +61,6 @@ def open_store(location: str, splunk_token: Optional[str] = None) -> StateStore:
             f"state location {location!r}: the {scheme} state store is not available in this build ({exc})"
         ) from None
     opener: Callable[..., StateStore] = getattr(module, function)
-    return opener(location, splunk_token) if scheme == "kvstore" else opener(location)
+    if scheme == "kvstore":
+        return opener(location, splunk_token)
+    return opener(location, timeout_seconds) if scheme in _TIMED else opener(location)

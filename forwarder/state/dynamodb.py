@@ -14,7 +14,9 @@ keeps the keys a single-organization install has always had.
 
 Each item holds the document as JSON text in ``doc`` (readable in the console) and a random
 ``revision``; every write is conditional on the revision read (or on the item being absent), so
-DynamoDB itself refuses a stale writer. An item is at most 400 KB: about 4,000 event ids in a
+DynamoDB itself refuses a stale writer. Every call goes through ``aws.call``: ``FORWARDER_HTTP_TIMEOUT``
+bounds it whole (retries included) and a stop request ends it; a failure is a StateError naming the
+table and item. An item is at most 400 KB: about 4,000 event ids in a
 stream's look-back window; a busier stream needs the S3 store or a shorter window.
 """
 
@@ -25,9 +27,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urlsplit
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ..aws import client, error_code
+from .. import aws
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from ..timeutil import parse_iso
@@ -54,14 +54,11 @@ class _ItemSlot:
         self._pk = pk
         self._expiring = expiring  # a lease: give the item a TTL attribute from its "expires"
         self.location = f"dynamodb://{table} item {pk!r}"
+        self._key = {KEY: {"S": pk}}
 
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-        try:
-            item = self._client.get_item(
-                TableName=self._table, Key={KEY: {"S": self._pk}}, ConsistentRead=True
-            ).get("Item")
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("read", exc) from None
+        found = self._call("read", "get_item", "DynamoDB GetItem", Key=self._key, ConsistentRead=True)
+        item = found.get("Item") if isinstance(found, dict) else None
         if item is None:
             return None, None
         try:
@@ -79,26 +76,31 @@ class _ItemSlot:
         if self._expiring:
             seconds = parse_iso(doc["expires"]) // 1_000_000 + _LEASE_TTL_GRACE_S
             item[LEASE_TTL_ATTRIBUTE] = {"N": str(seconds)}
-        try:
-            self._client.put_item(TableName=self._table, Item=item, **self._condition(expected))
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("write", exc, expected) from None
+        self._call("write", "put_item", "DynamoDB PutItem", expected, Item=item, **self._condition(expected))
         return version
 
     def delete(self, expected: str) -> None:
-        try:
-            self._client.delete_item(
-                TableName=self._table, Key={KEY: {"S": self._pk}}, **self._condition(expected)
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("delete", exc, expected) from None
+        self._call(
+            "delete",
+            "delete_item",
+            "DynamoDB DeleteItem",
+            expected,
+            Key=self._key,
+            **self._condition(expected),
+        )
 
     def remove(self) -> None:
         """Unconditional delete (a stream reset)."""
+        self._call("delete", "delete_item", "DynamoDB DeleteItem", Key=self._key)
+
+    def _call(
+        self, action: str, operation: str, what: str, expected: Optional[str] = None, **params: Any
+    ) -> Any:
+        """``operation`` on the table under ``aws.call``'s deadline; a failure as ``_failed(action)``."""
         try:
-            self._client.delete_item(TableName=self._table, Key={KEY: {"S": self._pk}})
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("delete", exc) from None
+            return aws.call(self._client, operation, what, TableName=self._table, **params)
+        except aws.failures() as exc:
+            raise self._failed(action, exc, expected) from None
 
     @staticmethod
     def _condition(expected: Optional[str]) -> Dict[str, Any]:
@@ -110,7 +112,7 @@ class _ItemSlot:
         }
 
     def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
-        code = error_code(exc)
+        code = aws.error_code(exc)
         if code == "ConditionalCheckFailedException":
             return ConflictError(
                 f"{self.location} was changed by another writer (expected revision {expected or 'none'})"
@@ -147,7 +149,12 @@ class DynamoDBStore:
     def keys(self) -> list[str]:
         found: list[str] = []
         try:
-            pages = self._client.get_paginator("scan").paginate(
+            pages = aws.pages(
+                self._client,
+                "scan",
+                "DynamoDB Scan",
+                lambda page: page.get("LastEvaluatedKey"),
+                "ExclusiveStartKey",
                 TableName=self._table,
                 ProjectionExpression=KEY,
                 FilterExpression=f"begins_with({KEY}, :stream)",
@@ -156,9 +163,9 @@ class DynamoDBStore:
             skip = len(self._prefix + _STREAM)
             for page in pages:
                 found.extend(item[KEY]["S"][skip:] for item in page.get("Items", []))
-        except (BotoCoreError, ClientError) as exc:
+        except aws.failures() as exc:
             raise StateError(
-                f"cannot list the streams in {self.location}: {error_code(exc) or exc}"
+                f"cannot list the streams in {self.location}: {aws.error_code(exc) or exc}"
             ) from None
         return sorted(found)
 
@@ -181,12 +188,15 @@ class DynamoDBStore:
         return self.slot(_STREAM + key)
 
 
-def open_dynamodb(location: str, clock: Callable[[], float] = time.time) -> DynamoDBStore:
-    """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials."""
+def open_dynamodb(
+    location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time
+) -> DynamoDBStore:
+    """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials;
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
     parts = urlsplit(location)
     table, namespace = parts.netloc, parts.path.strip("/")
     if parts.scheme.lower() != "dynamodb" or not table or parts.query or "#" in namespace:
         raise ValueError(
             f"state location {location!r}: expected dynamodb://table or dynamodb://table/namespace"
         )
-    return DynamoDBStore(client("dynamodb"), table, clock, namespace)
+    return DynamoDBStore(aws.client("dynamodb", timeout_seconds), table, clock, namespace)

@@ -10,6 +10,10 @@ The version a commit must present is the object's ETag: a write carries ``If-Mat
 ``If-None-Match: *`` to create) and a delete ``If-Match``, so S3 itself refuses a stale writer.
 Every document gets a random ``revision`` so that two writes of equal content still differ in ETag
 (a stream reset and recreated never matches a stale version).
+
+Every call goes through ``aws.call`` / ``aws.read_object``: ``FORWARDER_HTTP_TIMEOUT`` bounds it whole
+(retries and the body's read included) and a stop request ends it; a failure is a StateError naming
+the object.
 """
 
 from __future__ import annotations
@@ -19,9 +23,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import quote, unquote
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ..aws import client, error_code, parse_s3_uri
+from .. import aws
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
@@ -58,12 +60,13 @@ class _ObjectSlot:
 
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
         try:
-            response = self._client.get_object(Bucket=self._bucket, Key=self._key)
-            data = response["Body"].read()
-        except (BotoCoreError, ClientError) as exc:
-            if error_code(exc) in ("NoSuchKey", "404"):
+            data, etag = aws.read_object(self._client, self._bucket, self._key, "S3 GetObject")
+        except aws.failures() as exc:
+            if aws.error_code(exc) in ("NoSuchKey", "404"):
                 return None, None
             raise self._failed("read", exc) from None
+        if not etag:
+            raise StateError(f"cannot read state object {self.location}: S3 answered without an ETag")
         try:
             doc = loads(data)
         except ValueError as exc:
@@ -71,34 +74,42 @@ class _ObjectSlot:
         if not isinstance(doc, dict):
             raise StateError(f"state object {self.location} does not hold a JSON object; {_FIX}")
         doc.pop(_REVISION, None)
-        return doc, str(response["ETag"])
+        return doc, etag
 
     def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
         body = dumps({**doc, _REVISION: secrets.token_hex(8)})
-        try:
-            response = self._client.put_object(
-                Bucket=self._bucket, Key=self._key, Body=body, ContentType="application/json", **condition
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("write", exc, expected) from None
+        response = self._call(
+            "write",
+            "put_object",
+            "S3 PutObject",
+            expected,
+            Body=body,
+            ContentType="application/json",
+            **condition,
+        )
+        if not (isinstance(response, dict) and response.get("ETag")):  # the version the next write presents
+            raise StateError(f"cannot write state object {self.location}: S3 answered without an ETag")
         return str(response["ETag"])
 
     def delete(self, expected: str) -> None:
-        try:
-            self._client.delete_object(Bucket=self._bucket, Key=self._key, IfMatch=expected)
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("delete", exc, expected) from None
+        self._call("delete", "delete_object", "S3 DeleteObject", expected, IfMatch=expected)
 
     def remove(self) -> None:
         """Unconditional delete (a stream reset)."""
+        self._call("delete", "delete_object", "S3 DeleteObject")
+
+    def _call(
+        self, action: str, operation: str, what: str, expected: Optional[str] = None, **params: Any
+    ) -> Any:
+        """``operation`` on the object under ``aws.call``'s deadline; a failure as ``_failed(action)``."""
         try:
-            self._client.delete_object(Bucket=self._bucket, Key=self._key)
-        except (BotoCoreError, ClientError) as exc:
-            raise self._failed("delete", exc) from None
+            return aws.call(self._client, operation, what, Bucket=self._bucket, Key=self._key, **params)
+        except aws.failures() as exc:
+            raise self._failed(action, exc, expected) from None
 
     def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
-        code = error_code(exc)
+        code = aws.error_code(exc)
         if action != "read" and code in _CONFLICT_CODES:
             return ConflictError(
                 f"{self.location} was changed by another writer (expected ETag {expected or 'none'})"
@@ -129,16 +140,13 @@ class S3Store:
         prefix = self._prefix + _STREAMS
         found = []
         try:
-            for page in self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self._bucket, Prefix=prefix
-            ):
-                for item in page.get("Contents", []):
-                    name = str(item["Key"])[len(prefix) :]
-                    if name.endswith(_SUFFIX) and "/" not in name:
-                        found.append(unquote(name[: -len(_SUFFIX)]))
-        except (BotoCoreError, ClientError) as exc:
+            for key in aws.s3_keys(self._client, self._bucket, prefix):
+                name = key[len(prefix) :]
+                if name.endswith(_SUFFIX) and "/" not in name:
+                    found.append(unquote(name[: -len(_SUFFIX)]))
+        except aws.failures() as exc:
             raise StateError(
-                f"cannot list state objects under {self.location}: {error_code(exc) or exc}"
+                f"cannot list state objects under {self.location}: {aws.error_code(exc) or exc}"
             ) from None
         return sorted(found)
 
@@ -158,7 +166,8 @@ class S3Store:
         return self.slot(_STREAMS + key_to_name(key))
 
 
-def open_s3(location: str, clock: Callable[[], float] = time.time) -> S3Store:
-    """``s3://bucket`` or ``s3://bucket/prefix``; boto3 finds region and credentials as usual."""
-    bucket, prefix = parse_s3_uri(location, "FORWARDER_STATE")
-    return S3Store(client("s3"), bucket, prefix, clock)
+def open_s3(location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time) -> S3Store:
+    """``s3://bucket`` or ``s3://bucket/prefix``; boto3 finds region and credentials as usual;
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
+    bucket, prefix = aws.parse_s3_uri(location, "FORWARDER_STATE")
+    return S3Store(aws.client("s3", timeout_seconds), bucket, prefix, clock)

@@ -300,15 +300,81 @@ def test_a_stop_before_the_plan_is_not_done(aws, monkeypatch, tmp_path, orgs, he
         url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:1], hec, shard_size=100)
         aws_planner.handler({}, FakeContext())
         [message] = receive(url)
-        stop.request()
+        tenants_read = aws_worker.tenants_or_single
+
+        def stopped_once_read(env):
+            tenants = tenants_read(env)
+            stop.request()
+            return tenants
+
+        monkeypatch.setattr(aws_worker, "tenants_or_single", stopped_once_read)
         try:
             result = aws_worker.handler(lambda_event([message]), FakeContext())
         finally:
             stop.reset()
+        monkeypatch.setattr(aws_worker, "tenants_or_single", tenants_read)
 
         assert result["outcomes"] == {message["MessageId"]: "retry"} and hec.events() == []
         busy = aws_planner.handler({}, FakeContext())["tenants"][0]["busy"]
         assert busy is not None and "still has 1 shard(s)" in busy  # the cycle still waits for it
+
+
+def test_sigterm_while_planning_queues_nothing_and_fails_nothing(aws, monkeypatch, tmp_path, orgs, hec):
+    """Lambda's SIGTERM while the planner plans its first tenant: that tenant's planning is abandoned
+    before its cycle opens, no other tenant starts, nothing is queued, the invocation does not fail;
+    the next tick plans every tenant (none was left looking busy)."""
+    from forwarder.fanout import planner
+
+    with organizations(orgs[:3]) as sims:
+        url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:3], hec, shard_size=100)
+        monkeypatch.setenv("FORWARDER_TENANT_CONCURRENCY", "1")  # the tenants one after another
+        planned = planner.plan
+
+        def terminated_while_planning(settings, client):
+            os.kill(os.getpid(), signal.SIGTERM)  # Lambda shuts the environment down
+            handled_by = time.monotonic() + 30  # the handler runs on the main thread, soon
+            while not stop.requested() and time.monotonic() < handled_by:
+                time.sleep(0.01)
+            return planned(settings, client)
+
+        monkeypatch.setattr(planner, "plan", terminated_while_planning)
+        previous = signal.signal(signal.SIGTERM, lambda *_: None)  # without a handler of its own: ignored
+        try:
+            result = aws_planner.handler({}, FakeContext())
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            stop.reset()
+        monkeypatch.setattr(planner, "plan", planned)
+
+        assert result["ok"] and result["stopped"]
+        assert [(t["tenant"], t["stopped"], t["error"], t["shards"]) for t in result["tenants"]] == [
+            (f"org{i}", True, None, 0) for i in range(3)
+        ]
+        assert queue_depth(url) == 0
+        again = aws_planner.handler({}, FakeContext())
+        assert not again["stopped"] and [t["shards"] for t in again["tenants"]] == [1, 1, 1]
+
+
+def test_a_stop_before_the_tenants_are_read_ends_both_handlers_cleanly(aws, monkeypatch, tmp_path, orgs, hec):
+    """The tenants document is read under the stop too: the planner plans nothing and does not fail,
+    the worker hands every message back untouched."""
+    with organizations(orgs[:1]) as sims:
+        url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:1], hec, shard_size=100)
+        aws_planner.handler({}, FakeContext())
+        [message] = receive(url)
+        stop.request()
+        try:
+            planned = aws_planner.handler({}, FakeContext())
+            worked = aws_worker.handler(lambda_event([message]), FakeContext())
+        finally:
+            stop.reset()
+
+        assert planned == {"ok": True, "stopped": True, "tenants": []}
+        assert worked == {
+            "batchItemFailures": [{"itemIdentifier": message["MessageId"]}],
+            "outcomes": {message["MessageId"]: "not_started"},
+        }
+        assert hec.events() == []
 
 
 def test_a_batch_stops_at_the_first_failure_and_returns_the_rest(aws, monkeypatch, tmp_path, orgs, hec):

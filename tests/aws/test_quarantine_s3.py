@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from forwarder.errors import StateError
 from forwarder.events import Event, Rejection
 from forwarder.quarantine import open_quarantine, unplaceable
 from forwarder.quarantine.s3 import S3Quarantine
+from tests.aws.conftest import connections
 from tests.e2e.helpers import cli, env_for
 from tests.sinks.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
 
@@ -98,27 +98,6 @@ def test_an_object_another_replay_removed_meanwhile_is_nothing_to_remove(bucket)
 
 
 # -- endpoints that do not answer as S3 does -------------------------------------------------------
-
-
-@pytest.fixture
-def silent(aws, monkeypatch) -> Iterator[socket.socket]:
-    """An endpoint that takes connections (the kernel's backlog) and never answers."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
-        yield server
-
-
-def connections(server: socket.socket) -> int:
-    server.setblocking(False)
-    count = 0
-    while True:
-        try:
-            server.accept()[0].close()
-        except BlockingIOError:
-            return count
-        count += 1
 
 
 def test_quarantine_list_ends_at_the_http_timeout(silent, tmp_path):
