@@ -133,12 +133,12 @@ def test_progress_counts_streams_records_and_calls_and_estimates_a_backfill():
     progress = Progress(Screen(io.StringIO(), live=False), clock=clock)
     assert progress.frame().startswith("planning: ")
     progress.started([object(), object()], lambda: 7)  # type: ignore[list-item]
-    day = 86400 * 1_000_000
+    day, now = 86400 * 1_000_000, now_us()  # one reading: a pause between two would move "half way"
     done = StreamReport("user/a", fetched=300, shipped=250)
-    progress.progressed(done, now_us() - 10 * day, now_us() - 10 * day)
+    progress.progressed(done, now - 10 * day, now - 10 * day)
     progress.finished(done)
     running = StreamReport("user/b", fetched=100, shipped=0)
-    progress.progressed(running, now_us() - 10 * day, now_us() - 5 * day)  # half way
+    progress.progressed(running, now - 10 * day, now - 5 * day)  # half way (a hair less when drawn)
     clock.now += 30  # 1.5 of 2 streams covered in 30 s: 10 s to go
     assert (
         progress.frame() == "streams 1/2  fetched 400  shipped 250  13 records/s  API calls 7  ~10s left  30s"
