@@ -139,7 +139,7 @@ class Templated:
         created = record.time_text
         given = created.encode() if created else jsonutil.string_content(record.raw["created_at"])
         if self._time_in_ms:
-            time = jsonutil.dumps(record.ts_us // 1000)
+            time = b"%d" % (record.ts_us // 1000)  # an integer is its digits in JSON
         else:
             time = given if created else record.timestamp.encode()
         values: Tuple[bytes, ...] = (time, record.event_id.encode(), given)
