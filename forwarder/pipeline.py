@@ -131,7 +131,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                 )
             report.new += len(selection.records)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
-            unsaved = {k: when for k, when in kept.items() if k not in state.seen}
+            unsaved = {k: when for k, when in kept.items() if state.seen.get(k, -1) < when}
             state, version = _ship(ctx, stream, selection.records, unsaved, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
             if (selection.complete and not outcome.more) or ctx.should_stop():
@@ -174,14 +174,19 @@ def _quarantine_record(
     reason: str,
 ) -> None:
     """A record no run can place in time goes to quarantine (raw, with the reason), not in the way,
-    once: its id is in ``kept`` once this run wrote it (counted once per run, however often read),
-    in ``state`` once an earlier run did. The write is durable before the id joins ``kept``, so
-    before any commit can carry it."""
+    once: its id is in ``kept`` once this run wrote it (counted once per run, however often read) or
+    dates it again, in ``state`` once an earlier run did. The write is durable before the id joins
+    ``kept``, so before any commit can carry it."""
     rejection = unplaceable(raw, reason)
     if rejection.event.id in kept:  # met again in this run (a pass read again, a repeated page)
         return
-    if rejection.event.id in state.seen:
+    remembered = state.seen.get(rejection.event.id)
+    if remembered is not None:
         report.skipped += 1
+        # Dated again by the next commit once half its look-back window has passed: its id ages out
+        # only once the service stops returning the record, so it is never quarantined twice.
+        if remembered < now_us() - ctx.limits.window_s * 500_000:
+            kept[rejection.event.id] = now_us()
         return
     ctx.quarantine.keep(stream.key, [rejection])
     kept[rejection.event.id] = now_us()

@@ -127,7 +127,11 @@ class Shipper:
         batches are still unconfirmed then fail (their records go again next run, same ids)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            self._closing = True  # the senders (started by add) cut the open batch now
+            self._closing = True
+            batch = self._batcher.cut()  # queued now, so that end() sees its streams' records pending
+            if batch is not None:
+                self._tracker.closed(batch)
+                self._queue.append(batch)
             if self._fatal is None:  # streams that carry quarantined ids and nothing else: last commits
                 for commit in self._tracker.end():
                     self._committers.submit(self._guarded, self._commit, commit)

@@ -8,6 +8,7 @@ from typing import List, Sequence
 
 import pytest
 
+from forwarder.delivery.shipper import Shipper
 from forwarder.events import Event, SendResult
 from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
@@ -117,12 +118,12 @@ class Crash(BaseException):
 
 
 class CrashingStore(MemoryStore):
-    """The first commit waits until the second has crashed (so one write is in progress when the run
-    dies); every commit started after the crash is counted."""
+    """The second commit crashes; the first waits until the run has taken the crash as fatal (so one
+    write is in progress when the run dies). Every commit started after that is counted."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.crashed = threading.Event()
+        self.fatal = threading.Event()  # set once the shipper holds the crash as its fatal
         self.started = 0
         self.after_crash = 0
 
@@ -130,20 +131,27 @@ class CrashingStore(MemoryStore):
         with self._lock:
             self.started += 1
             number = self.started
-            if self.crashed.is_set():
+            if self.fatal.is_set():
                 self.after_crash += 1
         if number == 1:
-            self.crashed.wait(30)
+            self.fatal.wait(30)
         elif number == 2:
-            self.crashed.set()
             raise Crash("killed in a commit")
         return super().commit(key, state, version)
 
 
-def test_a_run_that_dies_writes_no_state_after_it_has_ended(tmp_path):
+def test_a_run_that_dies_writes_no_state_after_it_has_ended(tmp_path, monkeypatch):
     """A fatal in one commit ends the run once the commits already being written are done: none is
     written afterwards, where it would race the next run in the same process (a warm Lambda)."""
     store = CrashingStore()
+    guarded = Shipper._guarded
+
+    def noting_the_fatal(self, work, *args):
+        guarded(self, work, *args)
+        if self._fatal is not None:
+            store.fatal.set()
+
+    monkeypatch.setattr(Shipper, "_guarded", noting_the_fatal)
     base_us = now_us() - 3600 * 1_000_000
     records = [r for s in STREAMS for r in make_records(list(range(5)), base_us, s.name)]
     source, quarantine = ListSource(records, "asc", 10, 0), LocalQuarantine(str(tmp_path))
@@ -155,4 +163,4 @@ def test_a_run_that_dies_writes_no_state_after_it_has_ended(tmp_path):
         run_streams(ctx, STREAMS, 4, RunReport(started="now"))
     writers = [t for t in set(threading.enumerate()) - before if t.name.startswith("commit")]
     assert writers == []  # none of the run's commit threads outlives it
-    assert store.crashed.is_set() and store.after_crash == 0
+    assert store.fatal.is_set() and store.after_crash == 0

@@ -155,3 +155,48 @@ def test_a_page_read_again_in_the_same_pass_meets_the_record_it_quarantined(tmp_
     assert sorted(state.seen) == sorted(
         [quarantine_id(api.records[0])] + [event_id(r) for r in api.records[1:]]
     )
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["run_stream", "run_streams"])
+def test_a_bad_record_the_service_keeps_returning_outlives_the_look_back_window(tmp_path, shared):
+    """Its remembered id is dated again once half a window has passed, so it is not forgotten (and
+    quarantined again) while the service still returns the record. Before: quarantined 1, 0, 1."""
+    api = FakeService("asc", True, True)
+    api.records = trail_with_a_bad_record(3, "9999-bad")
+    quarantine, store = LocalQuarantine(str(tmp_path)), MemoryStore()
+    bad = quarantine_id(api.records[0])
+    reports = [one_run(api, store, quarantine, shared)]
+    loaded = store.load(STREAM.key)  # three windows later: the remembered id is dated long ago
+    aged = dict(loaded.state.seen, **{bad: now_us() - 3 * LIMITS.window_s * 1_000_000})
+    store.commit(STREAM.key, StreamState(loaded.state.watermark_us, aged, 3), loaded.version)
+    fresh = make_records([0], now_us() - 1_000_000)[0]
+    api.records.append({**fresh, "changes": {"n": "fresh"}})  # moves the watermark to now
+    reports += [one_run(api, store, quarantine, shared) for _ in range(2)]
+    assert all(r.ok for r in reports), [r.error for r in reports]
+    assert [r.quarantined for r in reports] == [1, 0, 0]
+    assert len(list(quarantine.entries())) == 1
+    assert store.load(STREAM.key).state.seen[bad] > now_us() - LIMITS.window_s * 1_000_000  # dated again
+
+
+def test_the_ids_ride_the_commit_of_records_still_in_the_open_batch(tmp_path):
+    """With fewer records than a batch and a real linger, the run's end cuts the open batch before
+    it makes last commits: the quarantined id rides the records' one commit, not one of its own."""
+    api = FakeService("asc", True, True)
+    api.records = trail_with_a_bad_record(3, "9999-bad")
+    quarantine = LocalQuarantine(str(tmp_path))
+    store = CheckedStore(quarantine, [quarantine_id(api.records[0])])
+    ctx = RunContext(
+        source=TrailReader(api, 10, max_pages=10_000),  # type: ignore[arg-type]
+        store=store,
+        sink=MemorySink(max_batch_events=7),
+        formatter=lambda: formatter,
+        quarantine=quarantine,
+        limits=LIMITS,
+        ownership=Ownership([STREAM], time.time()),
+        options=NormalizeOptions(ingest_time_us=0),
+        linger_s=1.0,
+    )
+    report = RunReport(started="now")
+    run_streams(ctx, [STREAM], 1, report)
+    assert report.streams[0].ok and report.streams[0].quarantined == 1
+    assert store.commits == 1
