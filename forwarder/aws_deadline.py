@@ -43,12 +43,14 @@ def watch(client: Any) -> None:
         client.meta.events.register_first(event, _end_if_cut, unique_id=f"forwarder-deadline-{event}")
 
 
-def _end_if_cut(operation: Any = None, **_: Any) -> None:
+def _end_if_cut(operation: Any = None, response: Any = None, **_: Any) -> None:
     """Try nothing more once the watchdog has cut the call, and forget the last try's socket (back in
-    the pool, soon another call's), unless its answer is a body still to be read (GetObject)."""
+    the pool, soon another call's), unless it answered with a body still to be read (a GetObject that
+    succeeded: a failed try's error body was read whole, and its socket went back to the pool)."""
     call = deadline.current()
     if call is not None:
-        if not getattr(operation, "has_streaming_output", False):
+        streaming = getattr(operation, "has_streaming_output", False)
+        if not (streaming and response is not None and response[0].status_code < 300):
             call.attach(None)
         if call.cut.is_set():
             raise _Cut()
