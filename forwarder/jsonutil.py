@@ -22,6 +22,7 @@ A number too large for a float (``1e400``) is refused like NaN: orjson would wri
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from json.encoder import encode_basestring as _encode_basestring
@@ -32,7 +33,12 @@ try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
 except ImportError:  # pragma: no cover - exercised by the pure-Python test run
     _orjson = None  # type: ignore[assignment]
 if _orjson is not None and _orjson.dumps([1e16, 1e-7, 1e-5]) != b"[1e+16,1e-7,0.00001]":
-    _orjson = None  # type: ignore[assignment]  # an older orjson: its ids would differ
+    # An older orjson: its event ids would differ. Said once, as the pure-Python path is slower.
+    logging.getLogger(__name__).warning(
+        "orjson %s writes floats unlike 3.11.7 and later: JSON is read and written without it",
+        getattr(_orjson, "__version__", "?"),
+    )
+    _orjson = None  # type: ignore[assignment]
 
 HAVE_ORJSON = _orjson is not None
 # 19 digits or more may be over 64 bits (2**63 has 19): let the standard library read it exactly.

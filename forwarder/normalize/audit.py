@@ -33,7 +33,7 @@ def audit_of(
         if roles:
             actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
             audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
-        analysis = _dmarc(change_map) if _DMARC_KEY in change_map else None
+        analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
         if analysis:
             audit["dmarc"] = analysis
         audit.update(txtrecords.fields(change_map, names))
@@ -56,7 +56,8 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
     return (before, after) if before is not None and after is not None else None
 
 
-def _dmarc(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """``emailauth.audit.dmarc`` of a ``dmarc_txt_record`` change pair (None when it is not one)."""
     pair = as_pair(change_map.get(_DMARC_KEY))
     if not pair:
         return None

@@ -18,7 +18,7 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .memo import text_cache
 from .tags import parse_tags, removal_reason
@@ -81,23 +81,6 @@ def effective(tags: Dict[str, str]) -> Optional[Policy]:
     )
 
 
-class DmarcChange(NamedTuple):  # one per change record: a named tuple is cheaper to build
-    """The tags on both sides and the reasons the change weakened the policy or reduced visibility."""
-
-    before: Dict[str, str]
-    after: Dict[str, str]
-    weakened_reasons: List[str]
-    visibility_reasons: List[str]
-
-    @property
-    def weakened(self) -> bool:
-        return bool(self.weakened_reasons)
-
-    @property
-    def visibility_reduced(self) -> bool:
-        return bool(self.visibility_reasons)
-
-
 def _weakening(old: Policy, new: Policy) -> List[str]:
     # Spelled out tag by tag rather than looped over: this runs on every DMARC change.
     reasons = []
@@ -125,25 +108,12 @@ def _weakening(old: Policy, new: Policy) -> List[str]:
     return reasons
 
 
-def _read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
-    """A record's tags (a fresh dict) and policy."""
-    tags, policy = read(text)
-    return dict(tags), policy
-
-
 # A trail holds each record twice: the after of one change, the before of the next.
 @text_cache(1024)
 def read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
     """A record's tags and policy (shared: copy the tags)."""
     tags = parse_tags(text)
     return tags, effective(tags)
-
-
-def analyze(before: Optional[str], after: Optional[str]) -> DmarcChange:
-    """Compare two DMARC TXT records; None or blank means no record on that side."""
-    old_tags, old = _read(before) if before else ({}, None)
-    new_tags, new = _read(after) if after else ({}, None)
-    return DmarcChange(old_tags, new_tags, *reasons(old, new, after))
 
 
 def reasons(

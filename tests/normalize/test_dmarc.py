@@ -1,9 +1,21 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Optional
+
 import pytest
 
-from forwarder.normalize.dmarc import Policy, analyze, effective
+from forwarder.normalize.audit import dmarc_fields
+from forwarder.normalize.dmarc import Policy, effective
 from forwarder.normalize.tags import parse_tags
+
+
+def analyze(before: Optional[str], after: Optional[str]) -> SimpleNamespace:
+    """``emailauth.audit.dmarc`` of a change from ``before`` to ``after``, as events carry it."""
+    fields = dmarc_fields({"dmarc_txt_record": [before, after]})
+    assert fields is not None
+    return SimpleNamespace(**{"before": {}, "after": {}, **fields})
+
 
 RUA = "rua=mailto:d@example.org"
 
