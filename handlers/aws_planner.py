@@ -38,7 +38,8 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
         return {"ok": True, "stopped": True, "tenants": []}
     fanout = load_fanout_settings(env)
     configure(tenants[0].settings.log_level)
-    results = plan_tenants(tenants, fanout.queue(), fanout.shard_size, fanout.max_age_s, tenant_concurrency(env))
+    queue = fanout.queue()
+    results = plan_tenants(tenants, queue, fanout.shard_size, fanout.max_age_s, tenant_concurrency(env))
     function, namespace = function_name(context, env), metrics_namespace(env)
     for result in results:
         values: Dict[str, Tuple[Any, str]] = {
