@@ -38,7 +38,7 @@ def credentials_for(settings: Settings) -> Credentials:
     if settings.credentials_ref:
         from .credentials import load_credentials  # boto3 is only needed here
 
-        creds = load_credentials(settings.credentials_ref)
+        creds = load_credentials(settings.credentials_ref, timeout_seconds=settings.http_timeout_s)
     elif settings.client_id and settings.client_secret:
         creds = Credentials(settings.client_id, settings.client_secret)
     else:  # load_settings already refuses this; guard direct callers

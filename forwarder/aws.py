@@ -137,6 +137,17 @@ def error_code(exc: Exception) -> str:
     return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
 
 
+def reason(exc: Exception) -> str:
+    """What went wrong in a boto3 call, safe to show when the answer may hold a secret: the AWS error
+    code, the deadline's own message (``aws_deadline``), or else only the exception's type (botocore's
+    messages may quote the body it could not parse)."""
+    from . import aws_deadline
+
+    if isinstance(exc, (aws_deadline.DeadlineExceeded, aws_deadline.NoProgress)):
+        return str(exc)
+    return error_code(exc) or type(exc).__name__
+
+
 def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
     """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
     parts = urlsplit(uri)

@@ -2,8 +2,9 @@
 
 A warm Lambda reuses what it fetched for ``CACHE_SECONDS``, so a rotated secret is picked up within
 that time without one Secrets Manager call per run; ``forget()`` drops the cache at once (the
-handler calls it after a failed run, in case the failure was a rotated secret). Secret values never
-appear in errors or reprs: messages name the reference only.
+handler calls it after a failed run, in case the failure was a rotated secret). Every fetch goes
+through ``aws.call``: ``FORWARDER_HTTP_TIMEOUT`` bounds it whole and a stop request ends it. Secret
+values never appear in errors or reprs: messages name the reference and what went wrong only.
 """
 
 from __future__ import annotations
@@ -23,28 +24,28 @@ _cache: Dict[str, Tuple[float, str]] = {}  # reference -> (fetched at, monotonic
 _lock = threading.Lock()  # _cache, read by concurrent tenant runs; never held across a fetch
 
 
-def _fetch(kind: str, name: str) -> str:
-    from botocore.exceptions import BotoCoreError, ClientError  # only the AWS runtime needs boto3
-
-    from .aws import client
+def _fetch(kind: str, name: str, timeout_seconds: float) -> str:
+    from . import aws  # only the AWS runtime needs boto3
 
     try:
         if kind == "secretsmanager":
-            response = client("secretsmanager").get_secret_value(SecretId=name)
+            secrets = aws.client("secretsmanager", timeout_seconds)
+            response = aws.call(secrets, "get_secret_value", "Secrets Manager GetSecretValue", SecretId=name)
             if "SecretString" not in response:
                 raise ValueError("the secret holds binary data, not text")
             return str(response["SecretString"])
-        parameter = client("ssm").get_parameter(Name=name, WithDecryption=True)
+        ssm = aws.client("ssm", timeout_seconds)
+        parameter = aws.call(ssm, "get_parameter", "SSM GetParameter", Name=name, WithDecryption=True)
         return str(parameter["Parameter"]["Value"])
-    except ClientError as exc:
-        problem = str(exc.response.get("Error", {}).get("Code", "")) or "request failed"
-    except BotoCoreError as exc:
-        problem = type(exc).__name__
-    raise ValueError(problem)
+    except aws.failures() as exc:
+        raise ValueError(aws.reason(exc)) from None
 
 
-def load_secret(ref: str, variable: str, clock: Callable[[], float] = time.monotonic) -> str:
-    """The text stored at ``ref``; ConfigError naming ``variable`` and ``ref`` when unusable."""
+def load_secret(
+    ref: str, variable: str, clock: Callable[[], float] = time.monotonic, timeout_seconds: float = 60.0
+) -> str:
+    """The text stored at ``ref``; ConfigError naming ``variable`` and ``ref`` when unusable.
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds the fetch whole, botocore's retries included."""
     kind, _, name = ref.partition(":")
     if kind not in KINDS or not name:
         raise ConfigError([f"{variable}: expected secretsmanager:<secret id> or ssm:<parameter name>"])
@@ -54,7 +55,7 @@ def load_secret(ref: str, variable: str, clock: Callable[[], float] = time.monot
     if hit is not None and now - hit[0] < CACHE_SECONDS:
         return hit[1]
     try:
-        value = _fetch(kind, name)
+        value = _fetch(kind, name, timeout_seconds)
     except ValueError as exc:
         raise ConfigError([f"{variable}: cannot read {ref}: {exc}"]) from None
     with _lock:
@@ -62,9 +63,11 @@ def load_secret(ref: str, variable: str, clock: Callable[[], float] = time.monot
     return value
 
 
-def load_credentials(ref: str, clock: Callable[[], float] = time.monotonic) -> Credentials:
+def load_credentials(
+    ref: str, clock: Callable[[], float] = time.monotonic, timeout_seconds: float = 60.0
+) -> Credentials:
     """API credentials from a JSON secret ``{"client_id": ..., "client_secret": ...}``."""
-    text = load_secret(ref, "FORWARDER_CREDENTIALS", clock)
+    text = load_secret(ref, "FORWARDER_CREDENTIALS", clock, timeout_seconds)
     try:
         doc = loads(text)
     except ValueError:
@@ -77,9 +80,9 @@ def load_credentials(ref: str, clock: Callable[[], float] = time.monotonic) -> C
     return Credentials(str(values[0]), str(values[1]))
 
 
-def load_token(ref: str, clock: Callable[[], float] = time.monotonic) -> str:
+def load_token(ref: str, clock: Callable[[], float] = time.monotonic, timeout_seconds: float = 60.0) -> str:
     """A sink token: the secret's text, or its ``token`` field when it holds a JSON object."""
-    text = load_secret(ref, "FORWARDER_SINK_TOKEN_SECRET", clock).strip()
+    text = load_secret(ref, "FORWARDER_SINK_TOKEN_SECRET", clock, timeout_seconds).strip()
     if text.startswith("{"):
         try:
             doc = loads(text)

@@ -212,13 +212,13 @@ def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) ->
 
 def read_document(ref: str, timeout_seconds: float = 60.0) -> Any:
     """The parsed document at ``ref``: a file path, ``s3://bucket/key``, ``secretsmanager:<id>`` or
-    ``ssm:<name>``. ConfigError naming FORWARDER_TENANTS when it cannot be read or parsed; from S3,
-    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds the read whole."""
+    ``ssm:<name>``. ConfigError naming FORWARDER_TENANTS when it cannot be read or parsed;
+    ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds a read from AWS whole."""
     kind = ref.split(":", 1)[0].lower()
     if kind in ("secretsmanager", "ssm"):
         from .credentials import load_secret
 
-        text = load_secret(ref, VARIABLE)
+        text = load_secret(ref, VARIABLE, timeout_seconds=timeout_seconds)
     elif kind == "s3":
         text = _read_s3(ref, timeout_seconds)
     else:

@@ -44,7 +44,8 @@ def environment(env: Mapping[str, str]) -> Dict[str, str]:
     resolved = dict(env)
     ref = read(env, "FORWARDER_SINK_TOKEN_SECRET")
     if ref:
-        resolved["FORWARDER_SINK_TOKEN"] = credentials.load_token(ref)
+        timeout_s = read(env, "FORWARDER_HTTP_TIMEOUT")
+        resolved["FORWARDER_SINK_TOKEN"] = credentials.load_token(ref, timeout_seconds=timeout_s)
     return resolved
 
 

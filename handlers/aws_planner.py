@@ -17,7 +17,6 @@ from typing import Any, Dict, Tuple
 
 from forwarder import stop
 from forwarder.fanout.planner import plan_tenants
-from forwarder.fanout.queue import WorkQueue
 from forwarder.fanout.settings import load_fanout_settings
 from forwarder.logs import configure
 from forwarder.multitenant import tenant_concurrency
@@ -39,7 +38,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
         return {"ok": True, "stopped": True, "tenants": []}
     fanout = load_fanout_settings(env)
     configure(tenants[0].settings.log_level)
-    queue = WorkQueue(fanout.queue_url)
+    queue = fanout.queue()
     results = plan_tenants(tenants, queue, fanout.shard_size, fanout.max_age_s, tenant_concurrency(env))
     function, namespace = function_name(context, env), metrics_namespace(env)
     for result in results:

@@ -16,7 +16,6 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from forwarder import stop
-from forwarder.fanout.queue import WorkQueue
 from forwarder.fanout.settings import load_fanout_settings
 from forwarder.fanout.worker import process
 from forwarder.logs import configure
@@ -46,7 +45,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
     fanout = load_fanout_settings(env)
     margin_s = deadline_margin(env)
     configure(next(iter(tenants.values())).settings.log_level)
-    results = process(messages(event), tenants, WorkQueue(fanout.queue_url), deadline(context, margin_s))
+    results = process(messages(event), tenants, fanout.queue(), deadline(context, margin_s))
     function, namespace = function_name(context, env), metrics_namespace(env)
     for result in results:
         if result.report is not None:

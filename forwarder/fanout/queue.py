@@ -3,6 +3,9 @@
 SQS itself then hands a tenant's items to one worker at a time, in order, while tenants run in
 parallel. The deduplication id is the item's own (``WorkItem.id``): a planner or worker that sends
 the same item twice within five minutes (a retry after a timeout) adds it once.
+
+Every SendMessageBatch goes through ``aws.call``: ``FORWARDER_HTTP_TIMEOUT`` bounds it whole (botocore's
+retries included) and a stop request ends it; a failure is a QueueError naming the queue.
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ class QueueError(ForwarderError):
 
 
 class WorkQueue:
-    def __init__(self, url: str, client: Any = None) -> None:
+    def __init__(self, url: str, client: Any = None, timeout_seconds: float = 60.0) -> None:
         from .. import aws  # boto3 only where a queue is used
 
         self.url = url
-        self._client = client or aws.client("sqs")
+        self._client = client or aws.client("sqs", timeout_seconds)
 
     def send(self, items: Sequence[WorkItem]) -> None:
-        """Queue every item; QueueError naming how many were not queued (botocore already retried)."""
+        """Queue every item; QueueError naming how many were not queued (botocore already retried), or
+        the queue and what went wrong when a batch got no answer within the deadline."""
         from .. import aws
 
         failed: List[str] = []
@@ -43,11 +47,15 @@ class WorkQueue:
                 for i, item in enumerate(chunk)
             ]
             try:
-                response = self._client.send_message_batch(QueueUrl=self.url, Entries=entries)
+                response = aws.call(
+                    self._client,
+                    "send_message_batch",
+                    "SQS SendMessageBatch",
+                    QueueUrl=self.url,
+                    Entries=entries,
+                )
             except aws.failures() as exc:
-                raise QueueError(
-                    f"cannot queue work on {self.url}: {aws.error_code(exc) or type(exc).__name__}"
-                ) from None
+                raise QueueError(f"cannot queue work on {self.url}: {aws.reason(exc)}") from None
             failed.extend(f"{e.get('Code', '?')}" for e in response.get("Failed", []))
             # A reply that lists an entry neither as sent nor as failed did not queue it either.
             answered = {e.get("Id") for e in response.get("Successful", []) + response.get("Failed", [])}
