@@ -69,7 +69,9 @@ class FailingOnce(LocalQuarantine):
         super().keep(stream_key, rejections)
 
 
-def one_run(api: FakeService, store: MemoryStore, quarantine: LocalQuarantine, shared: bool) -> StreamReport:
+def one_run(
+    api: FakeService, store: MemoryStore, quarantine: LocalQuarantine, shared: bool, linger_s: float = 0.0
+) -> StreamReport:
     """One run of the stream; ``shared``: through run_streams (the run's shared batches), as the app runs."""
     ctx = RunContext(
         source=TrailReader(api, 10, max_pages=10_000),  # type: ignore[arg-type]
@@ -80,7 +82,7 @@ def one_run(api: FakeService, store: MemoryStore, quarantine: LocalQuarantine, s
         limits=LIMITS,
         ownership=Ownership([STREAM], time.time()),
         options=NormalizeOptions(ingest_time_us=0),
-        linger_s=0.0,
+        linger_s=linger_s,
     )
     if not shared:
         return run_stream(ctx, STREAM)
@@ -185,18 +187,6 @@ def test_the_ids_ride_the_commit_of_records_still_in_the_open_batch(tmp_path):
     api.records = trail_with_a_bad_record(3, "9999-bad")
     quarantine = LocalQuarantine(str(tmp_path))
     store = CheckedStore(quarantine, [quarantine_id(api.records[0])])
-    ctx = RunContext(
-        source=TrailReader(api, 10, max_pages=10_000),  # type: ignore[arg-type]
-        store=store,
-        sink=MemorySink(max_batch_events=7),
-        formatter=lambda: formatter,
-        quarantine=quarantine,
-        limits=LIMITS,
-        ownership=Ownership([STREAM], time.time()),
-        options=NormalizeOptions(ingest_time_us=0),
-        linger_s=1.0,
-    )
-    report = RunReport(started="now")
-    run_streams(ctx, [STREAM], 1, report)
-    assert report.streams[0].ok and report.streams[0].quarantined == 1
+    report = one_run(api, store, quarantine, shared=True, linger_s=1.0)
+    assert report.ok and report.quarantined == 1
     assert store.commits == 1
