@@ -26,7 +26,7 @@ from .retry import RetryPolicy
 from .selection import Limits
 from .sinks import open_sink
 from .sinks.base import Sink
-from .state import open_store
+from .state import open_store_for
 from .state.store import StateStore
 from .streams import Ownership, Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
@@ -118,7 +118,7 @@ def run_once(
     plan it was handed and its shard. ``owner`` names the lease holder (default: this process)."""
     register_secrets(settings.secrets())
     report = RunReport(started=format_us(now_us()))
-    store = store or open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
+    store = store or open_store_for(settings)
     owner = owner or new_owner()
     try:
         lease = store.acquire_lease(owner, settings.lease_ttl_s)

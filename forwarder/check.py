@@ -10,7 +10,7 @@ from .config import Settings
 from .errors import ForwarderError
 from .logs import redact, register_secrets
 from .sinks import open_sink
-from .state import open_store
+from .state import open_store_for
 
 
 def check(settings: Settings, out: TextIO) -> bool:
@@ -24,7 +24,7 @@ def check(settings: Settings, out: TextIO) -> bool:
 
     say(True, f"configuration: {settings.api_url}, format {settings.format}, sink {settings.sink.uri}")
     try:
-        store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
+        store = open_store_for(settings)
         say(True, f"state: {store.location} ({len(store.keys())} streams stored)")
         sink = open_sink(settings.sink)
         sink.close()

@@ -30,7 +30,7 @@ from forwarder.logs import configure
 from forwarder.multitenant import run_tenants, tenant_concurrency
 from forwarder.report import RunReport
 from forwarder.schedule import RunCursor
-from forwarder.state import open_store
+from forwarder.state import open_store_for
 from forwarder.tenants import Tenant, load_tenants
 
 from .lambda_metrics import emit, metrics
@@ -78,7 +78,7 @@ def summary(report: RunReport) -> str:
 
 def run_with_cursor(settings: Settings, should_stop: Callable[[], bool]) -> RunReport:
     """One run that starts with the streams that waited longest, and remembers what it left."""
-    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
+    store = open_store_for(settings)
     cursor = RunCursor.for_store(store)
     report = run_once(settings, should_stop=should_stop, order=cursor.order, store=store)
     if not report.skipped:

@@ -18,7 +18,7 @@ from .. import stop
 from ..app import build_client, plan
 from ..errors import StateError
 from ..multitenant import run_tenants
-from ..state import open_store
+from ..state import open_store_for
 from ..tenants import Tenant
 from ..timeutil import now_us
 from . import cycle
@@ -46,7 +46,7 @@ def plan_tenant(
     tenant: Tenant, queue: WorkQueue, cycle_id: str, shard_size: int, max_age_s: int
 ) -> TenantPlan:
     settings = tenant.settings
-    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
+    store = open_store_for(settings)
     slot = cycle.marker(store)
     try:
         busy = cycle.open_cycle_of(slot, now_us(), max_age_s)

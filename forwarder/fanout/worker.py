@@ -27,7 +27,7 @@ from ..app import run_once
 from ..config import Settings
 from ..multitenant import isolated
 from ..report import RunReport
-from ..state import open_store
+from ..state import open_store_for
 from ..streams import Stream
 from ..tenants import Tenant
 from . import cycle
@@ -56,7 +56,7 @@ def run_item(
 ) -> Tuple[str, Optional[RunReport], str]:
     """(outcome, report, reason) of one item."""
     settings = tenant.settings
-    store = open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
+    store = open_store_for(settings)
     full, shard = item.plan(settings.object_types, settings.filters)
 
     def handed_plan(_settings: Settings, client: ApiClient) -> List[Stream]:

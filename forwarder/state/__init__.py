@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Callable, Dict, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Optional
 
 from .model import StreamState
 from .store import Lease, Loaded, StateStore
 
-__all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store"]
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store", "open_store_for"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -64,3 +67,8 @@ def open_store(
     if scheme == "kvstore":
         return opener(location, splunk_token)
     return opener(location, timeout_seconds) if scheme in _TIMED else opener(location)
+
+
+def open_store_for(settings: Settings) -> StateStore:
+    """``open_store`` of a run's settings: their state location, KV store token and HTTP timeout."""
+    return open_store(settings.state, settings.splunk_token, settings.http_timeout_s)
