@@ -36,6 +36,8 @@ from .facts import Facts, PlainKey, facts, plain_facts, plain_key
 from .plain import PlainCache
 
 _TOKEN = secrets.token_hex(16)
+_CACHE_SIZE = 4096  # templates per format; plain keys are short
+_MAX_KEPT_TEXT = 4096  # bytes of a record's text kept as a key: a plain record's strings are short
 
 
 def hole(n: int) -> str:
@@ -98,12 +100,24 @@ class Own(NamedTuple):
 
 class Baked(NamedTuple):
     """A template with a record's canonical text written in around its created_at: right for every
-    record whose canonical text is ``prefix``, its created_at (in the canonical form), ``suffix``."""
+    record of stream type ``stream`` whose canonical text is ``prefix``, its created_at (in the
+    canonical form), ``suffix``."""
 
     prefix: bytes
     suffix: bytes
     length: int
     template: Template
+    stream: str
+
+    def fits(self, record: AuditRecord, data: bytes) -> bool:
+        """Whether ``record``, whose canonical text is ``data`` and created_at canonical, is one the
+        template is right for: the rest of ``data`` is then its created_at, nothing to escape."""
+        return (
+            len(data) == self.length
+            and data.endswith(self.suffix)
+            and data.startswith(self.prefix)
+            and record.object_type == self.stream
+        )
 
 
 class Filler:
@@ -128,21 +142,39 @@ class Templated:
         self, render: Callable[[Facts, NormalizeOptions, Own], Dict[str, Any]], time_in_ms: bool
     ) -> None:
         self._render, self._time_in_ms = render, time_in_ms
-        self._fillers: PlainCache[Optional[Filler]] = PlainCache(self._compile, 4096)
+        self._fillers: PlainCache[Optional[Filler]] = PlainCache(self._compile, _CACHE_SIZE)
+        # Baked templates by their suffix, for one options value at a time as in PlainCache: a login
+        # is then found by its canonical text (what follows its created_at) with one lookup, without
+        # reading its fields for its plain key.
+        self._texts: Tuple[Any, Dict[bytes, Baked]] = (None, {})
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
-        filler = self._fillers.get(record, opts)
-        if not filler:
-            return jsonutil.dumps(self._render(facts(record), opts, self.own(record, opts)))
         # The values as they go into the template's holes. Event ids are hex and the canonical time
         # is ASCII without escapes: those go in as they are. created_at in that form is the time.
         created = record.time_text
-        given = created.encode() if created else jsonutil.string_content(record.raw["created_at"])
-        if self._time_in_ms:
-            time = b"%d" % (record.ts_us // 1000)  # an integer is its digits in JSON
-        else:
-            time = given if created else record.timestamp.encode()
-        values: Tuple[bytes, ...] = (time, record.event_id.encode(), given)
+        if created:
+            given = created.encode()
+            time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
+            data = record.serialized
+            known, texts = self._texts
+            # What follows the first place of created_at: the suffix when that place is the value's.
+            # Its length and the prefix then prove that data is prefix, created_at, suffix.
+            hit = texts.get(data[data.find(given) + len(given) :]) if known is opts else None
+            if (
+                hit is not None
+                and len(data) == hit.length
+                and data.startswith(hit.prefix)
+                and record.object_type == hit.stream
+            ):  # hit.fits, inlined
+                values = (time, record.event_id.encode(), given)
+                return b"".join(hit.template.pick(hit.template.parts + values))
+        filler = self._fillers.get(record, opts)
+        if not filler:
+            return jsonutil.dumps(self._render(facts(record), opts, self.own(record, opts)))
+        if not created:
+            given = jsonutil.string_content(record.raw["created_at"])
+            time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
+        values = (time, record.event_id.encode(), given)
         template = filler.template
         if opts.include_original:
             data = record.serialized or record.canonical
@@ -150,16 +182,21 @@ class Templated:
                 found = self._bake(record, opts, data, created)
                 filler.baked = False if found is None else found  # False: never tried again
             baked = filler.baked
-            if (
-                created
-                and isinstance(baked, Baked)
-                and len(data) == baked.length
-                and data.startswith(baked.prefix)
-                and data.endswith(baked.suffix)
-            ):  # the rest of data is created_at, in the canonical form: nothing to escape
+            if created and isinstance(baked, Baked) and baked.fits(record, data):
+                self._remember(baked, opts)
                 return b"".join(baked.template.pick(baked.template.parts + values))
-            values += (jsonutil.json_in_string(data),)
+            return template.fill((*values, jsonutil.json_in_string(data)))
         return b"".join(template.pick(template.parts + values))  # template.fill, inlined
+
+    def _remember(self, baked: Baked, opts: NormalizeOptions) -> None:
+        """Find ``baked`` by its suffix from now on."""
+        if len(baked.suffix) > _MAX_KEPT_TEXT:
+            return
+        known, texts = self._texts
+        if known is not opts or len(texts) >= _CACHE_SIZE:
+            texts = {}
+            self._texts = (opts, texts)  # swapped as one: no thread pairs one options value with another's
+        texts[baked.suffix] = baked
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self.own(record, opts))
@@ -187,7 +224,7 @@ class Templated:
         prefix, suffix = data[:start], data[start + len(created) :]
         original = prefix.decode("utf-8") + hole(2) + suffix.decode("utf-8")
         template = self._template(key, opts, Own(hole(0), hole(1), hole(2), original), 3)
-        return Baked(prefix, suffix, len(data), template) if template else None
+        return Baked(prefix, suffix, len(data), template, record.object_type) if template else None
 
     def _template(self, key: PlainKey, opts: NormalizeOptions, holes: Own, count: int) -> Optional[Template]:
         body = jsonutil.dumps(self._render(plain_facts(key), opts, holes))

@@ -171,6 +171,33 @@ def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(recor
         assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
+def test_a_baked_template_is_found_only_by_a_text_it_fits():
+    """Baked templates are found by what follows a record's created_at in its canonical text. A
+    record with the same ending but another beginning, another stream type, or its created_at also
+    written earlier in the text (where the lookup finds it first) gets its own event."""
+    login = {
+        "action": "User Login",
+        "filterable_action": "user.login",
+        "object": "a@x.example",
+        "user": "a@x.example",
+    }
+    first, later = "2026-01-05T08:15:30.000000Z", "2026-01-05T09:00:00.000000Z"
+    seen = [
+        parse_record(dict(login, created_at=first)),
+        parse_record(dict(login, created_at=later)),  # found by its ending: the same event, another time
+        parse_record(dict(login, action="User Logon", created_at=later)),  # same ending, same length
+        parse_record(dict(login, action="Admin", created_at=later)),  # same ending, shorter
+        parse_record(
+            dict(login, filterable_action="sso.login", created_at=first)
+        ),  # object type: the stream's
+        parse_record(dict(login, filterable_action="sso.login", created_at=later), "domain"),
+        parse_record(dict(login, action=later, created_at=later)),  # created_at first found in action
+    ]
+    for record in seen:
+        for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
+            assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
+
+
 def test_caches_per_options_follow_the_options_value():
     calls = []
 
