@@ -10,7 +10,7 @@ checks them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Generic, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, NamedTuple, Optional, Tuple, TypeVar
 
 from ..records import AuditRecord
 from .facts import PlainKey, candidate_key, is_plain
@@ -19,6 +19,7 @@ V = TypeVar("V")
 
 _NO_OPTIONS = object()  # equal to no options value
 _MISSING = object()
+_MAX_KEPT_TEXT = 8192  # a plain record's strings are short: 1,024 characters, escaped at most 6 bytes each
 
 
 class PlainCache(Generic[V]):
@@ -56,3 +57,64 @@ class PlainCache(Generic[V]):
                 cache.clear()
             cache[key] = found
         return found  # type: ignore[return-value]
+
+
+class _Known(NamedTuple):
+    """A value, and the records it is right for: of stream type ``stream``, with a canonical text
+    of ``length`` bytes that is ``prefix``, a created_at in the canonical form, then the key."""
+
+    prefix: bytes
+    length: int
+    stream: str
+    value: Any
+
+
+class TextCache(Generic[V]):
+    """Values put for records with a plain key, found again for any record whose canonical text
+    differs only in its created_at (a user's logins) by one slice and one lookup: cheaper than the
+    plain key, which reads the record's fields. Per options value and bounded, as PlainCache."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = maxsize
+        self._current: Tuple[Any, Dict[bytes, _Known]] = (_NO_OPTIONS, {})
+
+    def get(self, record: AuditRecord, opts: Any) -> Optional[V]:
+        created = record.time_text
+        known, entries = self._current
+        if not created or known is not opts:
+            return None
+        data = record.serialized
+        # What follows the first place of created_at: the key when that place is the value's. The
+        # length and the prefix then prove that data is the prefix, created_at, the key.
+        found = entries.get(data[data.find(created.encode()) + len(created) :])
+        if (
+            found is not None
+            and len(data) == found.length
+            and data.startswith(found.prefix)
+            and record.object_type == found.stream
+        ):
+            return found.value
+        return None
+
+    def put(self, record: AuditRecord, opts: Any, value: V) -> None:
+        """Keep ``value`` for ``record`` (its plain key's) and the records differing only in created_at."""
+        parts = around_created_at(record)
+        if parts is None:
+            return
+        prefix, suffix = parts
+        known, entries = self._current
+        if known is not opts or len(entries) >= self._maxsize:
+            entries = {}
+            self._current = (opts, entries)  # swapped as one, as in PlainCache
+        entries[suffix] = _Known(prefix, len(record.serialized), record.object_type, value)
+
+
+def around_created_at(record: AuditRecord) -> Optional[Tuple[bytes, bytes]]:
+    """The record's canonical text before and after its created_at when that is in the canonical
+    form (``record.time_text``), and the text short enough to be kept (a plain record's is)."""
+    created, data = record.time_text, record.serialized
+    at = data.find(b'"created_at":"' + created.encode() + b'"')  # a key: a value's quotes are escaped
+    if not created or at < 0 or len(data) > _MAX_KEPT_TEXT:
+        return None
+    start = at + len('"created_at":"')
+    return data[:start], data[start + len(created) :]

@@ -26,18 +26,16 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
-    Union,
 )
 
 from .. import jsonutil
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
 from .facts import Facts, PlainKey, facts, plain_facts, plain_key
-from .plain import PlainCache
+from .plain import PlainCache, TextCache, around_created_at
 
 _TOKEN = secrets.token_hex(16)
 _CACHE_SIZE = 4096  # templates per format; plain keys are short
-_MAX_KEPT_TEXT = 4096  # bytes of a record's text kept as a key: a plain record's strings are short
 
 
 def hole(n: int) -> str:
@@ -98,39 +96,15 @@ class Own(NamedTuple):
     original: Optional[str] = None  # the record's canonical text, with include_original
 
 
-class Baked(NamedTuple):
-    """A template with a record's canonical text written in around its created_at: right for every
-    record of stream type ``stream`` whose canonical text is ``prefix``, its created_at (in the
-    canonical form), ``suffix``."""
-
-    prefix: bytes
-    suffix: bytes
-    length: int
-    template: Template
-    stream: str
-
-    def fits(self, record: AuditRecord, data: bytes) -> bool:
-        """Whether ``record``, whose canonical text is ``data`` and created_at canonical, is one the
-        template is right for: the rest of ``data`` is then its created_at, nothing to escape."""
-        return (
-            len(data) == self.length
-            and data.endswith(self.suffix)
-            and data.startswith(self.prefix)
-            and record.object_type == self.stream
-        )
-
-
 class Filler:
-    """What the records of one plain key are filled into: their template, and once one of them
-    showed its canonical text, the same template with that text baked in around created_at. A
-    user's logins differ only in created_at (and id): their ``event.original`` is then not escaped
-    one by one, which costs more than the rest of the fill."""
+    """What the records of one plain key are filled into: their template, and whether one of them
+    had its canonical text baked into it (``Templated._bake``): then that is not retried."""
 
-    __slots__ = ("baked", "template")
+    __slots__ = ("bakeable", "template")
 
     def __init__(self, template: Template) -> None:
         self.template = template
-        self.baked: Union[Baked, bool, None] = None  # False: these records' text could not be baked
+        self.bakeable = True
 
 
 class Templated:
@@ -143,10 +117,9 @@ class Templated:
     ) -> None:
         self._render, self._time_in_ms = render, time_in_ms
         self._fillers: PlainCache[Optional[Filler]] = PlainCache(self._compile, _CACHE_SIZE)
-        # Baked templates by their suffix, for one options value at a time as in PlainCache: a login
-        # is then found by its canonical text (what follows its created_at) with one lookup, without
-        # reading its fields for its plain key.
-        self._texts: Tuple[Any, Dict[bytes, Baked]] = (None, {})
+        # A user's logins differ only in created_at (and id): their event.original is baked into
+        # their template rather than escaped one by one, which costs more than the rest of the fill.
+        self._baked: TextCache[Template] = TextCache(_CACHE_SIZE)
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         # The values as they go into the template's holes. Event ids are hex and the canonical time
@@ -155,19 +128,10 @@ class Templated:
         if created:
             given = created.encode()
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
-            data = record.serialized
-            known, texts = self._texts
-            # What follows the first place of created_at: the suffix when that place is the value's.
-            # Its length and the prefix then prove that data is prefix, created_at, suffix.
-            hit = texts.get(data[data.find(given) + len(given) :]) if known is opts else None
-            if (
-                hit is not None
-                and len(data) == hit.length
-                and data.startswith(hit.prefix)
-                and record.object_type == hit.stream
-            ):  # hit.fits, inlined
+            baked = self._baked.get(record, opts)
+            if baked is not None:
                 values = (time, record.event_id.encode(), given)
-                return b"".join(hit.template.pick(hit.template.parts + values))
+                return b"".join(baked.pick(baked.parts + values))  # baked.fill, inlined
         filler = self._fillers.get(record, opts)
         if not filler:
             return jsonutil.dumps(self._render(facts(record), opts, self.own(record, opts)))
@@ -176,27 +140,15 @@ class Templated:
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
         values = (time, record.event_id.encode(), given)
         template = filler.template
-        if opts.include_original:
-            data = record.serialized or record.canonical
-            if filler.baked is None and created:
-                found = self._bake(record, opts, data, created)
-                filler.baked = False if found is None else found  # False: never tried again
-            baked = filler.baked
-            if created and isinstance(baked, Baked) and baked.fits(record, data):
-                self._remember(baked, opts)
-                return b"".join(baked.template.pick(baked.template.parts + values))
-            return template.fill((*values, jsonutil.json_in_string(data)))
-        return b"".join(template.pick(template.parts + values))  # template.fill, inlined
-
-    def _remember(self, baked: Baked, opts: NormalizeOptions) -> None:
-        """Find ``baked`` by its suffix from now on."""
-        if len(baked.suffix) > _MAX_KEPT_TEXT:
-            return
-        known, texts = self._texts
-        if known is not opts or len(texts) >= _CACHE_SIZE:
-            texts = {}
-            self._texts = (opts, texts)  # swapped as one: no thread pairs one options value with another's
-        texts[baked.suffix] = baked
+        if not opts.include_original:
+            return template.fill(values)
+        if created and filler.bakeable:
+            baked = self._bake(record, opts)
+            if baked is not None:
+                self._baked.put(record, opts, baked)
+                return baked.fill(values)
+            filler.bakeable = False
+        return template.fill((*values, jsonutil.json_in_string(record.serialized or record.canonical)))
 
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self.own(record, opts))
@@ -211,20 +163,14 @@ class Templated:
         template = self._template(key, opts, Own(*(hole(n) for n in range(count))), count)
         return Filler(template) if template else None
 
-    def _bake(
-        self, record: AuditRecord, opts: NormalizeOptions, data: bytes, created: str
-    ) -> Optional[Baked]:
-        """The template of ``record``'s plain key with its canonical text ``data`` in place of
-        ``event.original``, created_at (``created``) left a hole in it."""
-        key = plain_key(record)
-        at = data.find(b'"created_at":"' + created.encode() + b'"')  # a key: a value's quotes are escaped
-        if key is None or at < 0:
+    def _bake(self, record: AuditRecord, opts: NormalizeOptions) -> Optional[Template]:
+        """The template of ``record``'s plain key with its canonical text in place of
+        ``event.original``, created_at left a hole in it."""
+        key, parts = plain_key(record), around_created_at(record)
+        if key is None or parts is None:
             return None
-        start = at + len('"created_at":"')
-        prefix, suffix = data[:start], data[start + len(created) :]
-        original = prefix.decode("utf-8") + hole(2) + suffix.decode("utf-8")
-        template = self._template(key, opts, Own(hole(0), hole(1), hole(2), original), 3)
-        return Baked(prefix, suffix, len(data), template, record.object_type) if template else None
+        original = parts[0].decode("utf-8") + hole(2) + parts[1].decode("utf-8")
+        return self._template(key, opts, Own(hole(0), hole(1), hole(2), original), 3)
 
     def _template(self, key: PlainKey, opts: NormalizeOptions, holes: Own, count: int) -> Optional[Template]:
         body = jsonutil.dumps(self._render(plain_facts(key), opts, holes))
