@@ -6,6 +6,9 @@ itself is cached. The cache holds only keys of strings and nulls (``facts.is_pla
 JSON value equals one of those, so a record's ``candidate_key`` is looked up before its values are
 checked: a hit is a plain key (a list or an object cannot be hashed: no plain key). Only a miss
 checks them.
+
+``TextCache`` finds such a value again by the record's canonical text instead, for the records
+that differ from one already seen only in created_at (a user's logins): a slice and a lookup.
 """
 
 from __future__ import annotations

@@ -97,8 +97,8 @@ class Own(NamedTuple):
 
 
 class Filler:
-    """What the records of one plain key are filled into: their template, and whether one of them
-    had its canonical text baked into it (``Templated._bake``): then that is not retried."""
+    """What the records of one plain key are filled into: their template, and whether their
+    canonical text can be baked into it (``Templated._bake``; False once that failed: not retried)."""
 
     __slots__ = ("bakeable", "template")
 
