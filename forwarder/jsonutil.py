@@ -26,7 +26,7 @@ import logging
 import math
 import re
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any, Callable, Iterable, List, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 try:  # orjson is optional: Splunk's add-on packaging forbids compiled code.
     import orjson as _orjson
@@ -41,6 +41,33 @@ if _orjson is not None and _orjson.dumps([1e16, 1e-7, 1e-5]) != b"[1e+16,1e-7,0.
     _orjson = None  # type: ignore[assignment]
 
 HAVE_ORJSON = _orjson is not None
+# orjson refuses to write a value nested deeper than this (its own recursion limit): what it writes
+# needs no depth check of its own. Checked below, so another limit in another orjson only costs the
+# check (``canonical_native`` then gives None).
+NATIVE_DEPTH = 254
+
+
+def _nest(levels: int) -> Any:
+    value: Any = 0
+    for n in range(levels):
+        value = [value] if n % 2 else {"k": value}
+    return value
+
+
+def _writes_at_most(levels: int) -> bool:
+    """Whether orjson writes values nested ``levels`` deep and refuses one level more."""
+    try:
+        _orjson.dumps(_nest(levels))
+    except TypeError:
+        return False
+    try:
+        _orjson.dumps(_nest(levels + 1))
+    except TypeError:
+        return True
+    return False
+
+
+_NATIVE_DEPTH_HOLDS = _orjson is not None and _writes_at_most(NATIVE_DEPTH)
 # 19 digits or more may be over 64 bits (2**63 has 19): let the standard library read it exactly.
 # Found by mapping every digit to "0" and anything else to " ", then one substring search: a few
 # times cheaper than a regular expression, which restarts at every byte.
@@ -115,6 +142,18 @@ def json_in_string(data: bytes) -> bytes:
     decoding it: such text holds no control character (JSON escapes them), so only its backslashes
     and quotes need escaping. One C pass each, where decoding and encoding again costs three."""
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+
+
+def canonical_native(value: Any) -> Optional[bytes]:
+    """``canonical(value)`` when orjson writes it, which proves that ``value`` nests at most
+    ``NATIVE_DEPTH`` levels; None when it does not (no orjson, deeper, a long integer, a lone
+    surrogate): ``canonical`` then writes it, or says why not."""
+    if _orjson is not None and _NATIVE_DEPTH_HOLDS:
+        try:
+            return _orjson.dumps(value, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+    return None
 
 
 def canonical(value: Any) -> bytes:

@@ -3,7 +3,7 @@
 VENV39 := .venv39
 PY39   ?= $(firstword $(foreach p,python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9),$(shell $(p) -c 'import sys; print("$(p)") if sys.version_info[:2] == (3, 9) else None' 2>/dev/null)))
 COMPAT_TESTS := tests/pipeline tests/delivery tests/state tests/normalize tests/api tests/test_config.py tests/test_streams.py \
-                tests/test_jsonutil.py tests/tenants/test_document.py tests/fanout \
+                tests/test_jsonutil.py tests/test_records.py tests/tenants/test_document.py tests/fanout \
                 tests/sinks/test_hec.py tests/sinks/test_file_stdout.py tests/e2e/test_run_hec.py \
                 tests/console/test_run_in_terminal.py
 

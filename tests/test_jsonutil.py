@@ -60,6 +60,25 @@ def test_nan_and_infinity_are_not_json_and_are_refused(engine, constant):
         jsonutil.loads(b'{"x":' + constant + b"}")
 
 
+def test_canonical_native_writes_only_what_proves_its_depth(engine):
+    """What canonical_native writes nests NATIVE_DEPTH levels at most (the record depth check relies
+    on it); deeper values, long integers and lone surrogates are left to canonical."""
+    from forwarder.records import depth
+
+    def nest(levels: int) -> object:
+        value: object = 0
+        for n in range(levels):
+            value = [value] if n % 2 else {"k": value}
+        return {"b": 1, "a": value}
+
+    deepest, deeper = nest(jsonutil.NATIVE_DEPTH - 1), nest(jsonutil.NATIVE_DEPTH)
+    assert depth(deepest) == jsonutil.NATIVE_DEPTH
+    written = jsonutil.canonical_native(deepest)
+    assert written == (jsonutil.canonical(deepest) if engine == "orjson" else None)
+    for refused in (deeper, {"a": 2**64}, {"a": "\ud800"}):
+        assert jsonutil.canonical_native(refused) is None
+
+
 def test_deep_nesting_is_written_without_recursion(engine):
     value: list = []
     for _ in range(4999):  # past any recursion limit of the encoders
