@@ -12,18 +12,22 @@ environment, as for every boto3 client).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import aws, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
-from .base import batches, ndjson_line, reject_oversized
+from .base import Bounds, ndjson_line, reject_oversized, split
 from .settings import SinkSettings
 
 MAX_RECORDS = 500
 MAX_CALL_BYTES = 4 * 1024 * 1024
 MAX_RECORD_BYTES = 1_000 * 1024
 _BUSY = frozenset({"ServiceUnavailableException", "ThrottlingException"})
+
+
+def _body(pair: Tuple[Event, bytes]) -> bytes:
+    return pair[0].body
 
 
 def stream_name(uri: str) -> str:
@@ -67,20 +71,21 @@ class FirehoseSink:
         return f"FirehoseSink(stream={self.stream!r})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        kept, _, rejected = reject_oversized(
+        kept, lines, rejected = reject_oversized(
             batch, ndjson_line, MAX_RECORD_BYTES, "Firehose record", "record limit"
         )
-        for chunk in batches(kept, self.max_batch_events, self.max_batch_bytes):
-            self._put(chunk)
+        bounds = Bounds(self.max_batch_events, self.max_batch_bytes)
+        for chunk in split(zip(kept, lines), _body, bounds):  # the lines written once, above
+            self._put([line for _, line in chunk])
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
-    def _put(self, events: List[Event]) -> None:
+    def _put(self, lines: List[bytes]) -> None:
         """PutRecordBatch, then again with only the records reported failed, until none is left."""
-        pending = list(events)
+        pending = list(lines)
         where = f"PutRecordBatch to Firehose stream {self.stream}"
 
         def attempt() -> None:
-            records = [{"Data": ndjson_line(event)} for event in pending]
+            records = [{"Data": line} for line in pending]
             try:
                 response = aws.call(
                     self._client,
