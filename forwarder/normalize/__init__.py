@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict
 
 from ..events import Event
@@ -13,7 +13,10 @@ from ..records import AuditRecord
 class NormalizeOptions:
     """Everything a formatter may depend on besides the record: no clock, no I/O."""
 
-    ingest_time_us: int  # when the forwarder read the record (event.created)
+    # When the forwarder read the record (event.created). Not compared: each pass of a run stamps its
+    # own, and options that differ only in it shape events alike, so what a formatter caches for one
+    # options value (templates, lines: the ingest time is a value filled in) serves the next pass.
+    ingest_time_us: int = field(compare=False)
     vendor: str = "Fortra"
     product: str = "EmailAuth Platform"
     product_version: str = "v1"

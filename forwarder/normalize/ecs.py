@@ -37,12 +37,10 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Dict, Mapping, Optional
 
 from ..events import Event
 from ..records import AuditRecord
-from ..timeutil import format_us
 from . import NormalizeOptions, new_tuple
 from .changes import as_pair
 from .facts import Facts, Roles
@@ -72,7 +70,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "type": list(found.kind.types),
         "outcome": "success",  # an audit record records an action that was carried out
         "id": own.event_id,
-        "created": _ingest_text(opts.ingest_time_us),
+        "created": own.ingest,
     }
     if action:
         event["action"] = action
@@ -119,11 +117,6 @@ def user_fields(found: Facts) -> Dict[str, Any]:
         _profile_changes(user, found.change_map, found.roles)
         return user
     return found.actor.fields.copy()
-
-
-@functools.lru_cache(maxsize=8)  # one ingest time per run
-def _ingest_text(us: int) -> str:
-    return format_us(us)
 
 
 def _profile_changes(user: Dict[str, Any], change_map: Mapping[str, Any], roles: Optional[Roles]) -> None:

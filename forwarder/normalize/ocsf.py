@@ -99,7 +99,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "log_name": "emailauth.audit",
         "profiles": ["security_control"],
         "original_time": audit["created_at"],
-        "processed_time": opts.ingest_time_us // 1000,
+        "processed_time": own.ingest,
     }
     if action:
         metadata["event_code"] = action

@@ -27,9 +27,11 @@ _MAX_KEPT_TEXT = 8192  # a plain record's strings are short: 1,024 characters, e
 
 class PlainCache(Generic[V]):
     """``fn(plain_key(record), opts)``, cached by the key for one options value at a time (a run has
-    one). The options are compared by identity first: hashing them (a dataclass) costs more than the
-    lookup. The cache and its options are swapped as one tuple, so that threads never pair one
-    options value with another's cache. At most ``maxsize`` keys: a full cache starts again empty."""
+    one; each pass brings an equal copy, its own ingest time not compared). The options are compared
+    by identity first: hashing them (a dataclass) costs more than the lookup; an equal copy is then
+    adopted with the cache. The cache and its options are swapped as one tuple, so that threads never
+    pair one options value with another's cache. At most ``maxsize`` keys: a full cache starts again
+    empty."""
 
     def __init__(self, fn: Callable[[PlainKey, Any], V], maxsize: int) -> None:
         self._fn, self._maxsize = fn, maxsize
@@ -84,8 +86,12 @@ class TextCache(Generic[V]):
     def get(self, record: AuditRecord, opts: Any) -> Optional[V]:
         created = record.time_text
         known, entries = self._current
-        if not created or known is not opts:
+        if not created:
             return None
+        if known is not opts:  # another pass's equal options are adopted, as in PlainCache
+            if known != opts:
+                return None
+            self._current = (opts, entries)
         data = record.serialized
         # What follows the first place of created_at: the key when that place is the value's. The
         # length and the prefix then prove that data is the prefix, created_at, the key.
@@ -106,9 +112,9 @@ class TextCache(Generic[V]):
             return
         prefix, suffix = parts
         known, entries = self._current
-        if known is not opts or len(entries) >= self._maxsize:
+        if known != opts or len(entries) >= self._maxsize:
             entries = {}
-            self._current = (opts, entries)  # swapped as one, as in PlainCache
+        self._current = (opts, entries)  # swapped as one, as in PlainCache
         entries[suffix] = _Known(prefix, len(record.serialized), record.object_type, value)
 
 

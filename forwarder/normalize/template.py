@@ -14,6 +14,7 @@ in full.
 
 from __future__ import annotations
 
+import functools
 import operator
 import secrets
 from typing import (
@@ -30,6 +31,7 @@ from typing import (
 
 from .. import jsonutil
 from ..records import AuditRecord
+from ..timeutil import format_us
 from . import NormalizeOptions, new_tuple
 from .facts import Facts, PlainKey, facts, plain_facts, plain_key
 from .plain import PlainCache, TextCache, around_created_at
@@ -88,11 +90,13 @@ def compile_template(body: bytes, holes: int, bare: Collection[int] = ()) -> Opt
 
 
 class Own(NamedTuple):
-    """What an event takes from the record itself rather than from its facts (ECS and OCSF alike)."""
+    """What an event takes from the record itself rather than from its facts (ECS and OCSF alike),
+    and its ingest time, which differs from one pass to the next."""
 
     time: Any  # the event's time: the canonical text (``format_us``) or epoch milliseconds
     event_id: str
     created_at: str  # as given
+    ingest: Any  # the ingest time (``NormalizeOptions.ingest_time_us``), in the same form as time
     original: Optional[str] = None  # the record's canonical text, with include_original
 
 
@@ -120,6 +124,7 @@ class Templated:
         # A user's logins differ only in created_at (and id): their event.original is baked into
         # their template rather than escaped one by one, which costs more than the rest of the fill.
         self._baked: TextCache[Template] = TextCache(_CACHE_SIZE)
+        self._stamp: Tuple[Any, bytes] = (None, b"")  # the last options value and its ingest time's bytes
 
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         # The values as they go into the template's holes. Event ids are hex and the canonical time
@@ -130,7 +135,7 @@ class Templated:
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
             baked = self._baked.get(record, opts)
             if baked is not None:
-                values = (time, record.event_id.encode(), given)
+                values = (time, record.event_id.encode(), given, self._ingest(opts))
                 return b"".join(baked.pick(baked.parts + values))  # baked.fill, inlined
         filler = self._fillers.get(record, opts)
         if not filler:
@@ -138,7 +143,7 @@ class Templated:
         if not created:
             given = jsonutil.string_content(record.raw["created_at"])
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
-        values = (time, record.event_id.encode(), given)
+        values = (time, record.event_id.encode(), given, self._ingest(opts))
         template = filler.template
         if not opts.include_original:
             return template.fill(values)
@@ -156,10 +161,25 @@ class Templated:
     def own(self, record: AuditRecord, opts: NormalizeOptions) -> Own:
         time = record.ts_us // 1000 if self._time_in_ms else record.time_text or record.timestamp
         original = (record.serialized or record.canonical).decode("utf-8") if opts.include_original else None
-        return new_tuple(Own, (time, record.event_id, record.raw["created_at"], original))
+        return new_tuple(Own, (time, record.event_id, record.raw["created_at"], self._time(opts), original))
+
+    def _time(self, opts: NormalizeOptions) -> Any:
+        """The ingest time as the event holds it."""
+        us = opts.ingest_time_us
+        return us // 1000 if self._time_in_ms else _ingest_text(us)
+
+    def _ingest(self, opts: NormalizeOptions) -> bytes:
+        """The ingest time's bytes in a template's hole: one options value a pass, so kept for it."""
+        known, stamp = self._stamp
+        if known is not opts:
+            stamp = jsonutil.dumps(self._time(opts))
+            if not self._time_in_ms:
+                stamp = stamp[1:-1]  # a text hole: its quotes are the template's
+            self._stamp = (opts, stamp)
+        return stamp
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Filler]:
-        count = 4 if opts.include_original else 3
+        count = 5 if opts.include_original else 4
         template = self._template(key, opts, Own(*(hole(n) for n in range(count))), count)
         return Filler(template) if template else None
 
@@ -170,8 +190,13 @@ class Templated:
         if key is None or parts is None:
             return None
         original = parts[0].decode("utf-8") + hole(2) + parts[1].decode("utf-8")
-        return self._template(key, opts, Own(hole(0), hole(1), hole(2), original), 3)
+        return self._template(key, opts, Own(hole(0), hole(1), hole(2), hole(3), original), 4)
 
     def _template(self, key: PlainKey, opts: NormalizeOptions, holes: Own, count: int) -> Optional[Template]:
         body = jsonutil.dumps(self._render(plain_facts(key), opts, holes))
-        return compile_template(body, count, (0,) if self._time_in_ms else ())
+        return compile_template(body, count, (0, 3) if self._time_in_ms else ())
+
+
+@functools.lru_cache(maxsize=8)  # one ingest time per pass
+def _ingest_text(us: int) -> str:
+    return format_us(us)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forwarder import jsonutil
+from forwarder.normalize import template
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
@@ -22,6 +23,7 @@ from forwarder.normalize.plain import PlainCache
 from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
 from forwarder.sim.generate import generate_org
+from forwarder.timeutil import format_us
 
 from . import OPTIONS, golden_cases, golden_records
 
@@ -198,6 +200,33 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits():
             assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
 
 
+def test_each_pass_stamps_its_own_ingest_time_into_cached_events(monkeypatch):
+    """A run's passes differ only in their ingest time: their options compare equal, so templates
+    and lines cached in one pass serve the next (none is compiled again), and each event still
+    carries its own pass's time."""
+    compiled = []
+    monkeypatch.setattr(template, "compile_template", lambda *a: compiled.append(a) or compile_template(*a))
+    later = dataclasses.replace(OPTIONS, ingest_time_us=OPTIONS.ingest_time_us + 61_000_123)
+    assert later == OPTIONS
+    login = {"action": "User Login", "filterable_action": "user.logon", "user": "pass@x.example"}
+    records = [
+        parse_record(dict(login, created_at="2026-01-05T08:15:30.000000Z")),  # baked text
+        parse_record(dict(login, created_at="2026-01-05T08:15:30Z")),  # filled: not canonical
+        parse_record(dict(login, created_at="2026-01-05T08:15:31.000000Z", changes={"a": [1, 2]})),
+    ]
+    first_pass = 0
+    for opts in (OPTIONS, later, OPTIONS, later):
+        for record in records:
+            ecs_event = jsonutil.loads(format_ecs(record, opts).body)
+            ocsf_event = jsonutil.loads(format_ocsf(record, opts).body)
+            assert ecs_event == to_ecs(record, opts)
+            assert ecs_event["event"]["created"] == format_us(opts.ingest_time_us)
+            assert ocsf_event == to_ocsf(record, opts)
+            assert ocsf_event["metadata"]["processed_time"] == opts.ingest_time_us // 1000
+        first_pass = first_pass or len(compiled)
+    assert first_pass and len(compiled) == first_pass
+
+
 def test_caches_per_options_follow_the_options_value():
     calls = []
 
@@ -215,6 +244,8 @@ def test_caches_per_options_follow_the_options_value():
         f"{k}/Fortra",
     ]
     assert cache.get(record, dataclasses.replace(OPTIONS)) == f"{k}/Fortra"  # an equal copy: cached
+    next_pass = dataclasses.replace(OPTIONS, ingest_time_us=OPTIONS.ingest_time_us + 1)
+    assert cache.get(record, next_pass) == f"{k}/Fortra"  # another pass of the run: cached
     assert len(calls) == 3
     login = parse_record(LOGIN)
     assert to_cef(login, OPTIONS).split("|")[1] == "Fortra" and to_cef(login, other).split("|")[1] == "Other"
