@@ -14,10 +14,10 @@ contender runs in its own child process (the servers stay in this one), so its p
 * unordered: the bare, unordered, unpaged service style over the generated organization: failed
   streams and audits calls per stream and pass.
 
-Both timed cases measure ``--repeat`` (floor, run) pairs back to back and report the pair whose
-ratio is the median, with every pair's ratio.
+Both timed cases measure ``--pairs`` (floor, run) pairs back to back and report the pair whose
+ratio is the median, with the range and every pair's ratio.
 
-    python bench/backlog.py [--records N] [--repeat R] [--case all|backlog|idle|unordered]
+    python bench/backlog.py [--records N] [--pairs P] [--case all|backlog|idle|unordered]
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the test receiver and settings helpers live in tests/
+
+from timing import PAIRS, Pair, median_pair, spread  # noqa: E402
 
 from forwarder import jsonutil  # noqa: E402
 from forwarder.app import run_once  # noqa: E402
@@ -145,20 +147,7 @@ def spawn(spec: Dict[str, Any]) -> Dict[str, Any]:
 # -- the measurements -----------------------------------------------------------------------------------
 
 
-def median_pair(pairs: List[Tuple[float, Dict[str, Any]]]) -> Tuple[float, Dict[str, Any]]:
-    """The (floor seconds, run) pair whose ratio is the median, the lower middle one for an even
-    count. Every case reports it: the best pair flatters whichever side the machine's load hit less."""
-    ranked = sorted(pairs, key=lambda pair: pair[1]["wall"] / pair[0])
-    return ranked[(len(ranked) - 1) // 2]
-
-
-def ratios(pairs: List[Tuple[float, Dict[str, Any]]]) -> str:
-    return " ".join(
-        f"{run['wall'] / floor:.2f}x" for floor, run in sorted(pairs, key=lambda p: p[1]["wall"] / p[0])
-    )
-
-
-def backlog(records: int, repeat: int) -> None:
+def backlog(records: int, count: int) -> None:
     org = generate_org(7)
     org.add_deep_stream(DEEP_USER, records, now_us())
     env = {
@@ -170,9 +159,9 @@ def backlog(records: int, repeat: int) -> None:
     minimum = records // PAGE + 1  # the last page is short (or empty)
     with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
         floor_spec = {"role": "floor-backlog", "api": sim.base_url, "hec": hec.http_url, "user": DEEP_USER}
-        pairs = []  # (floor seconds, run) measured back to back: the machine's load changes between pairs
+        pairs: List[Pair[Dict[str, Any]]] = []
         floors = []
-        for _ in range(repeat):
+        for _ in range(count):
             floor_result = spawn(floor_spec)
             hec.forget_events()
             with tempfile.TemporaryDirectory() as tmp:
@@ -183,10 +172,10 @@ def backlog(records: int, repeat: int) -> None:
                 result["hec"] = len(hec.seen()) - hec_before
             hec.forget_events()
             floors.append(floor_result)
-            pairs.append((floor_result["wall"], result))
-        floor, mid = median_pair(pairs)
-        stream = mid["report"]["streams"][0]
-    calls = max(run["calls"] for _, run in pairs)
+            pairs.append(Pair(floor_result["wall"], result["wall"], result))
+        median = median_pair(pairs)
+        stream = median.run["report"]["streams"][0]
+    calls = max(pair.run["calls"] for pair in pairs)
     print(f"backlog: one stream of {records:,} records, {PAGE} per page (minimum {minimum} audits calls)")
     print(
         f"  shipped {stream['shipped']:,} in {stream['passes']} passes,",
@@ -194,19 +183,17 @@ def backlog(records: int, repeat: int) -> None:
     )
     print(f"  audits calls:  {calls:>8}   / minimum pages   {calls / minimum:6.2f}x", end="")
     print(f"   (most of {len(pairs)} runs)")
-    ratio = mid["wall"] / floor
-    print(f"  wall:          {mid['wall']:>8.2f}s  / bare floor {floor:5.2f}s {ratio:6.2f}x", end="")
-    print(f"  (median of {len(pairs)} back-to-back pairs: {ratios(pairs)})")
+    print(f"  wall:          {median.run_s:>8.2f}s  / bare floor {median.floor_s:5.2f}s", end="")
+    print(f" {median.ratio:6.2f}x  ({spread(pairs)})")
+    hec_requests = max(pair.run["hec"] for pair in pairs)
+    print(f"  HEC requests:  {hec_requests:>8}   (floor: {minimum - 1} posts of {PAGE})")
     print(
-        f"  HEC requests:  {max(run['hec'] for _, run in pairs):>8}   (floor: {minimum - 1} posts of {PAGE})"
-    )
-    print(
-        f"  peak RSS:      {max(run['rss_mb'] for _, run in pairs):>8.1f} MB",
+        f"  peak RSS:      {max(pair.run['rss_mb'] for pair in pairs):>8.1f} MB",
         f"(most of {len(pairs)} runs; floor process {min(f['rss_mb'] for f in floors):.1f} MB)",
     )
 
 
-def idle(repeat: int) -> None:
+def idle(count: int) -> None:
     org = generate_org(7)
     domains = ",".join(d.name for d in org.domains if d.destroyed_us is None)
     env = {"FORWARDER_DOMAINS": domains, "FORWARDER_LOG_LEVEL": "WARNING"}
@@ -217,21 +204,20 @@ def idle(repeat: int) -> None:
         streams = [s["stream"].split("/", 2) for s in first["streams"]]
         names = [[kind, name] for kind, name, *_ in streams]
         floor_spec = {"role": "floor-idle", "api": sim.base_url, "names": names, "concurrency": 4}
-        pairs = []
-        for _ in range(repeat):
+        pairs: List[Pair[Dict[str, Any]]] = []
+        for _ in range(count):
             floor_wall = spawn(floor_spec)["wall"]
             before = sim.calls()
             result = spawn(spec)
             result["calls"] = sim.calls() - before
-            pairs.append((floor_wall, result))
-        floor, mid = median_pair(pairs)
-    shipped = mid["report"]["totals"]["shipped"]
-    calls = max(run["calls"] for _, run in pairs)
-    ratio = mid["wall"] / floor
+            pairs.append(Pair(floor_wall, result["wall"], result))
+        median = median_pair(pairs)
+    shipped = median.run["report"]["totals"]["shipped"]
+    calls = max(pair.run["calls"] for pair in pairs)
     print(f"idle run: {len(names)} streams already delivered, nothing new (shipped {shipped})")
     print(f"  audits calls per stream: {calls / len(names):6.2f}   (most of {len(pairs)} runs; goal <= 1)")
-    print(f"  latency:  {mid['wall']:6.3f}s / floor {floor:6.3f}s = {ratio:5.2f}x   (goal <= 1.3x)", end="")
-    print(f"  (median of {len(pairs)} back-to-back pairs: {ratios(pairs)})")
+    print(f"  latency:  {median.run_s:6.3f}s / floor {median.floor_s:6.3f}s = {median.ratio:5.2f}x", end="")
+    print(f"   (goal <= 1.3x)  ({spread(pairs)})")
 
 
 def unordered() -> None:
@@ -255,7 +241,9 @@ def unordered() -> None:
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3, help="back-to-back pairs per timed case")
+    parser.add_argument(
+        "--pairs", type=int, default=PAIRS, help="back-to-back (floor, run) pairs per timed case"
+    )
     parser.add_argument("--case", choices=("all", "backlog", "idle", "unordered"), default="all")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -263,9 +251,9 @@ def main(argv: List[str] | None = None) -> None:
         child(args)
         return
     if args.case in ("all", "backlog"):
-        backlog(args.records, args.repeat)
+        backlog(args.records, args.pairs)
     if args.case in ("all", "idle"):
-        idle(args.repeat)
+        idle(args.pairs)
     if args.case in ("all", "unordered"):
         unordered()
 

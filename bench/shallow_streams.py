@@ -6,11 +6,14 @@ them to the loopback HEC test receiver. Printed: HEC event requests against the 
 a floor measured in the same run: what any forwarder must at least do, over one keep-alive session
 per peer as the forwarder keeps (a token, the users list, one audits GET per user,
 ``FORWARDER_CONCURRENCY`` at a time, then the minimum number of HEC posts of prebuilt bodies).
-Then an idle run's requests. With
+``--pairs`` (floor, run) pairs are measured back to back, each run from an empty state: the wall
+ratio is the median pair's, with the range; the counts are each run's own (every run makes the
+same ones, or the bench says otherwise). An untimed floor first warms the simulator, whose views of
+the trails the first pair's floor would otherwise build alone. Then an idle run's requests. With
 ``--aws``, the same run against the moto server's S3 and Firehose: objects written and
 PutRecordBatch calls (moto's delivery stream writes one object per call).
 
-    python bench/shallow_streams.py [--users 2000] [--records 3] [--aws]
+    python bench/shallow_streams.py [--users 2000] [--records 3] [--pairs 3] [--aws]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -31,6 +35,9 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test receiver lives in tests/
 
+from timing import PAIRS, Pair, median_pair, spread
+
+from forwarder.api import token
 from forwarder.app import run_once
 from forwarder.config import load_settings
 from forwarder.report import RunReport
@@ -138,38 +145,77 @@ def count_aws(sim: Simulator, tmp: str) -> None:
         server.stop()
 
 
+@dataclass
+class Counted:
+    """What one run from an empty state did, counted at the simulator and at the receiver."""
+
+    report: RunReport
+    hec_requests: int  # event posts
+    api_calls: Counter[str]  # requests by path
+    floor_calls: int  # the API calls of the floor measured just before it
+
+
+def pair(sim: Simulator, hec: HecReceiver, state: str) -> Pair[Counted]:
+    """A floor, then a forwarder run from an empty ``state``, back to back."""
+    floor_s, floor_calls = floor(sim, hec)
+    with token._reusable_lock:  # each run as a new process's: it asks for a token, as the floor does
+        token._reusable.clear()
+    before, api_before = len(hec.seen()), len(sim.requests)
+    report, run_s = timed_run(run_env(sim.base_url, hec.url, state))
+    hec_requests = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
+    api_calls = Counter(r.path for r in sim.requests[api_before:])
+    return Pair(floor_s, run_s, Counted(report, hec_requests, api_calls, floor_calls))
+
+
+def counted(values: List[int]) -> str:
+    """A count every run made alike, or the most and the fewest: a count that varies is a finding."""
+    most, fewest = max(values), min(values)
+    return f"{most}" if most == fewest else f"{most} (most of {len(values)} runs; fewest {fewest})"
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=2000)
     parser.add_argument("--records", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=PAIRS, help="back-to-back (floor, run) pairs")
     parser.add_argument("--aws", action="store_true", help="also count S3 objects and Firehose calls")
     args = parser.parse_args(argv)
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
 
     org = generate_shallow_org(args.users, args.records)
     with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec, tempfile.TemporaryDirectory() as tmp:
-        floor_s, floor_calls = floor(sim, hec)
-        before, api_before = len(hec.seen()), len(sim.requests)
-        report, run_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))
-        requests_made = sum(1 for seen in hec.seen()[before:] if seen.path.startswith(EVENT_PATH))
-        api_calls = Counter(r.path for r in sim.requests[api_before:])
+        floor(sim, hec)  # untimed: the simulator builds its views of the trails once, for no pair's floor
+        pairs = [pair(sim, hec, f"{tmp}/state-{n}") for n in range(args.pairs)]
         before = len(hec.seen())
-        _, idle_s = timed_run(run_env(sim.base_url, hec.url, tmp + "/state"))  # nothing new
+        _, idle_s = timed_run(run_env(sim.base_url, hec.url, f"{tmp}/state-0"))  # nothing new
         idle_requests = len(hec.seen()) - before
         if args.aws:
             count_aws(sim, tmp)
-    events = report.totals()["shipped"]
-    minimum = math.ceil(events / BATCH)
-    print(f"streams: {len(report.streams)}, events shipped: {events} (expected {args.users * args.records})")
-    print(f"HEC requests: {requests_made}, minimum ceil(events/{BATCH}) = {minimum}")
-    print(f"requests / minimum: {requests_made / max(1, minimum):.2f}x (goal: <= minimum + 5)")
-    calls = sum(api_calls.values())
-    by_path = ", ".join(f"{path} {n}" for path, n in sorted(api_calls.items()))
-    print(f"API calls: {calls} ({by_path})")
-    print(f"minimum API calls (the floor's: token, user pages, one GET per user): {floor_calls}")
-    print(f"API calls / minimum: {calls / floor_calls:.2f}x")
-    print(f"wall: {run_s:.2f} s, floor (those calls + minimum posts, keep-alive sessions): {floor_s:.2f} s")
-    print(f"wall / floor: {run_s / floor_s:.2f}x")
+    print_figures(args, pairs)
     print(f"idle run (nothing new): {idle_requests} HEC requests, wall {idle_s:.2f} s")
+
+
+def print_figures(args: argparse.Namespace, pairs: List[Pair[Counted]]) -> None:
+    runs = [p.run for p in pairs]
+    median = median_pair(pairs)
+    events = median.run.report.totals()["shipped"]
+    minimum = math.ceil(events / BATCH)
+    shipped = counted([run.report.totals()["shipped"] for run in runs])
+    print(f"streams: {len(median.run.report.streams)}, events shipped: {shipped}", end="")
+    print(f" (expected {args.users * args.records}), {len(runs)} runs from an empty state")
+    posts = [run.hec_requests for run in runs]
+    print(f"HEC requests: {counted(posts)}, minimum ceil(events/{BATCH}) = {minimum}")
+    print(f"requests / minimum: {max(posts) / max(1, minimum):.2f}x (goal: <= minimum + 5)")
+    calls = [sum(run.api_calls.values()) for run in runs]
+    most = runs[calls.index(max(calls))].api_calls
+    floor_calls = max(run.floor_calls for run in runs)
+    print(f"API calls: {counted(calls)} ({', '.join(f'{path} {n}' for path, n in sorted(most.items()))})")
+    print(f"minimum API calls (the floor's: token, user pages, one GET per user): {floor_calls}")
+    print(f"API calls / minimum: {max(calls) / floor_calls:.2f}x")
+    print(f"wall: {median.run_s:.2f} s, floor (those calls + minimum posts, keep-alive sessions): ", end="")
+    print(f"{median.floor_s:.2f} s (the median pair)")
+    print(f"wall / floor: {median.ratio:.2f}x ({spread(pairs)})")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def check(settings: Settings, out: TextIO) -> bool:
         say(True, f"streams: {len(streams)} planned")
         if not streams:
             return say(False, "streams: nothing to pull (set FORWARDER_USERS or FORWARDER_DOMAINS)")
-        findings = probe(client, streams)
+        findings = probe(client, streams, page_limit=settings.page_limit)
         if findings is None:
             return say(True, f"audits: the first streams hold no records yet ({streams[0].key}, ...)")
         for line in findings.lines():

@@ -23,7 +23,7 @@ class Findings:
     order: str  # "oldest-first", "newest-first", "none", "refused", "unknown"
     start_date: str  # "yes", "no", "refused", "unknown"
     end_date: str
-    strategy: str  # the strategy a run will use, as TrailReader decides it from these findings
+    strategy: str  # the strategy a run starts with, as TrailReader decides it, and what changes it
 
     def lines(self) -> List[str]:
         return [
@@ -62,16 +62,19 @@ def _bound_honoured(client: ApiClient, stream: Stream, name: str, pivot: int, ke
     return "yes" if all(keeps(t) for t in _times(items)) else "no"
 
 
-def probe(client: ApiClient, streams: Sequence[Stream], tries: int = 5) -> Optional[Findings]:
-    """Probe the first of ``streams`` (up to ``tries``) whose trail holds records; None if none does."""
+def probe(
+    client: ApiClient, streams: Sequence[Stream], *, page_limit: int, tries: int = 5
+) -> Optional[Findings]:
+    """Probe the first of ``streams`` (up to ``tries``) whose trail holds records; None if none does.
+    ``page_limit``: the run's page size (FORWARDER_PAGE_LIMIT), which decides when a run sees an order."""
     for stream in streams[:tries]:
         first = _get(client, stream, {"sort": "created_at ASC"})
         if first:
-            return _probe(client, stream, first)
+            return _probe(client, stream, first, page_limit)
     return None
 
 
-def _probe(client: ApiClient, stream: Stream, first: List[Any]) -> Findings:
+def _probe(client: ApiClient, stream: Stream, first: List[Any], page_limit: int) -> Findings:
     sorted_sent = client.sends(AUDITS_PATH, "sort")
     fresh: List[Any] = []
     if len(first) > _PROBE_LIMIT:
@@ -89,31 +92,47 @@ def _probe(client: ApiClient, stream: Stream, first: List[Any]) -> Findings:
         )
         seen = first + fresh
     times = _times(seen)
-    order = _order(_times(first) + _times(fresh)) if sorted_sent else "refused"
+    given = _order(_times(first) + _times(fresh))  # as asked, or as the service lists them unasked
+    order = given if sorted_sent else "refused"
     start = end = "unknown"
     if len(set(times)) >= 2:
         pivot = sorted(times)[len(times) // 2]
         start = _bound_honoured(client, stream, "start_date", pivot, lambda t: t >= pivot - 2 * SECOND)
         end = _bound_honoured(client, stream, "end_date", pivot, lambda t: t <= pivot + 2 * SECOND)
-    way = _strategy(client, order, start, end)
-    return Findings(stream.key, len(first), paging, order, start, end, _described(way, paging))
+    if order == "refused":
+        way = _refused_sort(client, start, end, paging, given, page_limit)
+    else:
+        way = _described(_strategy(client, _known(order, "oldest-first"), start, end), paging)
+    return Findings(stream.key, len(first), paging, order, start, end, way)
 
 
 def _known(finding: str, yes: str) -> Optional[bool]:
     return None if finding == "unknown" else finding == yes
 
 
-def _strategy(client: ApiClient, order: str, start: str, end: str) -> str:
+def _strategy(client: ApiClient, order: Optional[bool], start: str, end: str) -> str:
     """What ``trail.strategy`` makes of the findings, as a run would have learnt them: an order not
     seen (too few distinct times) is still unknown, so a run asks oldest-first."""
     starts, ends = _known(start, "yes"), _known(end, "yes")
     honoured = Honoured(
-        order=_known(order, "oldest-first"),
-        start_date=starts,
-        time_bounds=False if False in (starts, ends) else ends,
+        order=order, start_date=starts, time_bounds=False if False in (starts, ends) else ends
     )
     # Every pass has a start: the watermark, or the look-back floor on a stream's first run.
     return strategy(honoured, bounded=True, sends_start=client.sends(AUDITS_PATH, "start_date"))
+
+
+def _refused_sort(client: ApiClient, start: str, end: str, paging: str, given: str, page_limit: int) -> str:
+    """A run cannot ask for an order, so it reads pages as they come, as if oldest-first, and learns
+    otherwise only from the first page of a pass that is full (an unpaged answer never is)."""
+    way = _strategy(client, None, start, end)
+    if paging == "no (limit ignored)":
+        return f"{way} (sort refused: every answer is the whole trail, read as the service gives it)"
+    seen = {"unknown": "", "none": " (in no order in this probe)"}.get(given, f" ({given} in this probe)")
+    then = _strategy(client, False, start, end)
+    return (
+        f"{way} (sort refused: the run reads pages as the service gives them{seen} and switches to "
+        f"{then} if a full page ({page_limit} records) shows they are not oldest-first)"
+    )
 
 
 def _described(way: str, paging: str) -> str:

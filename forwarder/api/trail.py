@@ -186,6 +186,8 @@ class TrailReader:
             page = items
             if not self.client.sends(AUDITS_PATH, "sort"):
                 outcome.sorted_request = False
+            if with_start and not self.client.sends(AUDITS_PATH, "start_date"):
+                outcome.strategy = OFFSET  # refused by the first answer: the pages go by offset alone
             return items
 
         # An offset ceiling without start_date (with it, fetch re-anchors): the next run goes on.

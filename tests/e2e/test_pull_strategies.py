@@ -204,7 +204,7 @@ def test_check_probe_names_what_the_service_honours(make, expected):
     org = deep_org(50)
     with make(org) as sim:
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
-        findings = probe(client, [Stream("user", DEEP)])
+        findings = probe(client, [Stream("user", DEEP)], page_limit=5)
         assert findings is not None
         got = (findings.paging, findings.order, findings.start_date, findings.end_date)
         assert got == expected[:4]
