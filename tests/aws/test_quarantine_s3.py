@@ -5,6 +5,7 @@ with exit 1 and a message naming the bucket, never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -190,16 +191,25 @@ class FakeS3(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def fake_s3(aws, monkeypatch) -> Iterator[type]:
-    handler = type("Handler", (FakeS3,), {})
+@contextlib.contextmanager
+def serving(handler: type, monkeypatch: pytest.MonkeyPatch) -> Iterator[type]:
+    """boto3 pointed at a loopback server answering by (a fresh subclass of) ``handler``."""
+    handler = type("Handler", (handler,), {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
-    yield handler
-    server.shutdown()
-    server.server_close()
+    try:
+        yield handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def fake_s3(aws, monkeypatch) -> Iterator[type]:
+    with serving(FakeS3, monkeypatch) as handler:
+        yield handler
 
 
 def test_a_trickled_object_body_ends_at_the_http_timeout(fake_s3):

@@ -11,7 +11,8 @@ GetObject has answered: boto3 and the moto server stay real."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Callable, Dict, List, Tuple
 
 import boto3
 import pytest
@@ -24,7 +25,7 @@ from forwarder.quarantine import s3 as s3_quarantine
 from forwarder.quarantine.s3 import S3Quarantine
 from forwarder.replay import replay
 from forwarder.sinks import open_sink
-from tests.aws.test_quarantine_s3 import STREAM, refused
+from tests.aws.test_quarantine_s3 import STREAM, refused, serving
 from tests.e2e.helpers import settings_for
 
 
@@ -53,7 +54,12 @@ def racing(bucket: str, other: Callable[[str, int], None]) -> S3Quarantine:
 
 
 def stored(bucket: str, key: str) -> List[Dict[str, Any]]:
-    body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    """The entries of the object (none once it is deleted)."""
+    client = boto3.client("s3")
+    try:
+        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except client.exceptions.NoSuchKey:
+        return []
     return [json.loads(line) for line in body.splitlines()]
 
 
@@ -82,7 +88,8 @@ def kept(bucket):
 
 
 def key_of(where: str) -> str:
-    return where.split("/", 3)[3]
+    """The key of ``s3://bucket/key`` (or of a bare key)."""
+    return where.split("://", 1)[1].split("/", 1)[1] if "://" in where else where
 
 
 def test_two_replays_at_once_each_remove_their_own_and_none_comes_back(bucket, kept):
@@ -180,3 +187,49 @@ def test_replay_reports_the_lost_races_as_its_error_and_the_entries_stay(bucket,
     assert outcome.replayed == 0 and outcome.error is not None
     assert outcome.error.startswith(f"cannot remove 3 replayed entries from {where}: it changed concurrently")
     assert set(ids(stored(bucket, key_of(where)))) >= {eid(1), eid(2), eid(3)}
+
+
+class InFlight(BaseHTTPRequestHandler):
+    """One object holding entries 1 and 2 at version "v1"; the first conditional PUT is refused with
+    409 ConditionalRequestConflict (another conditional write to the key in flight), later ones
+    stored as "v2". Records each request's method and If-Match."""
+
+    protocol_version = "HTTP/1.1"
+    seen: List[Tuple[str, str]]
+    put = b""
+    body = b"".join(quarantine_lines(STREAM, [refused(1), refused(2)], 1_767_323_045_000_000))
+
+    def do_GET(self) -> None:
+        self.seen.append(("GET", ""))
+        self._answer(200, self.body, {"ETag": '"v1"'})
+
+    def do_PUT(self) -> None:
+        self.seen.append(("PUT", self.headers.get("If-Match", "")))
+        type(self).put = self.rfile.read(int(self.headers["Content-Length"]))
+        if len(self.seen) == 2:
+            error = b"<Error><Code>ConditionalRequestConflict</Code><Message>in flight</Message></Error>"
+            self._answer(409, error, {"Content-Type": "application/xml"})
+        else:
+            self._answer(200, b"", {"ETag": '"v2"'})
+
+    def _answer(self, status: int, body: bytes, headers: Dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_conditional_write_in_flight_409_is_a_lost_race_read_again(monkeypatch):
+    with serving(InFlight, monkeypatch) as handler:
+        handler.seen = []
+        quarantine = S3Quarantine("s3://fake/q", client=aws.client("s3", 10))
+        quarantine.remove("s3://fake/q/year=2026/one.ndjson", {eid(1)})
+
+    assert handler.seen == [("GET", ""), ("PUT", '"v1"'), ("GET", ""), ("PUT", '"v1"')]
+    assert [json.loads(line)["event_id"] for line in handler.put.splitlines()] == [eid(2)]
