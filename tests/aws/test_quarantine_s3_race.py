@@ -35,7 +35,7 @@ class Meanwhile:
 
     def __init__(self, client: Any, other: Callable[[str, int], None]) -> None:
         self._client = client
-        self._other = other
+        self.other = other
         self.reads = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -44,13 +44,14 @@ class Meanwhile:
     def get_object(self, **params: Any) -> Dict[str, Any]:
         answer = self._client.get_object(**params)
         self.reads += 1
-        self._other(params["Key"], self.reads)
+        self.other(params["Key"], self.reads)
         return answer
 
 
-def racing(bucket: str, other: Callable[[str, int], None]) -> S3Quarantine:
+def racing(bucket: str, other: Callable[[str, int], None]) -> Tuple[S3Quarantine, Meanwhile]:
+    """The quarantine of ``kept`` on a client where ``other`` writes after each read, and that client."""
     client = Meanwhile(aws.client("s3", 10), other)
-    return S3Quarantine(f"s3://{bucket}/dead-letters", client=client)
+    return S3Quarantine(f"s3://{bucket}/dead-letters", client=client), client
 
 
 def stored(bucket: str, key: str) -> List[Dict[str, Any]]:
@@ -99,11 +100,11 @@ def test_two_replays_at_once_each_remove_their_own_and_none_comes_back(bucket, k
         if reads == 1:  # the other replay removes entry 2 after this one read the object
             plain.remove(where, {eid(2)})
 
-    mine = racing(bucket, other_replay)
+    mine, client = racing(bucket, other_replay)
     mine.remove(where, {eid(1)})
 
     assert ids(stored(bucket, key_of(where))) == [eid(3)]  # 2 stays removed, 1 removed too
-    assert mine._client.reads == 2  # refused once (412), read again, applied
+    assert client.reads == 2  # refused once (412), read again, applied
 
 
 def test_a_run_keeping_the_same_rejections_again_meanwhile_gets_the_removal_applied_to_its_object(
@@ -115,7 +116,7 @@ def test_a_run_keeping_the_same_rejections_again_meanwhile_gets_the_removal_appl
         if reads == 1:  # the same key (stream and ids), a new version: refused again, other reason
             put_entries(bucket, key, [1, 2, 3], reason="refused again after the crash")
 
-    racing(bucket, run_keeps_again).remove(where, {eid(1)})
+    racing(bucket, run_keeps_again)[0].remove(where, {eid(1)})
 
     left = stored(bucket, key_of(where))
     assert ids(left) == [eid(2), eid(3)]
@@ -129,7 +130,7 @@ def test_an_object_replaced_before_its_delete_is_rewritten_with_what_it_now_hold
         if reads == 1:  # remove would delete the object: all it read is replayed
             put_entries(bucket, key, [1, 2, 3, 9])
 
-    racing(bucket, replaced).remove(where, {eid(1), eid(2), eid(3)})
+    racing(bucket, replaced)[0].remove(where, {eid(1), eid(2), eid(3)})
 
     assert ids(stored(bucket, key_of(where))) == [eid(9)]  # the conditional DeleteObject was refused
 
@@ -141,7 +142,7 @@ def test_an_object_another_replay_deleted_after_the_read_is_not_brought_back(buc
         if reads == 1:
             plain.remove(where, {eid(1), eid(2), eid(3)})
 
-    racing(bucket, other_replay).remove(where, {eid(1)})
+    racing(bucket, other_replay)[0].remove(where, {eid(1)})
 
     assert boto3.client("s3").list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
@@ -155,7 +156,7 @@ def always_changing(bucket: str) -> Callable[[str, int], None]:
 
 def test_a_writer_that_never_pauses_ends_in_a_state_error_and_loses_nothing(bucket, kept):
     _, where = kept
-    quarantine = racing(bucket, always_changing(bucket))
+    quarantine, client = racing(bucket, always_changing(bucket))
 
     with pytest.raises(StateError) as raised:
         quarantine.remove(where, {eid(1)})
@@ -165,16 +166,16 @@ def test_a_writer_that_never_pauses_ends_in_a_state_error_and_loses_nothing(buck
         f"{s3_quarantine.ATTEMPTS} tries (another replay or a run writing it); they stay quarantined "
         "until a later replay"
     )
-    assert quarantine._client.reads == s3_quarantine.ATTEMPTS  # bounded
+    assert client.reads == s3_quarantine.ATTEMPTS  # bounded
     last = 100 + s3_quarantine.ATTEMPTS  # the other writer's last version, untouched
     assert ids(stored(bucket, key_of(where))) == [eid(1), eid(2), eid(3), eid(last)]
 
 
 def test_replay_reports_the_lost_races_as_its_error_and_the_entries_stay(bucket, kept, hec, tmp_path):
     _, where = kept
-    quarantine = racing(bucket, lambda key, reads: None)
+    quarantine, client = racing(bucket, lambda key, reads: None)
     listed = list(quarantine.entries())
-    quarantine._client._other = always_changing(bucket)
+    client.other = always_changing(bucket)
     settings = settings_for("http://127.0.0.1:9", hec.url, str(tmp_path / "state"))
     sink = open_sink(settings.sink)
     try:
@@ -233,3 +234,25 @@ def test_a_conditional_write_in_flight_409_is_a_lost_race_read_again(monkeypatch
 
     assert handler.seen == [("GET", ""), ("PUT", '"v1"'), ("GET", ""), ("PUT", '"v1"')]
     assert [json.loads(line)["event_id"] for line in handler.put.splitlines()] == [eid(2)]
+
+
+class NoETag(InFlight):
+    """Answers GetObject without an ETag: nothing to make a write conditional on."""
+
+    def do_GET(self) -> None:
+        self.seen.append(("GET", ""))
+        self._answer(200, self.body, {})
+
+
+@pytest.mark.usefixtures("aws")
+def test_an_object_read_without_an_etag_is_not_rewritten(monkeypatch):
+    with serving(NoETag, monkeypatch) as handler:
+        handler.seen = []
+        quarantine = S3Quarantine("s3://fake/q", client=aws.client("s3", 10))
+        with pytest.raises(StateError) as raised:
+            quarantine.remove("s3://fake/q/year=2026/one.ndjson", {eid(1)})
+
+    assert str(raised.value) == (
+        "cannot rewrite s3://fake/q/year=2026/one.ndjson: S3 answered GetObject without an ETag"
+    )
+    assert handler.seen == [("GET", "")]  # no unconditional write
