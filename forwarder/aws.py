@@ -21,6 +21,10 @@ T = TypeVar("T")
 _THROTTLED = frozenset(
     {"Throttling", "ThrottlingException", "SlowDown", "RequestTimeout", "RequestLimitExceeded"}
 )
+# A conditional S3 write (If-Match / If-None-Match) refused because the object is not the version
+# presented. 412: the condition failed; 409: a concurrent conditional write to the same key is in
+# flight; NoSuchKey: If-Match on an object that is gone.
+CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
 # Clients are made once per process and service: creating one costs a few hundred milliseconds of
 # CPU (a fan-out worker opens its store, queue and tenants document on every invocation). The key
 # holds the AWS_* environment a client is built from (region, endpoints, credentials, profile), so
@@ -175,12 +179,21 @@ def s3_partition(prefix: str, time_us: int) -> str:
 
 
 def put_s3_ndjson(
-    client: Any, bucket: str, key: str, lines: Sequence[bytes], compress: bool, kms_key_id: Optional[str]
+    client: Any,
+    bucket: str,
+    key: str,
+    lines: Sequence[bytes],
+    compress: bool,
+    kms_key_id: Optional[str],
+    if_match: Optional[str] = None,
 ) -> None:
-    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body. Only an answer
-    with an ETag counts as stored (a proxy's empty 200 does not)."""
+    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body; ``if_match``
+    (an ETag) makes it replace only that version (else a failure with a code in ``CONFLICT_CODES``).
+    Only an answer with an ETag counts as stored (a proxy's empty 200 does not)."""
     body = b"".join(lines)
     extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
+    if if_match is not None:
+        extra["IfMatch"] = if_match
     if compress:
         body = gzip.compress(body, compresslevel=6, mtime=0)
         extra["ContentEncoding"] = "gzip"

@@ -3,20 +3,30 @@
 Every call to S3 goes through ``aws.call`` / ``aws.read_object``: ``FORWARDER_HTTP_TIMEOUT`` bounds it
 whole (retries and the body's read included) and a stop request ends it. Writing is part of a run: a
 failure is a SinkError, so the batch is not committed and is retried. Reading and removing serve
-``quarantine list`` / ``replay``: a failure is a StateError naming the bucket and key.
+``quarantine list`` / ``replay``: a failure is a StateError naming the object as ``s3://bucket/key``,
+the form an entry's ``where`` takes.
+
+Removing rewrites (or deletes) an object only if it is still the version read (``If-Match`` its
+ETag): another replay, or a run keeping the same rejections again after a crash, may have replaced
+it meanwhile, and an unconditional write would then drop what they wrote or bring back what they
+removed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Iterator, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from .. import aws
 from ..errors import SinkError, StateError
 from ..events import Rejection
 from ..timeutil import now_us
 from .entries import Entry, quarantine_lines, read_entries, without
+
+# Reads and conditional writes per remove: each lost race means another writer's change landed, so
+# more than a few in a row is an object being rewritten without pause; the next replay tries again.
+ATTEMPTS = 5
 
 
 class S3Quarantine:
@@ -52,36 +62,83 @@ class S3Quarantine:
         try:
             aws.put_s3_ndjson(self._client, self.bucket, key, lines, False, self._kms_key_id)
         except aws.failures() as exc:
-            raise aws.sink_error(
-                exc, f"quarantining {len(rejections)} event(s) to s3://{self.bucket}/{key}"
-            ) from exc
+            raise aws.sink_error(exc, f"quarantining {len(rejections)} event(s) to {self._uri(key)}") from exc
 
     def entries(self) -> Iterator[Entry]:
         for key in self._keys():
-            body = self._body(key)
-            if body is not None:
-                yield from read_entries(body, key)
+            read = self._read(key)
+            if read is not None:
+                yield from read_entries(read[0], self._uri(key))
 
     def remove(self, where: str, event_ids: Set[str]) -> None:
-        body = self._body(where)
-        if body is None:
-            return
-        kept = without(body, event_ids)
-        with self._failing_as("rewrite" if kept else "delete", where):
-            if kept:
-                aws.put_s3_ndjson(self._client, self.bucket, where, kept, False, self._kms_key_id)
-            else:
-                aws.call(self._client, "delete_object", "S3 DeleteObject", Bucket=self.bucket, Key=where)
+        """Drop these entries from ``where`` (``s3://bucket/key``, or the bare key) by a write
+        conditional on the version read; a lost race is read again and the removal applied to what
+        is there now, up to ATTEMPTS times, then a StateError (the entries stay, nothing is lost)."""
+        key = self._key_of(where)
+        for _ in range(ATTEMPTS):
+            read = self._read(key)
+            if read is None:
+                return  # gone: another replay removed it
+            body, etag = read
+            if not etag:
+                raise StateError(f"cannot rewrite {self._uri(key)}: S3 answered GetObject without an ETag")
+            kept = without(body, event_ids)
+            if len(kept) == len(body.splitlines()):
+                return  # none of these entries is there (any more)
+            if self._replaced(key, kept, etag):
+                return
+        raise StateError(
+            f"cannot remove {len(event_ids)} replayed entries from {self._uri(key)}: it changed "
+            f"concurrently on each of {ATTEMPTS} tries (another replay or a run writing it); "
+            "they stay quarantined until a later replay"
+        )
 
-    def _body(self, key: str) -> Optional[bytes]:
-        """The object's body; None once it is gone (another replay removed it since it was listed)."""
+    def _replaced(self, key: str, kept: List[bytes], etag: str) -> bool:
+        """Rewrite ``key`` with ``kept`` (delete it when empty) if it is still version ``etag``;
+        False when it is not (changed or gone since read)."""
+        with self._failing_as("rewrite" if kept else "delete", key):
+            try:
+                if kept:
+                    aws.put_s3_ndjson(
+                        self._client, self.bucket, key, kept, False, self._kms_key_id, if_match=etag
+                    )
+                else:
+                    aws.call(
+                        self._client,
+                        "delete_object",
+                        "S3 DeleteObject",
+                        Bucket=self.bucket,
+                        Key=key,
+                        IfMatch=etag,
+                    )
+            except aws.failures() as exc:
+                if aws.error_code(exc) not in aws.CONFLICT_CODES:
+                    raise
+                return False
+        return True
+
+    def _read(self, key: str) -> Optional[Tuple[bytes, str]]:
+        """The object's body and ETag; None once it is gone (another replay removed it since it
+        was listed)."""
         with self._failing_as("read", key):
             try:
-                return aws.read_object(self._client, self.bucket, key, "S3 GetObject")[0]
+                return aws.read_object(self._client, self.bucket, key, "S3 GetObject")
             except aws.failures() as exc:
                 if aws.error_code(exc) not in ("NoSuchKey", "404"):
                     raise
         return None
+
+    def _key_of(self, where: str) -> str:
+        """The key of an entry's ``where``: ``s3://bucket/key`` (what entries and listings show) or
+        the bare key; a location outside this quarantine is refused, never touched."""
+        uri = self._uri("")
+        key = where[len(uri) :] if where.startswith(uri) else where
+        if "://" in key or not key.startswith(f"{self.prefix}/" if self.prefix else ""):
+            raise StateError(f"{where} is not in the quarantine {self.location}")
+        return key
+
+    def _uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
 
     def _keys(self) -> Iterator[str]:
         """Every object under the prefix, page by page (a listing that never ends is refused)."""
@@ -99,7 +156,7 @@ class S3Quarantine:
         try:
             yield
         except caught as exc:
-            raise StateError(f"cannot {action} s3://{self.bucket}/{key}: {exc}") from None
+            raise StateError(f"cannot {action} {self._uri(key)}: {exc}") from None
 
 
 def open_at(location: str, kms_key_id: Optional[str], timeout_seconds: float) -> S3Quarantine:

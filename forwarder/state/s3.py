@@ -36,9 +36,6 @@ _SUFFIX = ".json"
 _LEASE = "lease.json"
 _CURSOR = "run-cursor.json"
 _REVISION = "revision"
-# 412: the condition failed; 409: a concurrent conditional write to the same key is in flight;
-# NoSuchKey: If-Match on an object that is gone.
-_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "412", "409"})
 _FIX = "repair or delete the object (state reset)"
 
 
@@ -110,7 +107,7 @@ class _ObjectSlot:
 
     def _failed(self, action: str, exc: Exception, expected: Optional[str] = None) -> StateError:
         code = aws.error_code(exc)
-        if action != "read" and code in _CONFLICT_CODES:
+        if action != "read" and code in aws.CONFLICT_CODES:
             return ConflictError(
                 f"{self.location} was changed by another writer (expected ETag {expected or 'none'})"
             )

@@ -5,6 +5,7 @@ with exit 1 and a message naming the bucket, never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -62,7 +63,8 @@ def test_kept_listed_replayed_then_removed(bucket, hec, tmp_path):
     assert sorted(e["event_id"] for e in entries) == sorted(
         [f"{n:064x}" for n in (1, 2, 3)] + [still.event.id]
     )
-    assert {e["location"] for e in entries} == set(objects(bucket)) and len(objects(bucket)) == 2
+    assert {e["location"] for e in entries} == {f"s3://{bucket}/{key}" for key in objects(bucket)}
+    assert len(objects(bucket)) == 2
 
     replayed = cli("quarantine", "replay", env=settings)
     assert replayed.returncode == 3, replayed.stderr  # the record that still cannot be placed stays
@@ -84,6 +86,41 @@ def test_a_missing_bucket_is_a_clear_failure(aws, hec, tmp_path, command):
 
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "cannot list s3://no-such-bucket/q/" in result.stderr and "NoSuchBucket" in result.stderr
+
+
+def test_an_entry_is_removed_by_the_location_quarantine_list_shows(bucket, tmp_path):
+    location = f"s3://{bucket}/dead-letters"
+    quarantine = open_quarantine(location)
+    quarantine.keep(STREAM, [refused(1), refused(2)])
+    listed = cli("quarantine", "list", "--id", f"{1:064x}", env=env(tmp_path, "http://127.0.0.1:9", location))
+    [entry] = [json.loads(line) for line in listed.stdout.splitlines()]
+    [key] = objects(bucket)
+    assert entry["location"] == f"s3://{bucket}/{key}"
+
+    quarantine.remove(entry["location"], {entry["event_id"]})
+    assert [e.event_id for e in quarantine.entries()] == [f"{2:064x}"]
+    quarantine.remove(key, {f"{2:064x}"})  # the bare key, as older callers pass it
+    assert objects(bucket) == []
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "s3://another-bucket/dead-letters/year=2026/one.ndjson",
+        "elsewhere/year=2026/one.ndjson",
+        "s3://{bucket}/elsewhere/year=2026/one.ndjson",
+    ],
+)
+def test_a_location_outside_the_quarantine_is_refused_and_left_alone(bucket, where):
+    where = where.format(bucket=bucket)
+    boto3.client("s3").put_object(Bucket=bucket, Key="elsewhere/year=2026/one.ndjson", Body=b"{}\n")
+    quarantine = open_quarantine(f"s3://{bucket}/dead-letters")
+
+    with pytest.raises(StateError) as raised:
+        quarantine.remove(where, {"x"})
+
+    assert str(raised.value) == f"{where} is not in the quarantine s3://{bucket}/dead-letters"
+    assert boto3.client("s3").list_objects_v2(Bucket=bucket)["KeyCount"] == 1
 
 
 def test_an_object_another_replay_removed_meanwhile_is_nothing_to_remove(bucket):
@@ -154,16 +191,25 @@ class FakeS3(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def fake_s3(aws, monkeypatch) -> Iterator[type]:
-    handler = type("Handler", (FakeS3,), {})
+@contextlib.contextmanager
+def serving(handler: type, monkeypatch: pytest.MonkeyPatch) -> Iterator[type]:
+    """boto3 pointed at a loopback server answering by (a fresh subclass of) ``handler``."""
+    handler = type("Handler", (handler,), {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
-    yield handler
-    server.shutdown()
-    server.server_close()
+    try:
+        yield handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def fake_s3(aws, monkeypatch) -> Iterator[type]:
+    with serving(FakeS3, monkeypatch) as handler:
+        yield handler
 
 
 def test_a_trickled_object_body_ends_at_the_http_timeout(fake_s3):
