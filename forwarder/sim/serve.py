@@ -33,11 +33,11 @@ def serve(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"platform API simulator listening on {url} (Ctrl-C to stop)")
-    print(f"  FORWARDER_API_URL={url}")
-    print(f"  FORWARDER_CLIENT_ID={DEMO_CLIENT_ID}")
-    print(f"  FORWARDER_CLIENT_SECRET={DEMO_CLIENT_SECRET}", flush=True)
-    try:
+    try:  # from the first line on: a Ctrl-C as soon as the address is shown is a clean stop
+        print(f"platform API simulator listening on {url} (Ctrl-C to stop)")
+        print(f"  FORWARDER_API_URL={url}")
+        print(f"  FORWARDER_CLIENT_ID={DEMO_CLIENT_ID}")
+        print(f"  FORWARDER_CLIENT_SECRET={DEMO_CLIENT_SECRET}", flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
