@@ -51,7 +51,7 @@ _PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes
 
 
 def format_ecs(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return new_tuple(Event, (record.event_id, record.ts_us, _FORMAT.body(record, opts), True))
+    return new_tuple(Event, (record.event_id, record.ts_us, _body(record, opts), True))
 
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
@@ -138,3 +138,4 @@ def _profile_changes(user: Dict[str, Any], change_map: Mapping[str, Any], roles:
 
 
 _FORMAT = Templated(render, time_in_ms=False)
+_body = _FORMAT.body

@@ -77,7 +77,7 @@ UNKNOWN_USER = {"name": "unknown"}  # copied into each event: events share no co
 
 
 def format_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Event:
-    return new_tuple(Event, (record.event_id, record.ts_us, _FORMAT.body(record, opts), True))
+    return new_tuple(Event, (record.event_id, record.ts_us, _body(record, opts), True))
 
 
 def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
@@ -231,3 +231,4 @@ def _sides(audit: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
 
 
 _FORMAT = Templated(render, time_in_ms=True)
+_body = _FORMAT.body

@@ -83,11 +83,9 @@ class TextCache(Generic[V]):
         self._maxsize = maxsize
         self._current: Tuple[Any, Dict[bytes, _Known]] = (_NO_OPTIONS, {})
 
-    def get(self, record: AuditRecord, opts: Any) -> Optional[V]:
-        created = record.time_text
+    def get(self, record: AuditRecord, opts: Any, created: bytes) -> Optional[V]:
+        """``created``: the record's created_at in the canonical form (``time_text``), encoded."""
         known, entries = self._current
-        if not created:
-            return None
         if known is not opts:  # another pass's equal options are adopted, as in PlainCache
             if known != opts:
                 return None
@@ -95,7 +93,7 @@ class TextCache(Generic[V]):
         data = record.serialized
         # What follows the first place of created_at: the key when that place is the value's. The
         # length and the prefix then prove that data is the prefix, created_at, the key.
-        found = entries.get(data[data.find(created.encode()) + len(created) :])
+        found = entries.get(data[data.find(created) + len(created) :])
         if (
             found is not None
             and len(data) == found.length

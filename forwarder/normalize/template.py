@@ -129,13 +129,16 @@ class Templated:
     def body(self, record: AuditRecord, opts: NormalizeOptions) -> bytes:
         # The values as they go into the template's holes. Event ids are hex and the canonical time
         # is ASCII without escapes: those go in as they are. created_at in that form is the time.
+        known, ingest = self._stamp
+        if known is not opts:
+            ingest = self._restamp(opts)
         created = record.time_text
         if created:
             given = created.encode()
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
-            baked = self._baked.get(record, opts)
+            baked = self._baked.get(record, opts, given)
             if baked is not None:
-                values = (time, record.event_id.encode(), given, self._ingest(opts))
+                values = (time, record.event_id.encode(), given, ingest)
                 return b"".join(baked.pick(baked.parts + values))  # baked.fill, inlined
         filler = self._fillers.get(record, opts)
         if not filler:
@@ -143,7 +146,7 @@ class Templated:
         if not created:
             given = jsonutil.string_content(record.raw["created_at"])
             time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
-        values = (time, record.event_id.encode(), given, self._ingest(opts))
+        values = (time, record.event_id.encode(), given, ingest)
         template = filler.template
         if not opts.include_original:
             return template.fill(values)
@@ -168,14 +171,12 @@ class Templated:
         us = opts.ingest_time_us
         return us // 1000 if self._time_in_ms else _ingest_text(us)
 
-    def _ingest(self, opts: NormalizeOptions) -> bytes:
-        """The ingest time's bytes in a template's hole: one options value a pass, so kept for it."""
-        known, stamp = self._stamp
-        if known is not opts:
-            stamp = jsonutil.dumps(self._time(opts))
-            if not self._time_in_ms:
-                stamp = stamp[1:-1]  # a text hole: its quotes are the template's
-            self._stamp = (opts, stamp)
+    def _restamp(self, opts: NormalizeOptions) -> bytes:
+        """The ingest time's bytes in a template's hole, kept with ``opts`` (one options value a pass)."""
+        stamp = jsonutil.dumps(self._time(opts))
+        if not self._time_in_ms:
+            stamp = stamp[1:-1]  # a text hole: its quotes are the template's
+        self._stamp = (opts, stamp)
         return stamp
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Filler]:
