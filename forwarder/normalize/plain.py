@@ -8,16 +8,17 @@ checked: a hit is a plain key (a list or an object cannot be hashed: no plain ke
 checks them.
 
 ``TextCache`` finds such a value again by the record's canonical text instead, for the records
-that differ from one already seen only in created_at (a user's logins): a slice and a lookup.
+that differ from one already seen only in created_at (a user's logins): two slices and a lookup.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Generic, NamedTuple, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, Optional, Tuple, TypeVar
 
 from ..records import AuditRecord
 from .facts import PlainKey, candidate_key, is_plain
 
+K = TypeVar("K")
 V = TypeVar("V")
 
 _NO_OPTIONS = object()  # equal to no options value
@@ -25,103 +26,98 @@ _MISSING = object()
 _MAX_KEPT_TEXT = 8192  # a plain record's strings are short: 1,024 characters, escaped at most 6 bytes each
 
 
+class _PerOptions(Generic[K, V]):
+    """What was derived for one options value at a time (a run has one; each of its passes brings an
+    equal copy, its own ingest time not compared), in a dict held with those options as one tuple:
+    threads never pair one options value with another's dict. At most ``maxsize`` entries: a full
+    dict starts again empty."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.current: Tuple[Any, Dict[K, V]] = (_NO_OPTIONS, {})
+        self._maxsize = maxsize
+
+    def adopt(self, opts: Any) -> Optional[Dict[K, V]]:
+        """The dict kept for options equal to ``opts`` (held with ``opts`` from now on), else None."""
+        known, entries = self.current
+        if known is not opts:
+            if known != opts:
+                return None
+            self.current = (opts, entries)
+        return entries
+
+    def writable(self, opts: Any) -> Dict[K, V]:
+        """The dict to add to for ``opts``: the kept one, or a new one in its place when that one is
+        another options value's or full."""
+        entries = self.adopt(opts)
+        if entries is None or len(entries) >= self._maxsize:
+            entries = {}
+            self.current = (opts, entries)
+        return entries
+
+
 class PlainCache(Generic[V]):
-    """``fn(plain_key(record), opts)``, cached by the key for one options value at a time (a run has
-    one; each pass brings an equal copy, its own ingest time not compared). The options are compared
-    by identity first: hashing them (a dataclass) costs more than the lookup; an equal copy is then
-    adopted with the cache. The cache and its options are swapped as one tuple, so that threads never
-    pair one options value with another's cache. At most ``maxsize`` keys: a full cache starts again
-    empty."""
+    """``fn(plain_key(record), opts)``, cached by the key per options value (``_PerOptions``). The
+    options are compared by identity first: hashing them (a dataclass) costs more than the lookup."""
 
     def __init__(self, fn: Callable[[PlainKey, Any], V], maxsize: int) -> None:
-        self._fn, self._maxsize = fn, maxsize
-        self._current: Tuple[Any, Dict[Any, V]] = (_NO_OPTIONS, {})
+        self._fn = fn
+        self._store: _PerOptions[Any, V] = _PerOptions(maxsize)
 
     def get(self, record: AuditRecord, opts: Any) -> Optional[V]:
         """The value of the record's plain key, or None when it has none (derive its facts)."""
         key = candidate_key(record)
         if key is None:
             return None
-        current_opts, cache = self._current
+        known, cache = self._store.current
         try:
-            found = cache.get(key, _MISSING) if current_opts is opts else _MISSING
+            found = cache.get(key, _MISSING) if known is opts else _MISSING
         except TypeError:  # a list or an object among the values: not a plain key
             return None
         if found is not _MISSING:
             return found  # type: ignore[return-value]
         if not is_plain(key):
             return None
-        if current_opts is not opts:
-            if current_opts != opts:
-                cache = {}
-            self._current = (opts, cache)
+        cache = self._store.writable(opts)
         found = cache.get(key, _MISSING)
         if found is _MISSING:
-            found = self._fn(key, opts)
-            if len(cache) >= self._maxsize:
-                cache.clear()
-            cache[key] = found
+            found = cache[key] = self._fn(key, opts)
         return found  # type: ignore[return-value]
-
-
-class _Known(NamedTuple):
-    """A value, and the records it is right for: of stream type ``stream``, with a canonical text
-    of ``length`` bytes that is ``prefix``, a created_at in the canonical form, then the key."""
-
-    prefix: bytes
-    length: int
-    stream: str
-    value: Any
 
 
 class TextCache(Generic[V]):
     """Values put for records with a plain key, found again for any record whose canonical text
-    differs only in its created_at (a user's logins) by one slice and one lookup: cheaper than the
-    plain key, which reads the record's fields. Per options value and bounded, as PlainCache."""
+    differs only in its created_at (a user's logins) by two slices and one lookup: cheaper than the
+    plain key, which reads the record's fields. Kept by the text before and after created_at and the
+    stream type, per options value (``_PerOptions``)."""
 
     def __init__(self, maxsize: int) -> None:
-        self._maxsize = maxsize
-        self._current: Tuple[Any, Dict[bytes, _Known]] = (_NO_OPTIONS, {})
+        self._store: _PerOptions[Tuple[bytes, bytes, str], V] = _PerOptions(maxsize)
 
     def get(self, record: AuditRecord, opts: Any, created: bytes) -> Optional[V]:
         """``created``: the record's created_at in the canonical form (``time_text``), encoded."""
-        known, entries = self._current
-        if known is not opts:  # another pass's equal options are adopted, as in PlainCache
-            if known != opts:
+        known, entries = self._store.current
+        if known is not opts:
+            entries = self._store.adopt(opts)  # type: ignore[assignment]
+            if entries is None:
                 return None
-            self._current = (opts, entries)
         data = record.serialized
-        # What follows the first place of created_at: the key when that place is the value's. The
-        # length and the prefix then prove that data is the prefix, created_at, the key.
-        found = entries.get(data[data.find(created) + len(created) :])
-        if (
-            found is not None
-            and len(data) == found.length
-            and data.startswith(found.prefix)
-            and record.object_type == found.stream
-        ):
-            return found.value
-        return None
+        # Split at the first place of created_at: ``put`` keeps only texts where that is the value's.
+        at = data.find(created)
+        return entries.get((data[:at], data[at + len(created) :], record.object_type))
 
-    def put(self, record: AuditRecord, opts: Any, value: V) -> None:
-        """Keep ``value`` for ``record`` (its plain key's) and the records differing only in created_at."""
-        parts = around_created_at(record)
-        if parts is None:
-            return
-        prefix, suffix = parts
-        known, entries = self._current
-        if known != opts or len(entries) >= self._maxsize:
-            entries = {}
-        self._current = (opts, entries)  # swapped as one, as in PlainCache
-        entries[suffix] = _Known(prefix, len(record.serialized), record.object_type, value)
+    def put(self, record: AuditRecord, opts: Any, parts: Tuple[bytes, bytes], value: V) -> None:
+        """Keep ``value`` for ``record`` (its plain key's) and the records differing only in created_at.
+        ``parts``: ``around_created_at(record)``."""
+        self._store.writable(opts)[(parts[0], parts[1], record.object_type)] = value
 
 
 def around_created_at(record: AuditRecord) -> Optional[Tuple[bytes, bytes]]:
-    """The record's canonical text before and after its created_at when that is in the canonical
-    form (``record.time_text``), and the text short enough to be kept (a plain record's is)."""
-    created, data = record.time_text, record.serialized
-    at = data.find(b'"created_at":"' + created.encode() + b'"')  # a key: a value's quotes are escaped
-    if not created or at < 0 or len(data) > _MAX_KEPT_TEXT:
-        return None
+    """The record's canonical text before and after its created_at, when that is in the canonical
+    form (``record.time_text``) and the first place that text appears (so ``TextCache.get`` splits
+    there too), and the text short enough to be kept (a plain record's is)."""
+    created, data = record.time_text.encode(), record.serialized
+    at = data.find(b'"created_at":"' + created + b'"')  # a key: a value's quotes are escaped
     start = at + len('"created_at":"')
+    if not created or at < 0 or len(data) > _MAX_KEPT_TEXT or data.find(created) != start:
+        return None
     return data[:start], data[start + len(created) :]

@@ -33,7 +33,7 @@ from .. import jsonutil
 from ..records import AuditRecord
 from ..timeutil import format_us
 from . import NormalizeOptions, new_tuple
-from .facts import Facts, PlainKey, facts, plain_facts, plain_key
+from .facts import Facts, PlainKey, facts, plain_facts
 from .plain import PlainCache, TextCache, around_created_at
 
 _TOKEN = secrets.token_hex(16)
@@ -104,10 +104,10 @@ class Filler:
     """What the records of one plain key are filled into: their template, and whether their
     canonical text can be baked into it (``Templated._bake``; False once that failed: not retried)."""
 
-    __slots__ = ("bakeable", "template")
+    __slots__ = ("bakeable", "key", "template")
 
-    def __init__(self, template: Template) -> None:
-        self.template = template
+    def __init__(self, template: Template, key: PlainKey) -> None:
+        self.template, self.key = template, key
         self.bakeable = True
 
 
@@ -150,10 +150,11 @@ class Templated:
         template = filler.template
         if not opts.include_original:
             return template.fill(values)
-        if created and filler.bakeable:
-            baked = self._bake(record, opts)
+        parts = around_created_at(record) if created and filler.bakeable else None
+        if parts is not None:  # a text not seen yet (per options value): baked once
+            baked = self._bake(filler.key, opts, parts)
             if baked is not None:
-                self._baked.put(record, opts, baked)
+                self._baked.put(record, opts, parts, baked)
                 return baked.fill(values)
             filler.bakeable = False
         return template.fill((*values, jsonutil.json_in_string(record.serialized or record.canonical)))
@@ -182,14 +183,11 @@ class Templated:
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Filler]:
         count = 5 if opts.include_original else 4
         template = self._template(key, opts, Own(*(hole(n) for n in range(count))), count)
-        return Filler(template) if template else None
+        return Filler(template, key) if template else None
 
-    def _bake(self, record: AuditRecord, opts: NormalizeOptions) -> Optional[Template]:
-        """The template of ``record``'s plain key with its canonical text in place of
-        ``event.original``, created_at left a hole in it."""
-        key, parts = plain_key(record), around_created_at(record)
-        if key is None or parts is None:
-            return None
+    def _bake(self, key: PlainKey, opts: NormalizeOptions, parts: Tuple[bytes, bytes]) -> Optional[Template]:
+        """The template of a plain key with a record's canonical text in place of ``event.original``,
+        created_at (between ``parts``) left a hole in it."""
         original = parts[0].decode("utf-8") + hole(2) + parts[1].decode("utf-8")
         return self._template(key, opts, Own(hole(0), hole(1), hole(2), hole(3), original), 4)
 

@@ -200,6 +200,22 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits():
             assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
 
 
+def test_logins_sharing_an_ending_each_keep_their_template(monkeypatch):
+    """Two plain keys whose canonical texts end alike (another action, the same filterable_action,
+    object and user) each get their template and baked text once, however their records alternate."""
+    compiled = []
+    monkeypatch.setattr(template, "compile_template", lambda *a: compiled.append(a) or compile_template(*a))
+    ending = {"filterable_action": None, "object": "alt@x.example", "user": "alt@x.example"}
+    records = [
+        parse_record(dict(ending, action=action, created_at=f"2026-01-05T08:15:{n:02d}.000000Z"))
+        for n in range(40)
+        for action in ("User Login", "User Logout")
+    ]
+    for record in records:
+        assert format_ecs(record, OPTIONS).body == jsonutil.dumps(to_ecs(record, OPTIONS))
+    assert len(compiled) == 4  # per action: its template, then it with the text baked in
+
+
 def test_each_pass_stamps_its_own_ingest_time_into_cached_events(monkeypatch):
     """A run's passes differ only in their ingest time: their options compare equal, so templates
     and lines cached in one pass serve the next (none is compiled again), and each event still
