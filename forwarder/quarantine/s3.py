@@ -133,16 +133,20 @@ class S3Quarantine:
         the bare key; a location outside this quarantine is refused, never touched."""
         uri = self._uri("")
         key = where[len(uri) :] if where.startswith(uri) else where
-        if "://" in key or not key.startswith(f"{self.prefix}/" if self.prefix else ""):
+        if "://" in key or not key.startswith(f"{self._inside()}year="):  # as _keys lists them
             raise StateError(f"{where} is not in the quarantine {self.location}")
         return key
+
+    def _inside(self) -> str:
+        """What every key under the prefix starts with."""
+        return f"{self.prefix}/" if self.prefix else ""
 
     def _uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
 
     def _keys(self) -> Iterator[str]:
         """Every object under the prefix, page by page (a listing that never ends is refused)."""
-        prefix = f"{self.prefix}/" if self.prefix else ""
+        prefix = self._inside()
         with self._failing_as("list", prefix):
             for key in aws.s3_keys(self._client, self.bucket, prefix):
                 if key[len(prefix) :].startswith("year="):  # else a tenant's quarantine nested inside

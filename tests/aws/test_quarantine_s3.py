@@ -109,6 +109,7 @@ def test_an_entry_is_removed_by_the_location_quarantine_list_shows(bucket, tmp_p
         "s3://another-bucket/dead-letters/year=2026/one.ndjson",
         "elsewhere/year=2026/one.ndjson",
         "s3://{bucket}/elsewhere/year=2026/one.ndjson",
+        "s3://{bucket}/dead-letters/tenant-a/year=2026/one.ndjson",  # a tenant's quarantine nested inside
     ],
 )
 def test_a_location_outside_the_quarantine_is_refused_and_left_alone(bucket, where):
