@@ -24,11 +24,16 @@ _DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
-def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
-    """The environment of a run behind ``proxy_url``, for http:// and https://, with no exception."""
+def direct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment of a run that names no proxy."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
+
+
+def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
+    """The environment of a run behind ``proxy_url``, for http:// and https://, with no exception."""
+    direct(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", proxy_url)
     monkeypatch.setenv("HTTPS_PROXY", proxy_url)
 
