@@ -74,7 +74,7 @@ def test_a_trickled_handshake_ends_at_the_deadline(kind, request):
         assert not peer.finished.is_set()  # the call did not wait for the trickle to end
         expected = f"GET {url}: no complete response within 1 s (HTTP timeout), cut during {step}"
         assert str(caught.value) == expected and SECRET not in expected
-        assert peer.hung_up.wait(30) and peer.hangups[0] < len(peer.opening)
+        assert peer.ended.wait(30) and peer.hangups[0] < len(peer.opening)
 
 
 @pytest.mark.parametrize("kind", ["https-proxy", "socks"])
