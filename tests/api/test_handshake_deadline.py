@@ -1,8 +1,8 @@
 """A peer that trickles its side of a handshake (a TLS server's first record, a SOCKS5 proxy's reply) a
 byte every 0.2 s holds a call only until its total deadline or a stop request, not until the trickle
 ends (~10 s later): directly, inside a CONNECT tunnel (through an HTTP proxy, and inside TLS with an
-HTTPS proxy), with an HTTPS proxy itself and with a SOCKS5 proxy. The cut names the step and the
-host it stalled at, never the proxy's credentials.
+HTTPS proxy), with an HTTPS proxy itself, with a SOCKS5 proxy and behind one. The cut names the
+step and the host it stalled at, never the proxy's credentials.
 
 The socket timeouts are longer than the whole trickle: Python bounds a TLS handshake as a whole by
 the socket's timeout (the connect timeout), a SOCKS negotiation only per read. So only the watchdog
@@ -44,26 +44,31 @@ def get(url: str, deadline_s: float) -> None:
 def trickled(kind: str, request: pytest.FixtureRequest) -> Iterator[Tuple[TricklingHandshake, str, str]]:
     """A handshake trickled the way ``kind`` says: the peer, the URL to GET, the step it stalls at."""
     monkeypatch = request.getfixturevalue("monkeypatch")
-    if kind == "socks":
+    if kind.startswith("socks"):
         pytest.importorskip("socks")  # PySocks: requests needs it for a SOCKS proxy
     with TricklingHandshake(SOCKS5_OPENING if kind == "socks" else TLS_OPENING) as peer:
+        url, tls_with_peer = f"https://{peer.address}/x", f"the TLS handshake with {peer.address}"
         if kind == "direct":
             direct(monkeypatch)
-            yield peer, f"https://{peer.address}/x", f"the TLS handshake with {peer.address}"
+            yield peer, url, tls_with_peer
+        elif kind == "socks-tunnel":  # the SOCKS proxy grants the tunnel; the peer behind it trickles
+            with ForwardProxy() as proxy:
+                behind(monkeypatch, proxy.url.replace("http://", f"socks5h://user:{SECRET}@"))
+                yield peer, url, tls_with_peer
+            assert proxy.relayed == [f"SOCKS5 {peer.address}"]
         elif kind in ("connect", "connect-in-tls"):  # through an HTTP proxy; an HTTPS one: TLS in TLS
             with ForwardProxy(tls=request.getfixturevalue("tls") if kind != "connect" else None) as proxy:
                 behind(monkeypatch, proxy.url.replace("//", f"//user:{SECRET}@"))
-                through = f"through the proxy 127.0.0.1:{proxy.port}"
-                yield peer, f"https://{peer.address}/x", f"the TLS handshake with {peer.address} {through}"
+                yield peer, url, f"{tls_with_peer} through the proxy 127.0.0.1:{proxy.port}"
             assert proxy.relayed == [f"CONNECT {peer.address}"]  # answered, then relayed the trickle
-        else:
+        else:  # the peer is the proxy
             scheme = "socks5h" if kind == "socks" else "https"
             behind(monkeypatch, f"{scheme}://user:{SECRET}@{peer.address}")
             step = "the SOCKS negotiation" if kind == "socks" else "the TLS handshake"
             yield peer, f"https://{ORIGIN}/x", f"{step} with the proxy {peer.address}"
 
 
-KINDS = ["direct", "connect", "connect-in-tls", "https-proxy", "socks"]
+KINDS = ["direct", "connect", "connect-in-tls", "https-proxy", "socks", "socks-tunnel"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
