@@ -12,7 +12,7 @@ from typing import Any
 from botocore.awsrequest import AWSHTTPConnectionPool, AWSHTTPSConnectionPool
 from botocore.exceptions import BotoCoreError
 
-from . import deadline
+from . import deadline, watched
 
 
 class DeadlineExceeded(BotoCoreError):
@@ -31,7 +31,7 @@ class _Cut(Exception):
     """Ends a call the watchdog cut, from inside botocore, before it retries."""
 
 
-_POOLS = deadline.watched_pools(AWSHTTPConnectionPool, AWSHTTPSConnectionPool)
+_POOLS = watched.watched_pools(AWSHTTPConnectionPool, AWSHTTPSConnectionPool)
 
 
 def watch(client: Any) -> None:

@@ -1,22 +1,19 @@
 """Total deadlines for HTTP calls: ``request`` is ``session.request`` that gives up at a deadline.
 
 A socket timeout bounds each read, not a response: a server that sends a byte every few seconds,
-in its headers or its body, would hold a call forever. Here one watchdog thread watches every call
-in progress; at a call's deadline, or when a stop is requested (``forwarder.stop``), it shuts the
-call's socket down, which ends the blocked read at once, and the call raises DeadlineExceeded (or
-stop.Stopped).
+in its headers or its body, or a proxy or server that trickles its side of a handshake, would hold a
+call forever. Here one watchdog thread watches every call in progress; at a call's deadline, or when
+a stop is requested (``forwarder.stop``), it shuts the call's socket down, which ends the blocked read
+at once, and the call raises DeadlineExceeded (or stop.Stopped) naming the step it was cut at.
 
-To reach the socket before any byte of the answer arrives, every connection a session opens hands
-its socket to the watchdog of the call in progress (``Watched``): the sessions ``forwarder.http``
-builds mount :class:`WatchedAdapter`, whose direct pools and proxy pools (plain forwarding, CONNECT
-tunnels, SOCKS) all make such connections. :func:`watching` is that watchdog for any client whose
-connections are ``Watched`` (``aws.call``).
+The connections of the sessions ``forwarder.http`` builds hand the socket they wait on, at every
+step, to the call in progress (``forwarder.watched``). :func:`watching` is that watchdog for any
+client whose connections are watched (``aws.call``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 import socket
@@ -25,7 +22,6 @@ import time
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import requests
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from . import stop
 from .urls import redact_url
@@ -38,18 +34,35 @@ class DeadlineExceeded(requests.exceptions.Timeout):
 
 
 class _Call:
-    """One call's socket and whether the watchdog cut it."""
+    """One call's socket, what the call waits for on it, and whether the watchdog cut it."""
 
     def __init__(self) -> None:
         self.sock: Optional[socket.socket] = None
+        self.step: Optional[str] = None  # what the call waits for on ``sock`` (None: the answer)
         self.cut = threading.Event()
+        self._duplicate = False  # ``sock`` is a duplicate descriptor, for the call to close
         # The watchdog's cut and the caller's attach race: under one lock, a socket attached after
         # the cut is shut at once and a cut never misses a socket being attached.
         self._lock = threading.Lock()
 
-    def attach(self, sock: Optional[socket.socket]) -> None:
+    def attach(self, sock: Optional[socket.socket], step: Optional[str] = None) -> None:
+        """Wait on ``sock`` for ``step`` from now on (the cut shuts it down)."""
+        self._hold(sock, step, duplicate=False)
+
+    def attach_descriptor(self, sock: socket.socket, step: Optional[str]) -> None:
+        """Wait for ``step`` on a duplicate of ``sock``'s descriptor, which still reaches the connection
+        once a TLS handshake has taken the descriptor over from the ``sock`` object."""
+        self._hold(socket.fromfd(sock.fileno(), sock.family, sock.type), step, duplicate=True)
+
+    def release(self) -> None:
+        """Forget the socket (the step stays, for the message of a cut)."""
+        self._hold(None, self.step, duplicate=False)
+
+    def _hold(self, sock: Optional[socket.socket], step: Optional[str], duplicate: bool) -> None:
         with self._lock:
-            self.sock = sock
+            if self._duplicate and self.sock is not None:
+                self.sock.close()  # only the duplicate: the connection stays open
+            self.sock, self.step, self._duplicate = sock, step, duplicate
             if self.cut.is_set():
                 self._shutdown()
 
@@ -64,66 +77,6 @@ class _Call:
                 self.sock.shutdown(socket.SHUT_RDWR)
 
 
-class Watched:
-    """A connection that hands its socket to the call in progress as soon as it opens one (a proxy's
-    CONNECT answer is awaited on it) and again before awaiting the answer (a pooled connection, a
-    TLS one). A TLS or SOCKS handshake stays bounded per read only: it runs on a socket not handed over."""
-
-    sock: Optional[socket.socket]
-
-    def _new_conn(self) -> socket.socket:
-        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
-        call = current()
-        if call is not None:
-            call.attach(sock)
-        return sock
-
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        call = current()
-        if call is not None:
-            call.attach(self.sock)
-        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
-
-
-def watched_pools(plain: type, tls: type) -> Dict[str, type]:
-    """Connection pool classes by scheme: ``plain`` and ``tls`` opening ``Watched`` connections."""
-
-    def watched(pool: type) -> type:
-        opens = pool.ConnectionCls  # type: ignore[attr-defined]
-        connection = type(f"Watched{opens.__name__}", (Watched, opens), {})
-        return type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": connection})
-
-    return {"http": watched(plain), "https": watched(tls)}
-
-
-_WATCHED_POOLS = watched_pools(HTTPConnectionPool, HTTPSConnectionPool)
-
-
-@functools.cache
-def _socks_pools() -> Dict[str, type]:
-    """Made on first use: urllib3's SOCKS pools need PySocks, as requests does for a SOCKS proxy."""
-    from urllib3.contrib.socks import SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool
-
-    return watched_pools(SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool)
-
-
-class WatchedAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter whose every pool, direct or through a proxy (HTTP, HTTPS, SOCKS), opens
-    ``Watched`` connections: mounted on a session, no call it makes waits past its deadline or a stop."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        new = proxy not in self.proxy_manager
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if new:  # swapped before the manager opens a pool
-            socks = proxy.lower().startswith("socks")
-            manager.pool_classes_by_scheme = _socks_pools() if socks else _WATCHED_POOLS
-        return manager
-
-
 def request(
     session: requests.Session,
     method: str,
@@ -134,7 +87,7 @@ def request(
     **kwargs: Any,
 ) -> requests.Response:
     """``session.request`` with the answer, headers and body, read whole within ``deadline_s``.
-    ``session`` is one ``forwarder.http.new_session`` built: its connections are ``Watched``."""
+    ``session`` is one ``forwarder.http.new_session`` built: its connections are watched."""
     what = f"{method} {redact_url(url)}"
     with watching(what, deadline_s) as call:
         try:
@@ -144,8 +97,9 @@ def request(
             if not call.cut.is_set():
                 raise
     if call.cut.is_set():
-        stop.check(f"the rest of {what}")
-        raise DeadlineExceeded(f"{what}: no complete response within {deadline_s:g} s (HTTP timeout)")
+        stop.check(f"the rest of {what} (cut during {call.step})" if call.step else f"the rest of {what}")
+        during = f", cut during {call.step}" if call.step else ""
+        raise DeadlineExceeded(f"{what}: no complete response within {deadline_s:g} s (HTTP timeout){during}")
     return response
 
 
@@ -162,6 +116,7 @@ def watching(what: str, deadline_s: float) -> Iterator[_Call]:
     finally:
         _calls.call = None
         _watchdog.remove(call)  # from here on the call is never cut
+        call.release()
 
 
 class _Watchdog:

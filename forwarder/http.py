@@ -6,7 +6,7 @@ import os
 
 import requests
 
-from . import __version__, deadline
+from . import __version__, watched
 
 USER_AGENT = f"emailauth-audit-forwarder/{__version__}"
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read
@@ -17,7 +17,7 @@ def new_session() -> requests.Session:
     can cut (``deadline.request``)."""
     session = requests.Session()
     for prefix in ("https://", "http://"):
-        session.mount(prefix, deadline.WatchedAdapter())
+        session.mount(prefix, watched.WatchedAdapter())
     session.headers["User-Agent"] = USER_AGENT
     session.trust_env = True  # honour HTTPS_PROXY / REQUESTS_CA_BUNDLE as operators expect
     return session

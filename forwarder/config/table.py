@@ -397,7 +397,8 @@ VARIABLES: Tuple[Variable, ...] = (
         "seconds an HTTP call (API, sink, S3 quarantine, S3/DynamoDB state, the SQS work queue, a "
         "Secrets Manager or SSM secret, the tenants document in S3; for the AWS ones a whole boto3 "
         "call, its retries included) may take in total, body included: a server trickling its "
-        "answer is cut at this deadline and the try counts as failed",
+        "answer, or a server or proxy trickling its side of a TLS handshake or SOCKS negotiation, "
+        "is cut at this deadline and the try counts as failed",
         Seconds(1, 900, unit="seconds"),
         "60",
         field="http_timeout_s",

@@ -48,19 +48,6 @@ def socks(proxy, monkeypatch):
     return proxy
 
 
-@pytest.fixture
-def tls(tmp_path, monkeypatch):
-    """A server context for 127.0.0.1 and a CA the client trusts (REQUESTS_CA_BUNDLE)."""
-    pytest.importorskip("cryptography")  # not in the Python 3.9 pure-Python pass
-    from tests.syslog.rsyslog import make_certificates
-
-    make_certificates(tmp_path)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "server.pem", tmp_path / "server-key.pem")
-    return context
-
-
 def client_for(url: str, timeout: float) -> ApiClient:
     credentials = Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
     return ApiClient(url, credentials, timeout=timeout, retry=retry.RetryPolicy(attempts=1))
@@ -92,6 +79,15 @@ def test_trickled_headers_through_a_connect_tunnel_end_at_the_deadline(proxy, tl
         assert cut_at_deadline(peer) < BOUND_S
         assert_cut_inside_the_headers(peer)
     assert proxy.relayed == [f"CONNECT {peer.url.split('//')[1]}"]
+
+
+def test_trickled_headers_inside_tls_through_an_https_proxy_end_at_the_deadline(tls, monkeypatch):
+    """TLS to the proxy, CONNECT, TLS inside it to the peer: the cut reaches the socket under both."""
+    with ForwardProxy(tls=tls) as https_proxy, TricklingPeer(tls=tls) as peer:
+        behind(monkeypatch, https_proxy.url)
+        cut_at_deadline(peer)
+        assert_cut_inside_the_headers(peer)
+    assert https_proxy.relayed == [f"CONNECT {peer.url.split('//')[1]}"]
 
 
 def test_trickled_headers_through_a_socks_proxy_end_at_the_deadline(socks, tls):

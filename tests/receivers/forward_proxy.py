@@ -3,17 +3,20 @@
 It takes absolute-form requests for http:// targets (``GET http://host:port/path``, relayed one per
 connection: the answer gets ``Connection: close``) and CONNECT tunnels for https:// ones, like the
 corporate proxies HTTP_PROXY / HTTPS_PROXY name, and on the same port SOCKS5 tunnels without
-authentication (``socks5://``, ``socks5h://``: the Splunk add-on's proxy setting). Nothing is
-buffered: a peer trickling its answer trickles through the proxy too.
+authentication (``socks5://``, ``socks5h://``: the Splunk add-on's proxy setting). Given a TLS
+context it is an HTTPS proxy (``https://``: TLS with the proxy, and TLS inside it to an https:// peer).
+Nothing is buffered: a peer trickling its answer trickles through the proxy too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import socketserver
+import ssl
 import threading
-from typing import BinaryIO, List, Tuple
+from typing import BinaryIO, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,11 +27,16 @@ _DROPPED = ("proxy-connection", "proxy-authorization", "connection", "keep-alive
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
-def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
-    """The environment of a run behind ``proxy_url``, for http:// and https://, with no exception."""
+def direct(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment of a run that names no proxy."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
+
+
+def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
+    """The environment of a run behind ``proxy_url``, for http:// and https://, with no exception."""
+    direct(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", proxy_url)
     monkeypatch.setenv("HTTPS_PROXY", proxy_url)
 
@@ -36,16 +44,23 @@ def behind(monkeypatch: pytest.MonkeyPatch, proxy_url: str) -> None:
 class ForwardProxy(LoopbackServer):
     name = "forward-proxy"
 
-    def __init__(self) -> None:
+    def __init__(self, tls: Optional[ssl.SSLContext] = None) -> None:
+        self.tls = tls
         self.relayed: List[str] = []  # "METHOD target" per request, in arrival order
         super().__init__(_Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    def setup(self) -> None:
+        tls = self.server.owner.tls
+        if tls is not None:  # the handshake runs here, in the connection's thread
+            self.request = tls.wrap_socket(self.request, server_side=True)
+        super().setup()
+
     def handle(self) -> None:
         if self.rfile.peek(1)[:1] == b"\x05":
             self._socks5()
@@ -118,7 +133,23 @@ def _copy(source: socket.socket, sink: socket.socket, after_first_line: bytes = 
 
 def _pipe_both_ways(client: socket.socket, upstream: socket.socket) -> None:
     """The tunnel: bytes both ways until either side hangs up (then both are)."""
+    if isinstance(client, ssl.SSLSocket):
+        _pipe_in_turn(client, upstream)
+        return
     sender = threading.Thread(target=_copy, args=(client, upstream), name="forward-proxy-tunnel", daemon=True)
     sender.start()
     _copy(upstream, client)
     sender.join()
+
+
+def _pipe_in_turn(client: ssl.SSLSocket, upstream: socket.socket) -> None:
+    """The tunnel in one thread, for a TLS client: an SSLSocket must not be read and written at once."""
+    with contextlib.suppress(OSError):
+        while True:
+            ready = [client] if client.pending() else select.select([client, upstream], [], [])[0]
+            for source, sink in ((client, upstream), (upstream, client)):
+                if source in ready:
+                    chunk = source.recv(65536)
+                    if not chunk:
+                        return
+                    sink.sendall(chunk)

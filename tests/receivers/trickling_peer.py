@@ -8,27 +8,48 @@ import socketserver
 import ssl
 import threading
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional, Type
 
 from tests.receivers.loopback import LoopbackServer
 
 REPLY = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
 
-class TricklingPeer(LoopbackServer):
-    name = "trickling-peer"
+class Trickler(LoopbackServer):
+    """A loopback server whose handler sends with :meth:`trickle`: a byte every ``pause`` seconds."""
 
-    def __init__(self, pause: float = 0.2, tls: Optional[ssl.SSLContext] = None) -> None:
+    def __init__(self, handler: Type[socketserver.BaseRequestHandler], pause: float) -> None:
         self.pause = pause
-        self.tls = tls
-        self.requests: List[str] = []  # "METHOD path" per request
-        self.hangups: List[int] = []  # bytes of REPLY sent when the client hung up, per request
+        self.finished = threading.Event()  # a trickle came to its last byte
+        self.ended = threading.Event()  # a trickle ended: its client hung up, or all was sent
+        self.hangups: List[int] = []  # bytes sent when each trickle ended (all of them: not cut)
         self.stopped = threading.Event()
-        super().__init__(_Handler)
+        super().__init__(handler)
 
     def __exit__(self, *exc: object) -> None:
         self.stopped.set()  # the trickles in progress end at their next byte
         super().__exit__(*exc)
+
+    def trickle(self, send: Callable[[bytes], object], data: bytes) -> None:
+        sent = 0
+        with contextlib.suppress(OSError):  # the client hung up: that is the point
+            while sent < len(data) and not self.stopped.is_set():
+                if sent == len(data) - 1:  # set first: a client the last byte freed sees it set
+                    self.finished.set()
+                send(data[sent : sent + 1])
+                sent += 1
+                time.sleep(self.pause)
+        self.hangups.append(sent)
+        self.ended.set()
+
+
+class TricklingPeer(Trickler):
+    name = "trickling-peer"
+
+    def __init__(self, pause: float = 0.2, tls: Optional[ssl.SSLContext] = None) -> None:
+        self.tls = tls
+        self.requests: List[str] = []  # "METHOD path" per request
+        super().__init__(_Handler, pause)
 
     @property
     def url(self) -> str:
@@ -52,11 +73,4 @@ class _Handler(socketserver.StreamRequestHandler):
                 length = int(value)
         self.rfile.read(length)
         peer.requests.append(f"{method} {path}")
-        sent = 0
-        with contextlib.suppress(OSError):  # the client hung up: that is the point
-            while sent < len(REPLY) and not peer.stopped.is_set():
-                self.wfile.write(REPLY[sent : sent + 1])
-                self.wfile.flush()
-                sent += 1
-                time.sleep(peer.pause)
-        peer.hangups.append(sent)
+        peer.trickle(self.wfile.write, REPLY)  # unbuffered: each byte is sent as it is written
