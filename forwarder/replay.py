@@ -60,8 +60,12 @@ def list_entries(
 @dataclass
 class ReplayOutcome:
     replayed: int = 0
-    still_quarantined: List[Dict[str, str]] = field(default_factory=list)  # event id, reason
+    still_quarantined: List[Dict[str, str]] = field(default_factory=list)  # event id, reason, location
     error: Optional[str] = None  # the sink failed: what was not proven accepted stays
+
+    def stays(self, entry: Entry, reason: str) -> None:
+        """``entry`` stays quarantined: said with why and where it is (as ``quarantine list`` shows it)."""
+        self.still_quarantined.append({"event_id": entry.event_id, "reason": reason, "location": entry.where})
 
     def to_dict(self) -> Dict[str, object]:
         return {"replayed": self.replayed, "still_quarantined": self.still_quarantined, "error": self.error}
@@ -101,7 +105,7 @@ def replay(
     for entry in selected(list(quarantine.entries()), streams, ids):
         event, why = _as_event(entry, settings)
         if event is None:
-            outcome.still_quarantined.append({"event_id": entry.event_id, "reason": why})
+            outcome.stays(entry, why)
         else:
             pending.append((event, entry))
     where_of = {id(event): entry for event, entry in pending}
@@ -114,7 +118,7 @@ def replay(
                 entry = where_of[id(event)]
                 if id(event) in refused:
                     reason = next(r.reason for r in result.rejected if r.event is event)
-                    outcome.still_quarantined.append({"event_id": entry.event_id, "reason": reason})
+                    outcome.stays(entry, reason)
                 else:
                     accepted[entry.where].add(entry.event_id)
             for where, done in accepted.items():  # only now: the sink returned them as delivered

@@ -72,6 +72,10 @@ def test_entries_stay_until_the_sink_proves_acceptance(tmp_path):
         assert [e["reason"] for e in outcome.still_quarantined] == [
             "still cannot be placed: audit record has no created_at string (got NoneType)"
         ]
+        listed = {e.event_id: e.where for e in quarantine.entries()}
+        assert [e["location"] for e in outcome.still_quarantined] == [
+            listed[e["event_id"]] for e in outcome.still_quarantined
+        ]
         assert len(list(quarantine.entries())) == 2 and es.ids(INDEX) == []
         only = replay(quarantine, sink, settings, [], [f"{1:064x}"])  # the proxy is gone now
         assert only.replayed == 1 and len(list(quarantine.entries())) == 1
