@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set, Tuple, Type, TypeVar
 from urllib.parse import urlsplit
 
-from . import deadline, stop
+from . import deadline
 from .errors import SinkError
 from .timeutil import from_us
 
@@ -124,8 +124,7 @@ def _within_deadline(client: Any, what: str, work: Callable[[], T]) -> T:
         except Exception:
             if not watched.cut.is_set():
                 raise
-    stop.check(f"the rest of {what}")
-    raise aws_deadline.DeadlineExceeded(what=what, seconds=seconds)
+    raise aws_deadline.DeadlineExceeded(message=deadline.cut_message(watched, what, seconds))
 
 
 def failures() -> Tuple[Type[Exception], ...]:

@@ -18,7 +18,7 @@ from . import deadline, watched
 class DeadlineExceeded(BotoCoreError):
     """The whole answer took longer than the client's HTTP timeout (an endpoint trickling it)."""
 
-    fmt = "{what}: no complete response within {seconds:g} s (HTTP timeout)"
+    fmt = "{message}"  # deadline.cut_message: the call, the deadline, the step it was cut at
 
 
 class NoProgress(BotoCoreError):
@@ -49,8 +49,8 @@ def _end_if_cut(operation: Any = None, response: Any = None, **_: Any) -> None:
     succeeded: a failed try's error body was read whole, and its socket went back to the pool)."""
     call = deadline.current()
     if call is not None:
+        if call.cut.is_set():
+            raise _Cut()  # the call ends, the socket forgotten with it: the step it was cut at stays
         streaming = getattr(operation, "has_streaming_output", False)
         if not (streaming and response is not None and response[0].status_code < 300):
             call.attach(None)
-        if call.cut.is_set():
-            raise _Cut()

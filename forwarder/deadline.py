@@ -97,10 +97,16 @@ def request(
             if not call.cut.is_set():
                 raise
     if call.cut.is_set():
-        stop.check(f"the rest of {what} (cut during {call.step})" if call.step else f"the rest of {what}")
-        during = f", cut during {call.step}" if call.step else ""
-        raise DeadlineExceeded(f"{what}: no complete response within {deadline_s:g} s (HTTP timeout){during}")
+        raise DeadlineExceeded(cut_message(call, what, deadline_s))
     return response
+
+
+def cut_message(call: _Call, what: str, deadline_s: float) -> str:
+    """The message of a call ``what`` the watchdog cut at its deadline, naming the step it was cut at;
+    stop.Stopped instead when a stop request cut it."""
+    stop.check(f"the rest of {what} (cut during {call.step})" if call.step else f"the rest of {what}")
+    during = f", cut during {call.step}" if call.step else ""
+    return f"{what}: no complete response within {deadline_s:g} s (HTTP timeout){during}"
 
 
 @contextlib.contextmanager

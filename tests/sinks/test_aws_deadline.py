@@ -20,6 +20,7 @@ from forwarder.sinks.firehose import FirehoseSink
 from forwarder.sinks.s3 import S3Sink
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.aws_endpoint import AwsEndpoint
+from tests.receivers.trickling_handshake import TLS_OPENING, TricklingHandshake
 
 GUARD_S = 60  # only a hang reaches this
 
@@ -105,3 +106,16 @@ def test_a_stop_request_ends_a_trickled_call(endpoint, make_sink):
 
     assert isinstance(error, stop.Stopped), repr(error)
     assert len(endpoint.seen()) == 1
+
+
+def test_a_trickled_tls_handshake_with_the_endpoint_is_cut_and_named(aws, monkeypatch):
+    """A boto3 call to an https endpoint whose TLS handshake trickles ends at the HTTP timeout, before
+    the trickle does, and the error names the handshake and the endpoint."""
+    with TricklingHandshake(TLS_OPENING) as peer:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"https://{peer.address}")
+
+        error = outcome_of(lambda: s3_sink(1).send([event(1)]))
+
+        assert not peer.finished.is_set()  # the call did not wait for the trickle to end
+    assert isinstance(error, SinkError) and error.retryable
+    assert f"(HTTP timeout), cut during the TLS handshake with {peer.address}" in str(error)
