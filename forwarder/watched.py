@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import socket
+import threading
 from typing import Any, Dict, Optional
 
 import requests
@@ -40,7 +41,11 @@ class Watched:
         sock: socket.socket = super()._new_conn()  # type: ignore[misc]
         call = current()
         if call is not None:
-            call.attach_descriptor(sock, self._first_handshake())
+            try:
+                call.attach_descriptor(sock, self._first_handshake())
+            except OSError:  # no descriptor left to duplicate: the socket is not left to the collector
+                sock.close()
+                raise
         return sock
 
     def _first_handshake(self) -> Optional[str]:
@@ -100,9 +105,17 @@ def watched_pools(plain: type, tls: type) -> Dict[str, type]:
 _WATCHED_POOLS = watched_pools(HTTPConnectionPool, HTTPSConnectionPool)
 
 
-@functools.cache
+_SOCKS_LOCK = threading.Lock()
+
+
 def _socks_pools() -> Dict[str, type]:
     """Made on first use: urllib3's SOCKS pools need PySocks, as requests does for a SOCKS proxy."""
+    with _SOCKS_LOCK:  # two threads meeting their first SOCKS proxy at once wrap connect once
+        return _made_socks_pools()
+
+
+@functools.cache
+def _made_socks_pools() -> Dict[str, type]:
     import socks
     from urllib3.contrib.socks import SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool
 
@@ -111,9 +124,9 @@ def _socks_pools() -> Dict[str, type]:
     @functools.wraps(connect)
     def watched_connect(sock: Any, *args: Any, **kwargs: Any) -> Any:
         call = current()
-        if call is not None:
-            kind, host, port = sock.proxy[:3]  # the rest are the proxy's credentials
-            where = _address(host, port or socks.DEFAULT_PORTS[kind])
+        kind, host, port = sock.proxy[:3]  # the rest are the proxy's credentials
+        if call is not None and kind is not None:  # a socket without a proxy connects directly
+            where = _address(host, port or socks.DEFAULT_PORTS.get(kind))
             call.attach(sock, f"the SOCKS negotiation with the proxy {where}")
         return connect(sock, *args, **kwargs)
 
