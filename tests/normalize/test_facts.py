@@ -173,10 +173,13 @@ def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(recor
         assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
-def test_a_baked_template_is_found_only_by_a_text_it_fits():
-    """Baked templates are found by what follows a record's created_at in its canonical text. A
-    record with the same ending but another beginning, another stream type, or its created_at also
-    written earlier in the text (where the lookup finds it first) gets its own event."""
+def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
+    """Baked templates are found by a record's canonical text around its created_at. A record with
+    the same ending but another beginning, another stream type, or its created_at also written
+    earlier in the text (where the lookup finds it first) gets its own event; once every record was
+    seen, seeing them again compiles nothing (none is baked again on every record)."""
+    compiled = []
+    monkeypatch.setattr(template, "compile_template", lambda *a: compiled.append(a) or compile_template(*a))
     login = {
         "action": "User Login",
         "filterable_action": "user.login",
@@ -195,9 +198,16 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits():
         parse_record(dict(login, filterable_action="sso.login", created_at=later), "domain"),
         parse_record(dict(login, action=later, created_at=later)),  # created_at first found in action
     ]
-    for record in seen:
-        for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
-            assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
+
+    def see_all() -> None:
+        for record in seen:
+            for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
+                assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
+
+    see_all()
+    first_round = len(compiled)
+    see_all()
+    assert len(compiled) == first_round
 
 
 def test_logins_sharing_an_ending_each_keep_their_template(monkeypatch):
