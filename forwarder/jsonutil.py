@@ -77,7 +77,9 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range
 
 def loads(data: bytes | str) -> Any:
     """Parse JSON; ValueError names the cause when it cannot be parsed."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    raw: Any = data
+    if data.__class__ is not bytes and isinstance(data, str):  # a body is bytes: one check, no call
+        raw = data.encode("utf-8", "surrogatepass")
     # find, not "in": the operator goes through the buffer protocol and costs twice as much here
     if _orjson is not None and raw.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0:
         try:
