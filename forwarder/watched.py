@@ -91,13 +91,25 @@ def _address(host: str, port: Optional[int]) -> str:
     return host if port is None else f"{host}:{port}"
 
 
+class ForgetsReturned:
+    """A pool of ``Watched`` connections: one handed back is forgotten by the call in progress first."""
+
+    def _put_conn(self, conn: Any) -> None:
+        # Back in the pool, the connection is soon another call's (a session is shared by threads):
+        # a cut of this call from now on, its answer read, must not shut that call's socket down.
+        call = current()
+        if call is not None and conn is not None:
+            call.release()
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
 def watched_pools(plain: type, tls: type) -> Dict[str, type]:
     """Connection pool classes by scheme: ``plain`` and ``tls`` opening ``Watched`` connections."""
 
     def watched(pool: type) -> type:
         opens = pool.ConnectionCls  # type: ignore[attr-defined]
         connection = type(f"Watched{opens.__name__}", (Watched, opens), {})
-        return type(f"Watched{pool.__name__}", (pool,), {"ConnectionCls": connection})
+        return type(f"Watched{pool.__name__}", (ForgetsReturned, pool), {"ConnectionCls": connection})
 
     return {"http": watched(plain), "https": watched(tls)}
 
