@@ -36,6 +36,7 @@ unit: $(STAMP) $(APPINSPECT) $(UCC_GEN)
 bench: $(STAMP)
 	$(BIN)/python bench/normalize.py
 	$(BIN)/python bench/normalize.py --records-per-pass 3
+	$(BIN)/python bench/held_pass.py
 	$(BIN)/python bench/hec_sink.py
 	$(BIN)/python bench/progress.py
 	$(BIN)/python bench/shallow_streams.py
