@@ -90,7 +90,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     action = found.action
     class_uid, activity_id = classify(action, audit)
     risk = found.risk
-    doc = _head(class_uid, activity_id, risk.score, risk.level).copy()  # a copy: the cached one stays as it is
+    doc = _head(class_uid, activity_id, risk.score, risk.level).copy()  # the cached one stays as it is
     doc["time"] = own.time
     doc["message"] = found.message
     metadata: Dict[str, Any] = {
