@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
-from .changes import as_text, safe_names
+from .changes import as_text
 from .facts import Facts, PlainKey, derive, plain_facts
-from .memo import text_cache
+from .memo import MAX_TEXT
 from .plain import PlainCache
 from .risk import Risk
 
@@ -58,6 +58,7 @@ _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
 _OTHER_KEYS = len(_FIRST_KEYS)
 _STR = frozenset({str})
+_EVENT_ID_LABEL = f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}="
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -87,24 +88,19 @@ _PLAIN_PARTS: PlainCache[Parts] = PlainCache(_plain_parts, 4096)  # plain keys a
 
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
     signature = found.action or "unknown"
-    header = (
-        _product_header(opts.vendor, opts.product, opts.product_version)
-        + (_signature_header if found.cacheable else _signature_header.__wrapped__)(
-            signature, found.display_action or signature
-        )
-        + str(severity(found.risk))
+    name = found.display_action or signature
+    head = (_head if found.cacheable else _head.__wrapped__)(
+        opts.vendor, opts.product, opts.product_version, signature, name, severity(found.risk)
     )
-    return new_tuple(Parts, (header + "|rt=", *_extension(found)))  # without the named tuple's Python __new__
+    return new_tuple(Parts, (head, *_extension(found)))  # without the named tuple's Python __new__
 
 
-@functools.lru_cache(maxsize=8)  # one product per run
-def _product_header(vendor: str, product: str, version: str) -> str:
-    return "|".join(["CEF:0", escape_header(vendor), escape_header(product), escape_header(version), ""])
-
-
-@functools.lru_cache(maxsize=4096)  # few actions; called with short strings only
-def _signature_header(signature: str, name: str) -> str:
-    return escape_header(signature, SIGNATURE_LIMIT) + "|" + escape_header(name, NAME_LIMIT) + "|"
+@functools.lru_cache(maxsize=4096)  # one product per run, few actions; called with short strings only
+def _head(vendor: str, product: str, version: str, signature: str, name: str, level: int) -> str:
+    """The header, escaped, and ``rt=``."""
+    product_fields = [escape_header(vendor), escape_header(product), escape_header(version)]
+    action_fields = [escape_header(signature, SIGNATURE_LIMIT), escape_header(name, NAME_LIMIT), str(level)]
+    return "|".join(["CEF:0", *product_fields, *action_fields]) + "|rt="
 
 
 def _extension(found: Facts) -> Tuple[str, str]:
@@ -121,7 +117,7 @@ def _extension(found: Facts) -> Tuple[str, str]:
     ]
     if found.change_map:
         parts += _change_fields(found.change_map, found.change_names)
-    parts.append(f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}=")
+    parts.append(_EVENT_ID_LABEL)
     tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
     if found.risk.reasons:
         tail.append("reason=" + escape_value(cut(",".join(found.risk.reasons), LIMITS["reason"])))
@@ -151,8 +147,7 @@ def _subject(
 
 def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
     """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts."""
-    keys = tuple(change_map)
-    plan = _cached_plan(keys) if _STR.issuperset(map(type, keys)) else _plan(keys, names)
+    plan = _plan_of(tuple(change_map), names)
     out: List[str] = []
     slot = 0
     for key, labels in plan.ranked:
@@ -197,9 +192,22 @@ def _labels(name: str, slot: int) -> Tuple[str, str]:
     return f"cs{before}Label={name} before cs{before}=", f"cs{after}Label={name} after cs{after}="
 
 
-@text_cache(4096)  # records of one kind carry the same keys; JSON keys are text
-def _cached_plan(keys: Tuple[str, ...]) -> Plan:
-    return _plan(keys, safe_names(keys))
+def _plan_of(keys: Tuple[Any, ...], names: Mapping[Any, str]) -> Plan:
+    """The plan of these keys, kept when they are text (JSON keys are; no 1 and true to tell apart) and
+    short (``memo.MAX_TEXT``): records of one kind carry the same keys, so a plan is mostly found by
+    one lookup, the checks made only for a new one."""
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys, names)
+        if _STR.issuperset(map(type, keys)) and sum(map(len, keys)) <= MAX_TEXT:
+            if len(_PLANS) >= _PLANS_SIZE:
+                _PLANS.clear()
+            _PLANS[keys] = plan
+    return plan
+
+
+_PLANS: Dict[Tuple[str, ...], Plan] = {}
+_PLANS_SIZE = 4096
 
 
 def severity(risk: Risk) -> int:

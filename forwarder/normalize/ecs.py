@@ -62,7 +62,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "dataset": "emailauth.audit",
         "provider": "audit",
         "category": [found.kind.category],
-        "type": list(found.kind.types),
+        "type": [*found.kind.types],
         "outcome": "success",  # an audit record records an action that was carried out
         "id": own.event_id,
         "created": own.ingest,
@@ -88,9 +88,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         }
     related: Dict[str, Any] = {}
     if found.related_users:
-        related["user"] = list(found.related_users)
+        related["user"] = [*found.related_users]
     if domain and domain.hosts:
-        related["hosts"] = list(domain.hosts)
+        related["hosts"] = [*domain.hosts]
     if related:
         doc["related"] = related
     doc["emailauth"] = {"audit": audit_fields(own.created_at, found)}
@@ -99,8 +99,12 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
 
 def audit_fields(created_at: str, found: Facts) -> Dict[str, Any]:
     """ECS ``emailauth.audit``: the record's time as given, the facts' audit fields, the risk."""
-    risk = {"score": found.risk.score, "reasons": found.risk.reasons.copy()}  # cached facts are shared
-    return {"created_at": created_at, **found.audit, "risk": risk}
+    risk = found.risk
+    return {
+        "created_at": created_at,
+        **found.audit,
+        "risk": {"score": risk.score, "reasons": [*risk.reasons]},  # cached facts are shared: a copy
+    }
 
 
 def user_fields(found: Facts) -> Dict[str, Any]:

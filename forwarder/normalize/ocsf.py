@@ -84,21 +84,42 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
     action = found.action
     class_uid, activity_id = classify(action, audit)
-    class_name, activity_name = _names(class_uid, activity_id)
     risk = found.risk
-    risk_level_id, risk_level, severity_id, severity_name = _levels(risk.level)
+    doc = _head(class_uid, activity_id, risk.score, risk.level).copy()  # the cached one stays as it is
+    doc["time"] = own.time
+    doc["message"] = found.message
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
         "uid": own.event_id,
         "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
         "log_name": "emailauth.audit",
         "profiles": ["security_control"],
-        "original_time": audit["created_at"],
+        "original_time": own.created_at,
         "processed_time": own.ingest,
     }
     if action:
         metadata["event_code"] = action
-    doc: Dict[str, Any] = {
+    doc["metadata"] = metadata
+    if risk.reasons:
+        doc["risk_details"] = ", ".join(risk.reasons)
+    actor = found.actor.fields  # read only
+    if actor.get("id"):
+        doc["actor"] = {"user": _user(actor)}
+    _add_class_fields(doc, class_uid, activity_id, found, audit, opts)
+    doc["unmapped"] = audit
+    if own.original is not None:
+        doc["raw_data"] = own.original
+    return doc
+
+
+@functools.lru_cache(maxsize=256)  # a few classes, activities and scores
+def _head(class_uid: int, activity_id: int, score: int, level: str) -> Dict[str, Any]:
+    """The event's first fields, which its class, activity and risk decide, in their order; ``time``,
+    ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares nothing
+    that can change."""
+    class_name, activity_name = CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
+    risk_level_id, risk_level = RISK_LEVEL[level]
+    return {
         "class_uid": class_uid,
         "class_name": class_name,
         "category_uid": CATEGORY[0],
@@ -107,40 +128,17 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         "activity_name": activity_name,
         "type_uid": class_uid * 100 + activity_id,
         "type_name": f"{class_name}: {activity_name}",
-        "time": own.time,
-        "severity_id": severity_id,
-        "severity": severity_name,
+        "time": None,
+        "severity_id": risk_level_id + 1,  # 0 is Unknown there
+        "severity": SEVERITY_NAMES.get(level, risk_level),
         "status_id": 1,
         "status": "Success",
-        "risk_score": risk.score,
+        "risk_score": score,
         "risk_level_id": risk_level_id,
         "risk_level": risk_level,
-        "message": found.message,
-        "metadata": metadata,
+        "message": None,
+        "metadata": None,
     }
-    if risk.reasons:
-        doc["risk_details"] = ", ".join(risk.reasons)
-    actor = found.actor.fields  # read only
-    if actor.get("id"):
-        doc["actor"] = {"user": _user(actor)}
-    doc.update(_class_fields(class_uid, activity_id, found, audit, opts))
-    doc["unmapped"] = audit
-    if own.original is not None:
-        doc["raw_data"] = own.original
-    return doc
-
-
-@functools.lru_cache(maxsize=64)  # a few classes and activities
-def _names(class_uid: int, activity_id: int) -> Tuple[str, str]:
-    """class_name and activity_name."""
-    return CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
-
-
-@functools.lru_cache(maxsize=8)  # five levels
-def _levels(level: str) -> Tuple[int, str, int, str]:
-    """risk_level_id, risk_level, severity_id and severity of a risk level."""
-    risk_level_id, risk_level = RISK_LEVEL[level]
-    return risk_level_id, risk_level, risk_level_id + 1, SEVERITY_NAMES.get(level, risk_level)
 
 
 def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
@@ -158,42 +156,41 @@ def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
     return ENTITY_MANAGEMENT, _ENTITY_ACTIVITIES.get(verb, OTHER)
 
 
-def _class_fields(
+def _add_class_fields(
+    doc: Dict[str, Any],
     class_uid: int,
     activity_id: int,
     found: Facts,
     audit: Mapping[str, Any],
     opts: NormalizeOptions,
-) -> Dict[str, Any]:
-    """``audit`` is the ECS emailauth.audit."""
+) -> None:
+    """Adds the fields of the event's class to ``doc``; ``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
         actor = found.actor.fields
-        return {
-            "user": _user(actor) if actor.get("id") else dict(UNKNOWN_USER),
-            "service": {"name": opts.product},
-        }
-    if class_uid == USER_ACCESS:
+        doc["user"] = _user(actor) if actor.get("id") else dict(UNKNOWN_USER)
+        doc["service"] = {"name": opts.product}
+    elif class_uid == USER_ACCESS:
         target = user_fields(found).get("target")  # the ECS user.target: the prior state
         roles = audit.get("roles", {})
-        privileges = (
+        doc["user"] = _user(target) if target else dict(UNKNOWN_USER)
+        doc["privileges"] = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
-        return {"user": _user(target) if target else dict(UNKNOWN_USER), "privileges": privileges}
-    if class_uid == ACCOUNT_CHANGE:
+    elif class_uid == ACCOUNT_CHANGE:
         user = user_fields(found)  # the ECS user: target in its prior state, changes the new values
         target = user.get("target")
         if not target:
-            return {"user": dict(UNKNOWN_USER)}
-        new = dict(
-            target, **{k: v for k, v in user.get("changes", {}).items() if k in ("full_name", "email")}
-        )
-        return {"user": _user(target), "user_result": _user(new)}
-    entity = _entity(audit, found.domain)
-    before, after = _sides(audit)
-    fields = {"entity": {**entity, "data": before} if before else entity}
-    if activity_id != 4:
-        fields["entity_result"] = {**entity, "data": after} if after else entity.copy()
-    return fields
+            doc["user"] = dict(UNKNOWN_USER)
+            return
+        doc["user"] = _user(target)
+        # the new full_name and email over the prior state (_user reads no other of user.changes)
+        doc["user_result"] = _user({**target, **user.get("changes", {})})
+    else:
+        entity = _entity(audit, found.domain)
+        before, after = _sides(audit)
+        doc["entity"] = {**entity, "data": before} if before else entity
+        if activity_id != 4:
+            doc["entity_result"] = {**entity, "data": after} if after else entity.copy()
 
 
 def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from forwarder.normalize import get_formatter
+from forwarder.normalize import cef, get_formatter
 from forwarder.normalize.cef import format_cef, to_cef
+from forwarder.normalize.memo import MAX_TEXT
 from forwarder.records import AuditRecord, parse_record
 from tests.cef_parser import parse
 
@@ -126,3 +127,17 @@ def test_roles_and_dmarc_take_the_first_slots_and_every_key_is_listed():
     assert "cs3" not in ext and "cs3Label" not in ext  # no DMARC record before: null is left out
     assert (ext["cs4Label"], ext["cs4"]) == ("dmarc_txt_record after", "v=DMARC1; p=none")
     assert (ext["cs5Label"], ext["cs5"]) == ("changedKeys", "a,b,c,dmarc_txt_record,roles,single")
+
+
+def test_a_plan_is_kept_only_for_text_keys_short_enough_to_key_a_cache():
+    """Keys 1 and true are equal in Python but not in JSON, and a long key must not pin memory."""
+    change = {"user": "a@example.com", "object": "b@example.com", "action": "user.update"}
+    change["created_at"] = "2026-01-05T08:15:30Z"
+    long_key = "k" * (MAX_TEXT + 1)
+    for changes in ({1: ["a", "b"]}, {True: ["a", "b"]}, {long_key: ["a", "b"]}):
+        to_cef(AuditRecord(raw=dict(change, changes=changes), event_id="0" * 64, ts_us=0), OPTIONS)
+        assert tuple(changes) not in cef._PLANS
+    line = to_cef(parse_record(dict(change, changes={"full_name": ["A", "B"]})), OPTIONS)
+    assert ("full_name",) in cef._PLANS
+    assert "cs1Label=full_name before cs1=A" in line
+    assert to_cef(parse_record(dict(change, changes={"full_name": ["A", "B"]})), OPTIONS) == line
