@@ -10,11 +10,37 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Dict, TypeVar
 
 MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
 
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
+_STR = frozenset({str})
+
+
+class Memo(Dict[Any, V]):
+    """``fn``'s values by argument, looked up as ``memo[arg]``: a dict, so that a hit costs one
+    subscript and no Python call, for the lookups every change record makes. Only a text, or a tuple
+    of texts, at most ``MAX_TEXT`` long (together) is kept: other arguments are computed every time,
+    so 1 and true never share an entry. At most ``maxsize`` entries, the oldest dropped first."""
+
+    __slots__ = ("_fn", "_maxsize")
+
+    def __init__(self, fn: Callable[[Any], V], maxsize: int) -> None:
+        super().__init__()
+        self._fn, self._maxsize = fn, maxsize
+
+    def __missing__(self, key: Any) -> V:
+        value = self._fn(key)
+        kind = key.__class__
+        if (kind is str and len(key) <= MAX_TEXT) or (
+            kind is tuple and _STR.issuperset(map(type, key)) and sum(map(len, key)) <= MAX_TEXT
+        ):
+            if len(self) >= self._maxsize:
+                self.pop(next(iter(self), None), None)  # the oldest (another thread may have taken it)
+            self[key] = value
+        return value
 
 
 def text_cache(maxsize: int) -> Callable[[F], F]:

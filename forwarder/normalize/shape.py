@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, NamedTuple, Tuple
 
 from .changes import safe_names
-from .memo import text_cache
-
-_STR = frozenset({str})
+from .memo import Memo
 
 
 class Shape(NamedTuple):
@@ -22,10 +20,7 @@ class Shape(NamedTuple):
 
 def shape_of(change_map: Mapping[Any, Any]) -> Shape:
     """The ``Shape`` of a change map's keys (cached when they are text, as JSON keys are)."""
-    keys = tuple(change_map)
-    if _STR.issuperset(map(type, keys)):  # no 1 and true to tell apart
-        return _cached_shape(keys)
-    return _shape(keys)
+    return _SHAPES[tuple(change_map)]
 
 
 def _shape(keys: Tuple[Any, ...]) -> Shape:
@@ -38,4 +33,4 @@ def _shape(keys: Tuple[Any, ...]) -> Shape:
     return Shape(names, ", ".join(sorted(names.values())), tuple(emails))
 
 
-_cached_shape = text_cache(4096)(_shape)
+_SHAPES: Memo[Shape] = Memo(_shape, 4096)

@@ -12,15 +12,18 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from . import dkim, spf
-from .memo import text_cache
+from .memo import Memo
 
 Sides = Tuple[Optional[str], Optional[str]]
 
 
-@text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
-def _kinds_of(text: str) -> Tuple[str, ...]:
+def _kinds(text: str) -> Tuple[str, ...]:
     """The ``_KINDS`` ``text`` is a record of (seldom any)."""
     return tuple(kind for kind, recognise, _ in _KINDS if recognise(text))
+
+
+# A trail holds each record twice: the after of one change, the before of the next.
+_KINDS_OF: Memo[Tuple[str, ...]] = Memo(_kinds, 1024)
 
 
 _KINDS: Tuple[Tuple[str, Callable[[object], bool], Callable[[Optional[str], Optional[str]], Any]], ...] = (
@@ -57,7 +60,7 @@ def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str,
             continue
         name = names[key]
         for side in sides:
-            for kind in _kinds_of(side) if side else ():
+            for kind in _KINDS_OF[side] if side else ():
                 held = found.get(kind)
                 if held is None or name < held[0]:  # the first change by field name
                     found[kind] = (name, sides)
