@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from .memo import text_cache
 
 Keyword = Union[None, str, List[Optional[str]]]
+TextSides = Tuple[Optional[str], Optional[str]]  # (before, after) of a change of texts
 
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
@@ -128,10 +129,15 @@ def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
 
 
 def flatten(
-    changes: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None
+    changes: Mapping[str, Any],
+    names: Optional[Mapping[Any, str]] = None,
+    texts: Optional[List[Tuple[str, TextSides]]] = None,
 ) -> Dict[str, Dict[str, Keyword]]:
     """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
-    ``names`` is ``safe_names(changes)`` when the caller has it."""
+    ``names`` is ``safe_names(changes)`` when the caller has it. ``texts``, when given, gets the
+    ``(name, (before, after))`` of each change that may hold a TXT record (``txtrecords.fields``): a
+    pair whose sides are text or null, or a lone text (``(None, text)``), with a ``=`` in some side,
+    as every tag list has. Found in this loop rather than in another one over the changes."""
     out: Dict[str, Dict[str, Keyword]] = {}
     # as_pair and as_keyword spelled out for their usual cases (a list pair, text or null): this
     # loop runs on every change of every change record.
@@ -145,10 +151,18 @@ def flatten(
                 "after": after if after is None or after.__class__ is str else as_keyword(after),
             }
         else:
+            before, after = None, value
             entry = {"value": value if value is None or value.__class__ is str else as_keyword(value)}
         if name != key:
             entry["key"] = str(key)
         out[name] = entry
+        if (
+            texts is not None
+            and (before is None or isinstance(before, str))
+            and (after is None or isinstance(after, str))
+            and ((before is not None and "=" in before) or (after is not None and "=" in after))
+        ):
+            texts.append((name, (before, after)))
     return out
 
 

@@ -24,7 +24,7 @@ from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair
 from .memo import MAX_TEXT
 from .message import message
-from .risk import Risk, assess
+from .risk import ANALYSES, Risk, assess
 from .shape import shape_of
 from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
 
@@ -140,7 +140,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             related = _related_users(related, changes, shape.email_keys)
     else:
         change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
-    audit = audit_of(raw, subject.head, change_map, names, roles)
+    audit = audit_of(raw, subject.head, change_map, names, roles, subject.self_change)
     action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
@@ -152,7 +152,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             names,
             roles,
             audit,
-            assess(action, audit),
+            subject.risk if ANALYSES.isdisjoint(audit) else assess(action, audit),
             subject.actor,
             subject.target,
             subject.domain,

@@ -80,7 +80,7 @@ _FLAGS: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "spf": (("spf_over_lookup_limit", "over_lookup_limit"),),
     "dkim": (("dkim_key_revoked", "revoked"), ("dkim_record_removed", "removed")),
 }
-_PARTS = frozenset(_FLAGS)
+ANALYSES = frozenset(_FLAGS)  # the analyses' names in emailauth.audit
 
 
 def _others(name: str, part: Part) -> List[str]:
@@ -106,8 +106,8 @@ def assess(action: str, audit: Mapping[str, Any]) -> Risk:
         if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
         else []
     )
-    if not _PARTS.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
-        for name in _PARTS.intersection(audit):
+    if not ANALYSES.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
+        for name in ANALYSES.intersection(audit):
             part = audit[name]
             if part is not None:
                 found += [code for code, field in _FLAGS[name] if part.get(field)]

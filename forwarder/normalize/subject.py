@@ -1,6 +1,7 @@
 """What a record's facts take from its user, object and actions alone, not from its changes: who is
 the actor and who the target, which forms a domain has, what the action decides (object type, ECS
-category and type), the first fields of ``emailauth.audit`` and the message's headline.
+category and type), the first fields of ``emailauth.audit``, the message's headline and the risk of a
+record without analyses.
 
 A trail repeats its users, domains and actions, and a change record names them as a login does, so
 all of it is cached by those values when they are short strings or nulls (``facts.is_plain``).
@@ -16,6 +17,8 @@ from ..domains import label_forms
 from .changes import as_keyword, as_text
 from .memo import MAX_TEXT, text_cache
 from .message import headline
+from .risk import Risk, assess
+from .roles import same_user
 
 EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
@@ -67,6 +70,8 @@ class Subject(NamedTuple):
     headline: str  # the message's "who did what to what"
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
+    self_change: bool  # the user is the object (``roles.same_user``)
+    risk: Risk  # of a record without analyses (roles, DMARC, SPF, DKIM): the action decides it
 
 
 def subject_of(
@@ -95,6 +100,8 @@ def subject_of(
         headline(user_text, action, obj_text, domain),
         tuple(sorted(related)),
         _short(action, display, user_text, obj_text),
+        same_user(user_text, obj_text),
+        assess(action, {}),
     )
 
 
