@@ -24,7 +24,7 @@ from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair
 from .memo import MAX_TEXT
 from .message import message
-from .risk import ANALYSES, Risk, assess
+from .risk import Risk, raised
 from .shape import shape_of
 from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
 
@@ -152,7 +152,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             names,
             roles,
             audit,
-            subject.risk if ANALYSES.isdisjoint(audit) else assess(action, audit),
+            raised(subject.risk, audit),
             subject.actor,
             subject.target,
             subject.domain,

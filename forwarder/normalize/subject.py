@@ -17,7 +17,7 @@ from ..domains import label_forms
 from .changes import as_keyword, as_text
 from .memo import MAX_TEXT, text_cache
 from .message import headline
-from .risk import Risk, assess
+from .risk import Risk, action_risk
 from .roles import same_user
 
 EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
@@ -71,7 +71,7 @@ class Subject(NamedTuple):
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
     self_change: bool  # the user is the object (``roles.same_user``)
-    risk: Risk  # of a record without analyses (roles, DMARC, SPF, DKIM): the action decides it
+    risk: Risk  # ``risk.action_risk``: of a record whose analyses (roles, DMARC, SPF, DKIM) find nothing
 
 
 def subject_of(
@@ -101,7 +101,7 @@ def subject_of(
         tuple(sorted(related)),
         _short(action, display, user_text, obj_text),
         same_user(user_text, obj_text),
-        assess(action, {}),
+        action_risk(action),
     )
 
 
