@@ -26,7 +26,7 @@ from .memo import MAX_TEXT
 from .message import message
 from .risk import Risk, raised
 from .shape import shape_of
-from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
+from .subject import EMAIL, Domain, Identity, Kind, cached_subject
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
@@ -126,10 +126,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         raw.get("action"),
         raw.get("filterable_action"),
     )
-    # The subject is cached when these are short strings or nulls (``is_plain``): a trail repeats them.
-    subject = (cached_subject if is_plain((user, obj, given, filterable, stream_type)) else subject_of)(
-        user, obj, given, filterable, stream_type, bool(changes)
-    )
+    subject = cached_subject(user, obj, given, filterable, stream_type, bool(changes))  # a trail repeats them
     related = subject.related_users
     if changes and isinstance(changes, dict):
         change_map: Mapping[str, Any] = changes

@@ -16,14 +16,15 @@ MAX_TEXT = 1024  # an email address or a domain name is at most 254 characters
 
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
-_STR = frozenset({str})
+_TEXT_OR_NULL = frozenset({str, type(None)})
 
 
 class Memo(Dict[Any, V]):
     """``fn``'s values by argument, looked up as ``memo[arg]``: a dict, so that a hit costs one
     subscript and no Python call, for the lookups every change record makes. Only a text, or a tuple
-    of texts, at most ``MAX_TEXT`` long (together) is kept: other arguments are computed every time,
-    so 1 and true never share an entry. At most ``maxsize`` entries, the oldest dropped first."""
+    of texts and nulls, at most ``MAX_TEXT`` long (together) is kept: other arguments are computed
+    every time, so 1 and true never share an entry. At most ``maxsize`` entries, the oldest dropped
+    first."""
 
     __slots__ = ("_fn", "_maxsize")
 
@@ -35,7 +36,9 @@ class Memo(Dict[Any, V]):
         value = self._fn(key)
         kind = key.__class__
         if (kind is str and len(key) <= MAX_TEXT) or (
-            kind is tuple and _STR.issuperset(map(type, key)) and sum(map(len, key)) <= MAX_TEXT
+            kind is tuple
+            and _TEXT_OR_NULL.issuperset(map(type, key))
+            and sum(len(item) for item in key if item is not None) <= MAX_TEXT
         ):
             if len(self) >= self._maxsize:
                 self.pop(next(iter(self), None), None)  # the oldest (another thread may have taken it)

@@ -4,18 +4,17 @@ category and type), the first fields of ``emailauth.audit``, the message's headl
 record without analyses.
 
 A trail repeats its users, domains and actions, and a change record names them as a login does, so
-all of it is cached by those values when they are short strings or nulls (``facts.is_plain``).
+all of it is cached by those values when they are short strings or nulls (``cached_subject``).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from ..domains import label_forms
 from .changes import as_keyword, as_text
-from .memo import MAX_TEXT, text_cache
+from .memo import MAX_TEXT, Memo, text_cache
 from .message import headline
 from .risk import Risk, action_risk
 from .roles import same_user
@@ -105,7 +104,25 @@ def subject_of(
     )
 
 
-cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(subject_of)  # short strings and nulls only
+def cached_subject(
+    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
+) -> Subject:
+    """``subject_of``, cached when the values are short texts or nulls (``memo.Memo``)."""
+    try:
+        return _SUBJECTS[has_changes][(user, obj, given, filterable, stream_type)]
+    except TypeError:  # a list or an object: no key
+        return subject_of(user, obj, given, filterable, stream_type, has_changes)
+
+
+def _without_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
+    return subject_of(*key, False)
+
+
+def _with_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
+    return subject_of(*key, True)
+
+
+_SUBJECTS = (Memo(_without_changes, _CACHE_SIZE), Memo(_with_changes, _CACHE_SIZE))
 
 
 @text_cache(_CACHE_SIZE)
