@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from . import dmarc, txtrecords
 from . import roles as role_analysis
 from .changes import TextSides, as_keyword, as_pair, flatten, role_list, safe_names
-from .memo import Memo
+from .memo import text_cache
 
 # The fields of an audit record in the spec; any other goes to extra.
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
@@ -67,8 +67,8 @@ def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     before, after = pair
     if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
         return None
-    old_tags, old = _READ[before] if before else (None, None)
-    new_tags, new = _READ[after] if after else (None, None)
+    old_tags, old = _read(before) if before else (None, None)
+    new_tags, new = _read(after) if after else (None, None)
     weakened, visibility = dmarc.reasons(old, new, after)
     out: Dict[str, Any] = {}
     if old_tags:
@@ -82,11 +82,9 @@ def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     return out
 
 
+# A trail holds each DMARC record twice: the after of one change, the before of the next.
+@text_cache(1024)
 def _read(text: str) -> Tuple[Dict[str, str], Optional[dmarc.Policy]]:
     """A DMARC record's tags under field-safe names (shared: copy them) and its policy."""
     tags, policy = dmarc.read(text)
     return {name: tags[key] for key, name in safe_names(tags).items()}, policy
-
-
-# A trail holds each DMARC record twice: the after of one change, the before of the next.
-_READ: Memo[Tuple[Dict[str, str], Optional[dmarc.Policy]]] = Memo(_read, 1024)

@@ -47,7 +47,13 @@ class Memo(Dict[Any, V]):
 
 
 def text_cache(maxsize: int) -> Callable[[F], F]:
+    """Cache a function of texts (``memo.MAX_TEXT`` at most). One of a single argument becomes the
+    lookup of a ``Memo`` (``Memo.__getitem__``): a hit costs no Python call, and the function keeps
+    no name of its own."""
+
     def decorate(fn: F) -> F:
+        if len(inspect.signature(fn).parameters) == 1:  # most of them
+            return Memo(fn, maxsize).__getitem__  # type: ignore[return-value]
         cached = functools.lru_cache(maxsize=maxsize)(fn)
 
         @functools.wraps(fn)
@@ -58,16 +64,6 @@ def text_cache(maxsize: int) -> Callable[[F], F]:
                     return fn(*args)
             return cached(*args)
 
-        @functools.wraps(fn)
-        def call_one(arg: Any) -> Any:  # most cached functions take one argument: no tuple of them
-            kind = arg.__class__  # a string or a tuple of them: the length checked without a call
-            if kind is str:
-                return cached(arg) if len(arg) <= MAX_TEXT else fn(arg)
-            if kind is tuple:
-                return cached(arg) if sum(map(len, arg)) <= MAX_TEXT else fn(arg)
-            return cached(arg)
-
-        one = len(inspect.signature(fn).parameters) == 1
-        return call_one if one else call  # type: ignore[return-value]
+        return call  # type: ignore[return-value]
 
     return decorate

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, NamedTuple, Tuple
 
 from .changes import safe_names
-from .memo import Memo
+from .memo import text_cache
 
 
 class Shape(NamedTuple):
@@ -20,7 +20,7 @@ class Shape(NamedTuple):
 
 def shape_of(change_map: Mapping[Any, Any]) -> Shape:
     """The ``Shape`` of a change map's keys (cached when they are text, as JSON keys are)."""
-    return _SHAPES[tuple(change_map)]
+    return _cached_shape(tuple(change_map))
 
 
 def _shape(keys: Tuple[Any, ...]) -> Shape:
@@ -33,4 +33,4 @@ def _shape(keys: Tuple[Any, ...]) -> Shape:
     return Shape(names, ", ".join(sorted(names.values())), tuple(emails))
 
 
-_SHAPES: Memo[Shape] = Memo(_shape, 4096)
+_cached_shape = text_cache(4096)(_shape)

@@ -13,16 +13,13 @@ from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from . import dkim, spf
 from .changes import TextSides
-from .memo import Memo
+from .memo import text_cache
 
 
-def _kinds(text: str) -> Tuple[str, ...]:
+@text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
+def _kinds_of(text: str) -> Tuple[str, ...]:
     """The ``_KINDS`` ``text`` is a record of (seldom any)."""
     return tuple(kind for kind, recognise, _ in _KINDS if recognise(text))
-
-
-# A trail holds each record twice: the after of one change, the before of the next.
-_KINDS_OF: Memo[Tuple[str, ...]] = Memo(_kinds, 1024)
 
 
 _KINDS: Tuple[Tuple[str, Callable[[object], bool], Callable[[Optional[str], Optional[str]], Any]], ...] = (
@@ -39,7 +36,7 @@ def fields(texts: Iterable[Tuple[str, TextSides]]) -> Dict[str, Dict[str, Any]]:
     found: Dict[str, Tuple[str, TextSides]] = {}
     for name, sides in texts:
         for side in sides:
-            for kind in _KINDS_OF[side] if side else ():
+            for kind in _kinds_of(side) if side else ():
                 held = found.get(kind)
                 if held is None or name < held[0]:  # the first change by field name
                     found[kind] = (name, sides)
