@@ -29,8 +29,11 @@ def message(headline: str, action: str, display: Optional[str], audit: Mapping[s
     dmarc = audit.get("dmarc")
     if "roles" in audit:
         roles = audit["roles"]
-        diff = [f"+{r}" for r in roles["added"]] + [f"-{r}" for r in roles["removed"]]
-        return _line(headline, " ".join(diff) or "no change", dmarc)
+        added, removed = roles["added"], roles["removed"]
+        plus = "+" + " +".join(added) if added else ""  # "+a +b": joined in C, no f-string per role
+        minus = "-" + " -".join(removed) if removed else ""
+        diff = f"{plus} {minus}" if plus and minus else plus or minus or "no change"
+        return _line(headline, diff, dmarc)
     if display and display != action:
         detail: Optional[str] = display
     else:
