@@ -47,9 +47,9 @@ class Memo(Dict[Any, V]):
 
 
 def text_cache(maxsize: int) -> Callable[[F], F]:
-    """Cache a function of texts (``memo.MAX_TEXT`` at most). One of a single argument becomes the
-    lookup of a ``Memo`` (``Memo.__getitem__``): a hit costs no Python call, and the function keeps
-    no name of its own."""
+    """Cache a function of texts, each at most ``MAX_TEXT`` long (a tuple's together). One of a single
+    argument becomes the lookup of a ``Memo`` (``Memo.__getitem__``): a hit costs no Python call,
+    and the function keeps no name of its own."""
 
     def decorate(fn: F) -> F:
         if len(inspect.signature(fn).parameters) == 1:  # most of them
