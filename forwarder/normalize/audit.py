@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import dmarc, txtrecords
 from . import roles as role_analysis
-from .changes import as_keyword, as_pair, as_text, flatten, role_list, safe_names
+from .changes import TextSides, as_keyword, as_pair, flatten, role_list, safe_names
 from .memo import text_cache
 
 # The fields of an audit record in the spec; any other goes to extra.
@@ -23,20 +23,23 @@ def audit_of(
     change_map: Mapping[str, Any],
     names: Mapping[Any, str],
     roles: Optional[Roles],
+    self_change: bool,
 ) -> Dict[str, Any]:
     """``emailauth.audit`` without created_at and risk. ``head`` holds its first fields (object_type,
     object, action, filterable_action), ``names`` is ``safe_names(change_map)``, ``roles`` is
-    ``role_names(change_map)``."""
+    ``role_names(change_map)``, ``self_change`` whether the record's user is its object
+    (``roles.same_user``)."""
     audit = dict(head)
     if change_map:
-        audit["changes"] = flatten(change_map, names)
+        texts: List[Tuple[str, TextSides]] = []
+        audit["changes"] = flatten(change_map, names, texts)
         if roles:
-            actor, target = as_text(raw.get("user")), as_text(raw.get("object"))
-            audit["roles"] = role_analysis.analyze(*roles, actor, target).fields()
+            audit["roles"] = role_analysis.analyze(*roles, self_change).fields()
         analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
         if analysis:
             audit["dmarc"] = analysis
-        audit.update(txtrecords.fields(change_map, names))
+        if texts:
+            audit.update(txtrecords.fields(texts))
     else:
         changes = raw.get("changes")
         if changes not in (None, {}):

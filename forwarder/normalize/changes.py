@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from .memo import text_cache
 
 Keyword = Union[None, str, List[Optional[str]]]
+TextSides = Tuple[Optional[str], Optional[str]]  # (before, after) of a change of texts
 
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
@@ -80,7 +81,7 @@ def _unique_names(keys: Tuple[str, ...]) -> Tuple[str, ...]:
     return tuple(names)
 
 
-def _scalar_texts(items: List[Any]) -> Optional[List[Optional[str]]]:
+def _scalar_texts(items: Iterable[Any]) -> Optional[List[Optional[str]]]:
     """``as_text`` of each item when every item is a scalar (null, text, number, boolean; bool is
     an int), else None. One loop, no call for text or null: role lists pass here on every change."""
     out: List[Optional[str]] = []
@@ -128,10 +129,15 @@ def as_pair(value: Any) -> Optional[Tuple[Any, Any]]:
 
 
 def flatten(
-    changes: Mapping[str, Any], names: Optional[Mapping[Any, str]] = None
+    changes: Mapping[str, Any],
+    names: Optional[Mapping[Any, str]] = None,
+    texts: Optional[List[Tuple[str, TextSides]]] = None,
 ) -> Dict[str, Dict[str, Keyword]]:
     """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
-    ``names`` is ``safe_names(changes)`` when the caller has it."""
+    ``names`` is ``safe_names(changes)`` when the caller has it. ``texts``, when given, gets the
+    ``(name, (before, after))`` of each change that may hold a TXT record (``txtrecords.fields``): a
+    pair whose sides are text or null, or a lone text (``(None, text)``), with a ``=`` in some side,
+    as every tag list has. Found in this loop rather than in another one over the changes."""
     out: Dict[str, Dict[str, Keyword]] = {}
     # as_pair and as_keyword spelled out for their usual cases (a list pair, text or null): this
     # loop runs on every change of every change record.
@@ -145,10 +151,18 @@ def flatten(
                 "after": after if after is None or after.__class__ is str else as_keyword(after),
             }
         else:
+            before, after = None, value
             entry = {"value": value if value is None or value.__class__ is str else as_keyword(value)}
         if name != key:
             entry["key"] = str(key)
         out[name] = entry
+        if (  # exact str first: no call for the usual sides
+            texts is not None
+            and (before is None or before.__class__ is str or isinstance(before, str))
+            and (after is None or after.__class__ is str or isinstance(after, str))
+            and ((before is not None and "=" in before) or (after is not None and "=" in after))
+        ):
+            texts.append((name, (before, after)))
     return out
 
 
@@ -163,14 +177,23 @@ def role_list(value: Any) -> Optional[List[str]]:
         return []
     if isinstance(value, str):
         return [value]
-    if value.__class__ is list and _STR.issuperset(map(type, value)):  # the usual role list: no loop
-        return list(dict.fromkeys(value))
-    texts = _scalar_texts(value) if isinstance(value, list) else None
+    if not isinstance(value, list):
+        return None
+    try:
+        names = _role_names(tuple(value))
+    except TypeError:  # an object or a list among them (unhashable): not roles
+        return None
+    return None if names is None else list(names)
+
+
+@text_cache(4096)  # a trail repeats its role sets; texts only are kept, so 1 and true never share an entry
+def _role_names(items: Tuple[Any, ...]) -> Optional[Tuple[str, ...]]:
+    texts = _scalar_texts(items)
     if texts is None:
         return None
     names = dict.fromkeys(texts)  # first occurrences, in order
     names.pop(None, None)
-    return list(names)  # type: ignore[arg-type]
+    return tuple(names)  # type: ignore[arg-type]
 
 
 def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:

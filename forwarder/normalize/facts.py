@@ -24,9 +24,9 @@ from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair
 from .memo import MAX_TEXT
 from .message import message
-from .risk import Risk, assess
+from .risk import Risk, raised
 from .shape import shape_of
-from .subject import EMAIL, Domain, Identity, Kind, cached_subject, subject_of
+from .subject import EMAIL, Domain, Identity, Kind, cached_subject
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
@@ -126,10 +126,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         raw.get("action"),
         raw.get("filterable_action"),
     )
-    # The subject is cached when these are short strings or nulls (``is_plain``): a trail repeats them.
-    subject = (cached_subject if is_plain((user, obj, given, filterable, stream_type)) else subject_of)(
-        user, obj, given, filterable, stream_type, bool(changes)
-    )
+    subject = cached_subject(user, obj, given, filterable, stream_type, bool(changes))  # a trail repeats them
     related = subject.related_users
     if changes and isinstance(changes, dict):
         change_map: Mapping[str, Any] = changes
@@ -140,7 +137,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             related = _related_users(related, changes, shape.email_keys)
     else:
         change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
-    audit = audit_of(raw, subject.head, change_map, names, roles)
+    audit = audit_of(raw, subject.head, change_map, names, roles, subject.self_change)
     action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
@@ -152,7 +149,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             names,
             roles,
             audit,
-            assess(action, audit),
+            raised(subject.risk, audit),
             subject.actor,
             subject.target,
             subject.domain,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
+
+from .memo import text_cache
 
 if TYPE_CHECKING:  # subject imports this module
     from .subject import Domain
@@ -24,16 +26,25 @@ def message(headline: str, action: str, display: Optional[str], audit: Mapping[s
     """One line: who did what to what (``headline``), and the gist of the change. ``action`` is the
     filterable action, ``display`` the record's action as text (``changes.as_text``), ``audit`` the
     event's ``emailauth.audit``, ``listed`` its changes' names (``shape.Shape.listed``)."""
-    text = headline
+    dmarc = audit.get("dmarc")
     if "roles" in audit:
         roles = audit["roles"]
-        diff = [f"+{r}" for r in roles["added"]] + [f"-{r}" for r in roles["removed"]]
-        text += ": " + (" ".join(diff) or "no change")
-    elif display and display != action:
-        text += f": {display}"
-    elif "changes" in audit:
-        text += ": " + listed
-    dmarc = audit.get("dmarc")
+        added, removed = roles["added"], roles["removed"]
+        plus = "+" + " +".join(added) if added else ""  # "+a +b": joined in C, no f-string per role
+        minus = "-" + " -".join(removed) if removed else ""
+        diff = f"{plus} {minus}" if plus and minus else plus or minus or "no change"
+        return _line(headline, diff, dmarc)
+    if display and display != action:
+        detail: Optional[str] = display
+    else:
+        detail = listed if "changes" in audit else None
+    if dmarc and (dmarc["weakened"] or dmarc["visibility_reduced"]):
+        return _line(headline, detail, dmarc)
+    return _summary((headline, detail))
+
+
+def _line(headline: str, detail: Optional[str], dmarc: Optional[Mapping[str, Any]]) -> str:
+    text = headline if detail is None else f"{headline}: {detail}"
     if dmarc and dmarc["weakened"]:
         text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
     if dmarc and dmarc["visibility_reduced"]:
@@ -41,6 +52,13 @@ def message(headline: str, action: str, display: Optional[str], audit: Mapping[s
     if not text.isprintable():
         text = _CONTROL.sub(" ", text)
     return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
+
+
+# The line of most records: a trail repeats its users, objects and actions, a kind of change its keys.
+@text_cache(4096)
+def _summary(key: Tuple[str, Optional[str]]) -> str:
+    """``_line`` of a headline and a detail, without DMARC findings."""
+    return _line(*key, None)
 
 
 def headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:

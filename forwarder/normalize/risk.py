@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Tuple
 
 from . import new_tuple
 
@@ -71,50 +71,77 @@ _DKIM_LOSS = frozenset({"key_revoked", "record_removed", "record_invalid"})
 _RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order of the reasons
 
 
-# The reasons that hold when one field of an analysis is true, by analysis; the others (``_others``)
-# read two fields or a list. Spelled out rather than as a test per reason: an event with an analysis
-# builds no set or closure per test, and one without (most of them) runs none.
-_FLAGS: Dict[str, Tuple[Tuple[str, str], ...]] = {
-    "roles": (("admin_role_granted", "admin_added"), ("all_roles_removed", "all_removed")),
-    "dmarc": (("dmarc_weakened", "weakened"), ("dmarc_reports_removed", "visibility_reduced")),
-    "spf": (("spf_over_lookup_limit", "over_lookup_limit"),),
-    "dkim": (("dkim_key_revoked", "revoked"), ("dkim_record_removed", "removed")),
-}
-_PARTS = frozenset(_FLAGS)
+# The reasons of each analysis, spelled out: one call per analysis present, reading the fields it
+# decides on, rather than a table of flags walked for every analysis (this runs on every change record).
+def _role_reasons(part: Part) -> List[str]:
+    admin = part.get("admin_added")
+    found = ["admin_role_granted"] if admin else []
+    if part.get("all_removed"):
+        found.append("all_roles_removed")
+    if part.get("self_change"):
+        if admin:
+            found.append("self_admin_grant")
+        elif part.get("added"):
+            found.append("self_role_change")
+    return found
 
 
-def _others(name: str, part: Part) -> List[str]:
-    if name == "roles":
-        if not part.get("self_change"):
-            return []
-        if part.get("admin_added"):
-            return ["self_admin_grant"]
-        return ["self_role_change"] if part.get("added") else []
+def _dmarc_reasons(part: Part) -> List[str]:
+    lost = ["dmarc_reports_removed"] if part.get("visibility_reduced") else []
+    return ["dmarc_weakened", *lost] if part.get("weakened") else lost
+
+
+def _spf_reasons(part: Part) -> List[str]:
     reasons = part.get("weakened_reasons") or ()
-    if name == "spf":
-        found = ["spf_all_pass"] if "all_pass" in reasons else []
-        return [*found, "spf_weakened"] if any(reason != "all_pass" for reason in reasons) else found
-    if name == "dkim":
-        return ["dkim_weakened"] if any(reason not in _DKIM_LOSS for reason in reasons) else []
-    return []
+    found = ["spf_over_lookup_limit"] if part.get("over_lookup_limit") else []
+    if "all_pass" in reasons:
+        found.append("spf_all_pass")
+    if any(reason != "all_pass" for reason in reasons):
+        found.append("spf_weakened")
+    return found
+
+
+def _dkim_reasons(part: Part) -> List[str]:
+    found = ["dkim_key_revoked"] if part.get("revoked") else []
+    if part.get("removed"):
+        found.append("dkim_record_removed")
+    if any(reason not in _DKIM_LOSS for reason in part.get("weakened_reasons") or ()):
+        found.append("dkim_weakened")
+    return found
+
+
+_ANALYSES: Tuple[Tuple[str, Callable[[Part], List[str]]], ...] = (
+    ("roles", _role_reasons),
+    ("dmarc", _dmarc_reasons),
+    ("spf", _spf_reasons),
+    ("dkim", _dkim_reasons),
+)
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
     """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
-    found = (
-        ["domain_deleted"]
-        if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete")
-        else []
-    )
-    if not _PARTS.isdisjoint(audit):  # the tests of the analyses present, in any order: sorted below
-        for name in _PARTS.intersection(audit):
-            part = audit[name]
-            if part is not None:
-                found += [code for code, field in _FLAGS[name] if part.get(field)]
-                found += _others(name, part)
+    return raised(action_risk(action), audit)
+
+
+def action_risk(action: str) -> Risk:
+    """The risk of an event whose analyses find nothing: the base of its action, or a deletion."""
     base = LOGIN_BASE if action == "user.login" else DEFAULT_BASE
+    if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete"):
+        return new_tuple(Risk, (max(base, WEIGHTS["domain_deleted"]), ["domain_deleted"]))
+    return new_tuple(Risk, (base, []))
+
+
+def raised(risk: Risk, audit: Mapping[str, Any]) -> Risk:
+    """``risk`` (``action_risk`` of the event's action) with the reasons of the analyses in
+    ``audit``: ``risk`` itself when they find none."""
+    found: List[str] = []
+    for name, reasons in _ANALYSES:
+        part = audit.get(name)
+        if part is not None:
+            found += reasons(part)
     if not found:
-        return new_tuple(Risk, (base, []))
+        return risk
+    found += risk.reasons
     if len(found) > 1:
         found.sort(key=_RANK.__getitem__)
-    return new_tuple(Risk, (max(base, WEIGHTS[found[0]]), found))
+    return new_tuple(Risk, (max(risk.score, WEIGHTS[found[0]]), found))

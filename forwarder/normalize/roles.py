@@ -37,11 +37,14 @@ class RoleChange(NamedTuple):  # one per change record: built by new_tuple, with
         }
 
 
-def analyze(
-    before: Sequence[str], after: Sequence[str], actor: Optional[str], target: Optional[str]
-) -> RoleChange:
+def same_user(actor: Optional[str], target: Optional[str]) -> bool:
+    """Whether a record's user (``actor``) is its object (``target``): a self change."""
+    return bool(actor) and bool(target) and str(actor).casefold() == str(target).casefold()
+
+
+def analyze(before: Sequence[str], after: Sequence[str], self_change: bool) -> RoleChange:
+    """``self_change``: ``same_user`` of the record's user and object."""
     added, removed = role_diff(before, after)
-    same = bool(actor) and bool(target) and str(actor).casefold() == str(target).casefold()
     return new_tuple(
         RoleChange,
         (
@@ -49,7 +52,7 @@ def analyze(
             removed,
             [role for role in added if role in ADMIN_ROLES],
             [role for role in removed if role in ADMIN_ROLES],
-            same,
+            self_change,
             bool(before) and not after,
         ),
     )

@@ -9,8 +9,6 @@ from typing import Any, Mapping, NamedTuple, Tuple
 from .changes import safe_names
 from .memo import text_cache
 
-_STR = frozenset({str})
-
 
 class Shape(NamedTuple):
     """Shared between records with the same keys: change nothing in it."""
@@ -22,10 +20,7 @@ class Shape(NamedTuple):
 
 def shape_of(change_map: Mapping[Any, Any]) -> Shape:
     """The ``Shape`` of a change map's keys (cached when they are text, as JSON keys are)."""
-    keys = tuple(change_map)
-    if _STR.issuperset(map(type, keys)):  # no 1 and true to tell apart
-        return _cached_shape(keys)
-    return _shape(keys)
+    return _cached_shape(tuple(change_map))
 
 
 def _shape(keys: Tuple[Any, ...]) -> Shape:

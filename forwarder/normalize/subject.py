@@ -1,21 +1,23 @@
 """What a record's facts take from its user, object and actions alone, not from its changes: who is
 the actor and who the target, which forms a domain has, what the action decides (object type, ECS
-category and type), the first fields of ``emailauth.audit`` and the message's headline.
+category and type), the first fields of ``emailauth.audit``, the message's headline and the risk of a
+record without analyses.
 
 A trail repeats its users, domains and actions, and a change record names them as a login does, so
-all of it is cached by those values when they are short strings or nulls (``facts.is_plain``).
+all of it is cached by those values when they are short strings or nulls (``cached_subject``).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from ..domains import label_forms
 from .changes import as_keyword, as_text
-from .memo import MAX_TEXT, text_cache
+from .memo import MAX_TEXT, Memo, text_cache
 from .message import headline
+from .risk import Risk, action_risk
+from .roles import same_user
 
 EMAIL = re.compile(r"^[^@\s]+@((?:[\w-]+\.)+[\w-]+)\.?$")
 _CACHE_SIZE = 4096  # an organization has few users, domains and actions; a backlog repeats them
@@ -67,6 +69,8 @@ class Subject(NamedTuple):
     headline: str  # the message's "who did what to what"
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
+    self_change: bool  # the user is the object (``roles.same_user``)
+    risk: Risk  # ``risk.action_risk``: of a record whose analyses (roles, DMARC, SPF, DKIM) find nothing
 
 
 def subject_of(
@@ -95,10 +99,30 @@ def subject_of(
         headline(user_text, action, obj_text, domain),
         tuple(sorted(related)),
         _short(action, display, user_text, obj_text),
+        same_user(user_text, obj_text),
+        action_risk(action),
     )
 
 
-cached_subject = functools.lru_cache(maxsize=_CACHE_SIZE)(subject_of)  # short strings and nulls only
+def cached_subject(
+    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
+) -> Subject:
+    """``subject_of``, cached when the values are short texts or nulls (``memo.Memo``)."""
+    try:
+        return _SUBJECTS[has_changes][(user, obj, given, filterable, stream_type)]
+    except TypeError:  # a list or an object: no key
+        return subject_of(user, obj, given, filterable, stream_type, has_changes)
+
+
+def _without_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
+    return subject_of(*key, False)
+
+
+def _with_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
+    return subject_of(*key, True)
+
+
+_SUBJECTS = (Memo(_without_changes, _CACHE_SIZE), Memo(_with_changes, _CACHE_SIZE))
 
 
 @text_cache(_CACHE_SIZE)

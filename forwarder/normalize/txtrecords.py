@@ -9,12 +9,11 @@ alone: an unrecognised value is never an error.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from . import dkim, spf
+from .changes import TextSides
 from .memo import text_cache
-
-Sides = Tuple[Optional[str], Optional[str]]
 
 
 @text_cache(1024)  # a trail holds each record twice: the after of one change, the before of the next
@@ -29,33 +28,13 @@ _KINDS: Tuple[Tuple[str, Callable[[object], bool], Callable[[Optional[str], Opti
 )
 
 
-def fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> Dict[str, Dict[str, Any]]:
-    """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none): the changes are
-    scanned once for both, each side recognised once. For each kind, the first change by field name
-    holding a record of it is analysed (``{"change": <field name>, **analysis fields}``).
-    ``names`` is ``safe_names(change_map)``."""
-    # A change qualifies when it is a pair whose sides are text or null, or a lone text (a record
-    # created). Both kinds are tag lists (``v=spf1 ...``, ``v=DKIM1; p=...``): a change without ``=``
-    # in its text holds neither, which rules out nearly every change with one cheap scan. One loop,
-    # spelled out, with no list of candidates to sort: it runs on every change record.
-    found: Dict[str, Tuple[str, Sides]] = {}
-    for key, value in change_map.items():
-        if isinstance(value, str):
-            if "=" not in value:
-                continue
-            sides: Sides = (None, value)
-        elif isinstance(value, list) and len(value) == 2:
-            before, after = value
-            if not (
-                (before is None or isinstance(before, str))
-                and (after is None or isinstance(after, str))
-                and ((before is not None and "=" in before) or (after is not None and "=" in after))
-            ):
-                continue
-            sides = (before, after)
-        else:
-            continue
-        name = names[key]
+def fields(texts: Iterable[Tuple[str, TextSides]]) -> Dict[str, Dict[str, Any]]:
+    """``{"spf": ..., "dkim": ...}`` for the kinds of record found (often none) among ``texts``, the
+    ``(field name, (before, after))`` of the changes that may hold one (``changes.flatten`` lists
+    them), each side recognised once. For each kind, the first change by field name holding a
+    record of it is analysed (``{"change": <field name>, **analysis fields}``)."""
+    found: Dict[str, Tuple[str, TextSides]] = {}
+    for name, sides in texts:
         for side in sides:
             for kind in _kinds_of(side) if side else ():
                 held = found.get(kind)

@@ -120,6 +120,18 @@ def test_role_list(value, roles):
     assert role_list(value) == roles
 
 
+def test_role_lists_equal_in_python_but_not_in_json_are_told_apart():
+    # role sets are cached; each of these equals the next one in Python
+    assert role_list(["A", 1, 1.0]) == ["A", "1", "1.0"] and role_list(["A", True, True]) == ["A", "true"]
+    assert role_list(["A", 1]) == ["A", "1"] and role_list(["A", True]) == ["A", "true"]
+
+
+def test_each_role_list_is_a_list_of_its_own():
+    names = role_list(["B", "B", "C"])
+    names.append("changed")
+    assert role_list(["B", "B", "C"]) == ["B", "C"]
+
+
 def test_role_diff_grant_revoke_both_and_none():
     assert role_diff(["R"], ["R", "Admin"]) == (["Admin"], [])
     assert role_diff(["R", "Admin", "B"], ["R"]) == ([], ["Admin", "B"])

@@ -17,7 +17,7 @@ from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
 from forwarder.normalize.facts import _derive, _plain_facts, facts, plain_key
-from forwarder.normalize.memo import MAX_TEXT, text_cache
+from forwarder.normalize.memo import MAX_TEXT, Memo, text_cache
 from forwarder.normalize.ocsf import format_ocsf, to_ocsf
 from forwarder.normalize.plain import PlainCache
 from forwarder.normalize.template import compile_template, hole
@@ -121,6 +121,23 @@ def test_long_strings_are_never_cache_keys():
     assert not facts(record).cacheable
     assert _plain_facts.cache_info().currsize == before
     assert "suser=" + "x" * 1000 in to_cef(record, OPTIONS)  # computed, not cached
+
+
+def test_a_memo_keeps_only_short_texts_and_at_most_its_size():
+    calls = []
+
+    def name(key: object) -> str:
+        calls.append(key)
+        return repr(key)
+
+    memo: Memo[str] = Memo(name, 2)
+    long = "b" * (MAX_TEXT + 1)
+    # equal in Python, not in JSON: only texts are kept, so neither serves the other
+    assert [memo[(1,)], memo[(True,)], memo[(1,)]] == ["(1,)", "(True,)", "(1,)"]
+    assert [memo[long], memo[long]] == [repr(long)] * 2
+    assert [memo["a"], memo["a"], memo[("a", None)], memo["c"]] == ["'a'", "'a'", "('a', None)", "'c'"]
+    assert calls == [(1,), (True,), (1,), long, long, "a", ("a", None), "c"]
+    assert list(memo) == [("a", None), "c"]  # the oldest dropped
 
 
 @pytest.mark.parametrize("include_original", [True, False])
