@@ -8,6 +8,7 @@ cannot pin megabytes in memory.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from typing import Any, Callable, Dict, TypeVar
@@ -40,8 +41,10 @@ class Memo(Dict[Any, V]):
             and _TEXT_OR_NULL.issuperset(map(type, key))
             and sum(len(item) for item in key if item is not None) <= MAX_TEXT
         ):
-            if len(self) >= self._maxsize:
-                self.pop(next(iter(self), None), None)  # the oldest (another thread may have taken it)
+            while len(self) >= self._maxsize:  # threads share it: each drops what it finds over
+                # the oldest; another thread may have emptied or changed the dict meanwhile
+                with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+                    del self[next(iter(self))]
             self[key] = value
         return value
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import sys
+import threading
+from typing import List
 
 import pytest
 from hypothesis import given, settings
@@ -138,6 +141,33 @@ def test_a_memo_keeps_only_short_texts_and_at_most_its_size():
     assert [memo["a"], memo["a"], memo[("a", None)], memo["c"]] == ["'a'", "'a'", "('a', None)", "'c'"]
     assert calls == [(1,), (True,), (1,), long, long, "a", ("a", None), "c"]
     assert list(memo) == [("a", None), "c"]  # the oldest dropped
+
+
+def test_a_memo_shared_by_stream_threads_stays_bounded_and_never_fails_a_lookup():
+    """Streams normalize in threads: dropping the oldest entry while another thread adds one must
+    neither raise (a dict changed during iteration) nor let the memo grow past its size."""
+    memo: Memo[str] = Memo(str.upper, 4)
+    errors: List[BaseException] = []
+
+    def look_up(thread: int) -> None:
+        try:
+            for n in range(20_000):
+                assert memo[f"{thread}-{n}"] == f"{thread}-{n}".upper()
+        except BaseException as exc:
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=look_up, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(memo) <= 4 + len(threads)  # each thread may add one past a drop it raced
 
 
 @pytest.mark.parametrize("include_original", [True, False])
