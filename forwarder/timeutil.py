@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
@@ -34,13 +35,20 @@ def parse_canonical(value: str) -> Optional[int]:
     naive result rules out. Whatever it refuses goes to the general parser, for its message."""
     if len(value) == 27 and value[4:20:3] == _CANONICAL_SEPARATORS and value[26] == "Z":
         try:
-            moment = datetime.fromisoformat(value[:-1])
+            moment = datetime.fromisoformat(value if _READS_Z else value[:-1])
         except ValueError:
             return None
-        if moment.tzinfo is None and moment.year >= 1000:
-            delta = moment - _NAIVE_EPOCH  # to_us's sum: a third of timedelta // timedelta's cost
+        if moment.tzinfo is _CANONICAL_ZONE and moment.year >= 1000:
+            delta = moment - _CANONICAL_EPOCH  # to_us's sum: a third of timedelta // timedelta's cost
             return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     return None
+
+
+# Python 3.11's fromisoformat reads the Z itself (UTC), a slice less; before it, the text without
+# its Z reads as naive, and an offset the fraction hid ("30.1+0000") shows as a zone.
+_READS_Z = sys.version_info >= (3, 11)
+_CANONICAL_ZONE = timezone.utc if _READS_Z else None
+_CANONICAL_EPOCH = _EPOCH if _READS_Z else _NAIVE_EPOCH
 
 
 def parse_iso_any(value: str) -> int:
