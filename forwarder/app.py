@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import asdict
 from typing import Callable, List, Optional
 
 from . import stop
@@ -173,8 +172,8 @@ def run_once(
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
         level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
-        if log.isEnabledFor(level):  # asdict is not free: skip it for lines nobody keeps
-            log.log(level, "stream finished", extra=asdict(stream))
+        if log.isEnabledFor(level):  # the dict is not free: skip it for lines nobody keeps
+            log.log(level, "stream finished", extra=stream.to_dict())
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )

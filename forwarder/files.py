@@ -1,5 +1,6 @@
-"""Durable local file writes: an atomic replacement, and the directory fsync that makes a new or
-renamed entry itself survive a crash (the local state store, the file sink, the local quarantine)."""
+"""Local files: a whole file read in few system calls, and durable writes: an atomic replacement, and
+the directory fsync that makes a new or renamed entry itself survive a crash (the local state store,
+the file sink, the local quarantine)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,23 @@ import os
 import secrets
 
 TMP_PREFIX = ".tmp-"  # a write in progress; one left behind by a killed process is never read
+_CHUNK = 1 << 16
+
+
+def read_file(path: str) -> bytes:
+    """The whole of ``path``: open, read to the end, close. Each system call lets go of the GIL, and
+    in a run's stream threads each may wait to get it back; ``open()``'s file object makes five more
+    (two fstat, an isatty ioctl, two lseek). Raises OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # (Windows would translate newlines)
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str, data: bytes, durable: bool = True) -> None:

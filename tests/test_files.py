@@ -1,4 +1,4 @@
-"""forwarder/files.py: atomic replacement and directory fsync, strict or best effort."""
+"""forwarder/files.py: whole reads, atomic replacement and directory fsync, strict or best effort."""
 
 from __future__ import annotations
 
@@ -7,6 +7,21 @@ import os
 import pytest
 
 from forwarder import files
+
+
+def test_read_file_reads_the_whole_file_in_chunks_and_always_closes_it(tmp_path):
+    long, empty = tmp_path / "long.json", tmp_path / "empty.json"
+    data = os.urandom(3 * files._CHUNK + 7)  # more than one read
+    long.write_bytes(data)
+    empty.write_bytes(b"")
+    open_before = len(os.listdir("/proc/self/fd"))
+    assert files.read_file(str(long)) == data
+    assert files.read_file(str(empty)) == b""
+    with pytest.raises(FileNotFoundError):
+        files.read_file(str(tmp_path / "missing"))
+    with pytest.raises(IsADirectoryError):  # opened, refused at the first read, and closed
+        files.read_file(str(tmp_path))
+    assert len(os.listdir("/proc/self/fd")) == open_before
 
 
 def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path):

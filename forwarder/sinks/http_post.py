@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import base64
-import gzip
 from operator import itemgetter
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -97,6 +96,8 @@ class HttpPoster:
         """
         headers = {"Content-Type": content_type}
         if self._gzip and compress:
+            import gzip  # here: a run with nothing to send (the common idle run) never loads it
+
             body = gzip.compress(body, compresslevel=6, mtime=0)
             headers["Content-Encoding"] = "gzip"
 

@@ -15,8 +15,7 @@ directory, S3, DynamoDB) only has to provide a ``ConditionalSlot``; the rules li
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 from ..errors import ConflictError, LeaseHeld, StateError
 from ..timeutil import format_us, parse_iso
@@ -28,8 +27,10 @@ _ACQUIRE_ATTEMPTS = 3
 Clock = Callable[[], float]  # seconds since the epoch, like time.time
 
 
-@dataclass(frozen=True)
-class LeaseDoc:
+class LeaseDoc(NamedTuple):
+    """The lease document's fields. A NamedTuple rather than a frozen dataclass: the first run of a
+    process imports this module, and making the dataclass cost that run ~0.4 ms."""
+
     owner: str
     acquired_us: int
     expires_us: int

@@ -28,7 +28,7 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tupl
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConflictError, StateError
-from ..files import fsync_dir, write_atomic
+from ..files import fsync_dir, read_file, write_atomic
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
@@ -79,8 +79,7 @@ class _FileSlot:
     def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
         path = self.location
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_file(path)
         except FileNotFoundError:
             return None, None
         except OSError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import requests
 
 from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
@@ -169,3 +170,30 @@ def test_a_listing_stopped_by_an_offset_ceiling_keeps_what_it_read_and_says_so(c
         listed = client_for(sim).users(4, 10)  # offsets 0 and 4 answer; 8 is past the ceiling
         assert listed == org.user_list()[:8]
         assert any(r.getMessage() == "paging stopped before the end" for r in caplog.records)
+
+
+class _Recording(requests.Session):
+    """Answers every request at once (a token, then empty pages) and keeps the URLs it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list = []
+
+    def send(self, request, **kwargs):
+        self.urls.append(request.url)
+        response = requests.Response()
+        response.status_code, response.request = 200, request
+        response._content = b'{"access_token": "t"}' if request.method == "POST" else b"[]"
+        return response
+
+
+def test_a_get_sends_the_very_query_requests_makes_of_its_parameters():
+    session = _Recording()
+    client = ApiClient("https://api.example", Credentials("id", "secret"), session=session)
+    optional = {"sort": "created_at ASC", "end_date": "a+b&c=d/é", "start_date": "2026-01-01T00:00:00Z"}
+    client.audits(Stream("domain", IDN_DOMAIN, "domain.dkim"), optional, 200, 400)
+    # (the parameters in the order the client gives them: the stream's, then the optional ones)
+    expected = {"object_type": "domain", "name": IDN_DOMAIN, "filter": "domain.dkim", **optional}
+    expected.update(limit=200, offset=400)
+    url = "https://api.example/v1/cp/audits"
+    assert session.urls[-1] == requests.Request("GET", url, params=expected).prepare().url

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import dataclasses
+
+from forwarder.report import RunReport, StreamReport
+
+
+def test_each_stream_of_the_report_is_every_field_of_its_stream_report_in_order():
+    stream = StreamReport("user/a@example.com", fetched=3, new=1, shipped=1, strategy="offset")
+    stream.watermark, stream.lag_seconds, stream.error = "2026-01-01T00:00:00Z", 1.5, "boom"
+    report = RunReport(started="s", streams=[stream, StreamReport("domain/example.com")])
+
+    shown = report.to_dict()["streams"]
+
+    assert shown == [dataclasses.asdict(s) for s in report.streams]
+    assert [list(s) for s in shown] == [[f.name for f in dataclasses.fields(StreamReport)]] * 2
