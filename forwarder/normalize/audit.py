@@ -68,8 +68,8 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """``emailauth.audit.dmarc`` of a ``dmarc_txt_record`` change pair (None when it is not one)."""
-    pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair:
+    pair = change_map.get(_DMARC_KEY)
+    if not ((pair.__class__ is list or isinstance(pair, list)) and len(pair) == 2):  # as_pair, no call
         return None
     before, after = pair
     if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
@@ -77,9 +77,7 @@ def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)
     weakened, visibility = dmarc.reasons(old, new, after)
-    out: Dict[str, Any] = {}
-    if old_tags:
-        out["before"] = old_tags.copy()
+    out: Dict[str, Any] = {"before": old_tags.copy()} if old_tags else {}  # the cache's: copied
     if new_tags:
         out["after"] = new_tags.copy()
     out["weakened"] = bool(weakened)

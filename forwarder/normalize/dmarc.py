@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .memo import text_cache
 from .tags import parse_tags, removal_reason
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
@@ -108,10 +107,8 @@ def _weakening(old: Policy, new: Policy) -> List[str]:
     return reasons
 
 
-# A trail holds each record twice: the after of one change, the before of the next.
-@text_cache(1024)
 def read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
-    """A record's tags and policy (shared: copy the tags)."""
+    """A record's tags and policy (not cached here: ``audit.py`` caches what it keeps of them)."""
     tags = parse_tags(text)
     return tags, effective(tags)
 
