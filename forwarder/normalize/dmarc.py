@@ -17,8 +17,8 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from .tags import parse_tags, removal_reason
 
@@ -38,6 +38,24 @@ class Policy:
     aspf: str
     rua: bool
     ruf: bool
+    # What a change must keep not to weaken the policy, pct aside (``p>=1`` for quarantine or reject,
+    # ``t=n``, ``adkim=s``...): a change that keeps all of it and does not lower pct weakens nothing,
+    # which one subset test tells (most changes; the policy is cached by its text, this made once).
+    holds: FrozenSet[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        held = [
+            f"{tag}>={rank}"
+            for tag in ("p", "sp", "np")
+            for rank in range(1, _STRENGTH[getattr(self, tag)] + 1)
+        ]
+        if not self.testing:
+            held.append("t=n")
+        if self.adkim == "s":
+            held.append("adkim=s")
+        if self.aspf == "s":
+            held.append("aspf=s")
+        object.__setattr__(self, "holds", frozenset(held))  # frozen: set once, here
 
 
 def _policy_value(tags: Dict[str, str], name: str) -> Optional[str]:
@@ -81,6 +99,8 @@ def effective(tags: Dict[str, str]) -> Optional[Policy]:
 
 
 def _weakening(old: Policy, new: Policy) -> List[str]:
+    if new.pct >= old.pct and old.holds <= new.holds:  # most changes: no reason to look for
+        return []
     # Spelled out tag by tag rather than looped over: this runs on every DMARC change.
     reasons = []
     strength = _STRENGTH
