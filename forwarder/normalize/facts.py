@@ -26,7 +26,7 @@ from .memo import MAX_TEXT
 from .message import message
 from .risk import Risk, with_reasons
 from .shape import shape_of
-from .subject import EMAIL, Domain, Identity, Kind, cached_subject
+from .subject import EMAIL, SUBJECTS, Domain, Identity, Kind, subject_of
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
@@ -130,11 +130,14 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         raw.get("action"),
         raw.get("filterable_action"),
     )
-    subject = cached_subject(user, obj, given, filterable, stream_type, bool(changes))  # a trail repeats them
+    try:  # a trail repeats them
+        subject = SUBJECTS[bool(changes)][(user, obj, given, filterable, stream_type)]
+    except TypeError:  # a list or an object among them: no key
+        subject = subject_of(user, obj, given, filterable, stream_type, bool(changes))
     related = subject.related_users
     if changes and isinstance(changes, dict):
         change_map: Mapping[str, Any] = changes
-        shape = shape_of(changes)
+        shape = shape_of(tuple(changes))
         names, listed = shape.names, shape.listed
         roles = role_names(changes) if "roles" in changes else None  # a call less for most changes
         if shape.email_keys:
