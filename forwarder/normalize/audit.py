@@ -72,7 +72,10 @@ def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     if not ((pair.__class__ is list or isinstance(pair, list)) and len(pair) == 2):  # as_pair, no call
         return None
     before, after = pair
-    if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
+    if not (
+        (before is None or before.__class__ is str or isinstance(before, str))  # exact str: no call
+        and (after is None or after.__class__ is str or isinstance(after, str))
+    ):
         return None
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)

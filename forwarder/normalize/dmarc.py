@@ -99,8 +99,6 @@ def effective(tags: Dict[str, str]) -> Optional[Policy]:
 
 
 def _weakening(old: Policy, new: Policy) -> List[str]:
-    if new.pct >= old.pct and old.holds <= new.holds:  # most changes: no reason to look for
-        return []
     # Spelled out tag by tag rather than looped over: this runs on every DMARC change.
     reasons = []
     strength = _STRENGTH
@@ -140,7 +138,12 @@ def reasons(
     record on that side), ``after`` the new record's text."""
     if old is None:
         return [], []
-    weakened = [removal_reason(after)] if new is None else _weakening(old, new)
+    if new is None:
+        weakened = [removal_reason(after)]
+    elif new.pct >= old.pct and old.holds <= new.holds:  # most changes: no reason to look for, no call
+        weakened = []
+    else:
+        weakened = _weakening(old, new)
     visibility = []
     if old.rua and not (new and new.rua):
         visibility.append("rua_removed")
