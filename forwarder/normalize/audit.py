@@ -10,6 +10,7 @@ from . import dmarc, txtrecords
 from . import roles as role_analysis
 from .changes import TextSides, as_keyword, as_pair, flatten, role_list, safe_names
 from .memo import text_cache
+from .risk import REASONS, dmarc_reasons, role_reasons
 
 # The fields of an audit record in the spec; any other goes to extra.
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
@@ -24,22 +25,28 @@ def audit_of(
     names: Mapping[Any, str],
     roles: Optional[Roles],
     self_change: bool,
+    reasons: List[str],
 ) -> Dict[str, Any]:
     """``emailauth.audit`` without created_at and risk. ``head`` holds its first fields (object_type,
     object, action, filterable_action), ``names`` is ``safe_names(change_map)``, ``roles`` is
     ``role_names(change_map)``, ``self_change`` whether the record's user is its object
-    (``roles.same_user``)."""
+    (``roles.same_user``). The risk reasons of the analyses (``risk.REASONS``) are added to
+    ``reasons`` as each is made: the risk need not look for them in the audit again."""
     audit = dict(head)
     if change_map:
         texts: List[Tuple[str, TextSides]] = []
         audit["changes"] = flatten(change_map, names, texts)
         if roles:
-            audit["roles"] = role_analysis.analyze(*roles, self_change).fields()
+            part = audit["roles"] = role_analysis.analyze(*roles, self_change).fields()
+            reasons += role_reasons(part)
         analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
         if analysis:
             audit["dmarc"] = analysis
+            reasons += dmarc_reasons(analysis)
         if texts:
-            audit.update(txtrecords.fields(texts))
+            for kind, part in txtrecords.fields(texts).items():  # spf, then dkim
+                audit[kind] = part
+                reasons += REASONS[kind](part)
     else:
         changes = raw.get("changes")
         if changes not in (None, {}):
@@ -61,18 +68,19 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """``emailauth.audit.dmarc`` of a ``dmarc_txt_record`` change pair (None when it is not one)."""
-    pair = as_pair(change_map.get(_DMARC_KEY))
-    if not pair:
+    pair = change_map.get(_DMARC_KEY)
+    if not ((pair.__class__ is list or isinstance(pair, list)) and len(pair) == 2):  # as_pair, no call
         return None
     before, after = pair
-    if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
+    if not (
+        (before is None or before.__class__ is str or isinstance(before, str))  # exact str: no call
+        and (after is None or after.__class__ is str or isinstance(after, str))
+    ):
         return None
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)
     weakened, visibility = dmarc.reasons(old, new, after)
-    out: Dict[str, Any] = {}
-    if old_tags:
-        out["before"] = old_tags.copy()
+    out: Dict[str, Any] = {"before": old_tags.copy()} if old_tags else {}  # the cache's: copied
     if new_tags:
         out["after"] = new_tags.copy()
     out["weakened"] = bool(weakened)

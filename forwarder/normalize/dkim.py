@@ -129,9 +129,10 @@ class DkimChange(NamedTuple):  # one per change record: built by new_tuple, with
     def weakened(self) -> bool:
         return bool(self.weakened_reasons)
 
-    def fields(self) -> Dict[str, Any]:
-        """The ``emailauth.audit.dkim`` object of an ECS event (without ``change``)."""
-        out = side_fields(self.before, self.after)
+    def fields(self, out: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The ``emailauth.audit.dkim`` object of an ECS event, written into ``out`` when given (its
+        first fields: ``change``)."""
+        out = side_fields({} if out is None else out, self.before, self.after)
         out["revoked"] = self.revoked
         out["removed"] = self.removed
         out["weakened"] = bool(self.weakened_reasons)

@@ -17,10 +17,9 @@ A change from no valid record (absent or broken) can weaken nothing: nothing was
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from .memo import text_cache
 from .tags import parse_tags, removal_reason
 
 _STRENGTH = {"none": 0, "quarantine": 1, "reject": 2}
@@ -39,6 +38,24 @@ class Policy:
     aspf: str
     rua: bool
     ruf: bool
+    # What a change must keep not to weaken the policy, pct aside (``p>=1`` for quarantine or reject,
+    # ``t=n``, ``adkim=s``...): a change that keeps all of it and does not lower pct weakens nothing,
+    # which one subset test tells (most changes; the policy is cached by its text, this made once).
+    holds: FrozenSet[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        held = [
+            f"{tag}>={rank}"
+            for tag in ("p", "sp", "np")
+            for rank in range(1, _STRENGTH[getattr(self, tag)] + 1)
+        ]
+        if not self.testing:
+            held.append("t=n")
+        if self.adkim == "s":
+            held.append("adkim=s")
+        if self.aspf == "s":
+            held.append("aspf=s")
+        object.__setattr__(self, "holds", frozenset(held))  # frozen: set once, here
 
 
 def _policy_value(tags: Dict[str, str], name: str) -> Optional[str]:
@@ -108,10 +125,8 @@ def _weakening(old: Policy, new: Policy) -> List[str]:
     return reasons
 
 
-# A trail holds each record twice: the after of one change, the before of the next.
-@text_cache(1024)
 def read(text: str) -> Tuple[Dict[str, str], Optional[Policy]]:
-    """A record's tags and policy (shared: copy the tags)."""
+    """A record's tags and policy (not cached here: ``audit.py`` caches what it keeps of them)."""
     tags = parse_tags(text)
     return tags, effective(tags)
 
@@ -123,7 +138,12 @@ def reasons(
     record on that side), ``after`` the new record's text."""
     if old is None:
         return [], []
-    weakened = [removal_reason(after)] if new is None else _weakening(old, new)
+    if new is None:
+        weakened = [removal_reason(after)]
+    elif new.pct >= old.pct and old.holds <= new.holds:  # most changes: no reason to look for, no call
+        weakened = []
+    else:
+        weakened = _weakening(old, new)
     visibility = []
     if old.rua and not (new and new.rua):
         visibility.append("rua_removed")

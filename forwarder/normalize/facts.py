@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..records import AuditRecord
 from . import new_tuple
@@ -24,9 +24,9 @@ from .audit import SPEC_FIELDS, Roles, audit_of, role_names
 from .changes import as_pair
 from .memo import MAX_TEXT
 from .message import message
-from .risk import Risk, raised
+from .risk import Risk, with_reasons
 from .shape import shape_of
-from .subject import EMAIL, Domain, Identity, Kind, cached_subject
+from .subject import EMAIL, SUBJECTS, Domain, Identity, Kind, subject_of
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 _NO_NAMES: Mapping[Any, str] = MappingProxyType({})
@@ -58,6 +58,10 @@ PlainKey = Tuple[Optional[str], Optional[str], Optional[str], Optional[str], str
 
 
 def facts(record: AuditRecord) -> Facts:
+    raw = record.raw
+    changes = raw.get("changes")
+    if changes and changes.__class__ is dict:  # a change record (plain_key has none): no key looked for
+        return _derive(raw, record.object_type)
     key = plain_key(record)
     return plain_facts(key) if key else derive(record)
 
@@ -126,18 +130,22 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
         raw.get("action"),
         raw.get("filterable_action"),
     )
-    subject = cached_subject(user, obj, given, filterable, stream_type, bool(changes))  # a trail repeats them
+    try:  # a trail repeats them
+        subject = SUBJECTS[bool(changes)][(user, obj, given, filterable, stream_type)]
+    except TypeError:  # a list or an object among them: no key
+        subject = subject_of(user, obj, given, filterable, stream_type, bool(changes))
     related = subject.related_users
     if changes and isinstance(changes, dict):
         change_map: Mapping[str, Any] = changes
-        shape = shape_of(changes)
+        shape = shape_of(tuple(changes))
         names, listed = shape.names, shape.listed
         roles = role_names(changes) if "roles" in changes else None  # a call less for most changes
         if shape.email_keys:
             related = _related_users(related, changes, shape.email_keys)
     else:
         change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
-    audit = audit_of(raw, subject.head, change_map, names, roles, subject.self_change)
+    reasons: List[str] = []
+    audit = audit_of(raw, subject.head, change_map, names, roles, subject.self_change, reasons)
     action = subject.action
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
@@ -149,7 +157,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             names,
             roles,
             audit,
-            raised(subject.risk, audit),
+            with_reasons(subject.risk, reasons) if reasons else subject.risk,
             subject.actor,
             subject.target,
             subject.domain,

@@ -28,7 +28,7 @@ the platform's admin-level roles (``roles.py``) count.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple
 
 from . import new_tuple
 
@@ -73,7 +73,7 @@ _RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order
 
 # The reasons of each analysis, spelled out: one call per analysis present, reading the fields it
 # decides on, rather than a table of flags walked for every analysis (this runs on every change record).
-def _role_reasons(part: Part) -> List[str]:
+def role_reasons(part: Part) -> List[str]:
     admin = part.get("admin_added")
     found = ["admin_role_granted"] if admin else []
     if part.get("all_removed"):
@@ -86,12 +86,12 @@ def _role_reasons(part: Part) -> List[str]:
     return found
 
 
-def _dmarc_reasons(part: Part) -> List[str]:
+def dmarc_reasons(part: Part) -> List[str]:
     lost = ["dmarc_reports_removed"] if part.get("visibility_reduced") else []
     return ["dmarc_weakened", *lost] if part.get("weakened") else lost
 
 
-def _spf_reasons(part: Part) -> List[str]:
+def spf_reasons(part: Part) -> List[str]:
     reasons = part.get("weakened_reasons") or ()
     found = ["spf_over_lookup_limit"] if part.get("over_lookup_limit") else []
     if "all_pass" in reasons:
@@ -101,7 +101,7 @@ def _spf_reasons(part: Part) -> List[str]:
     return found
 
 
-def _dkim_reasons(part: Part) -> List[str]:
+def dkim_reasons(part: Part) -> List[str]:
     found = ["dkim_key_revoked"] if part.get("revoked") else []
     if part.get("removed"):
         found.append("dkim_record_removed")
@@ -110,12 +110,13 @@ def _dkim_reasons(part: Part) -> List[str]:
     return found
 
 
-_ANALYSES: Tuple[Tuple[str, Callable[[Part], List[str]]], ...] = (
-    ("roles", _role_reasons),
-    ("dmarc", _dmarc_reasons),
-    ("spf", _spf_reasons),
-    ("dkim", _dkim_reasons),
-)
+# By analysis, in the order their reasons are found.
+REASONS: Dict[str, Callable[[Part], List[str]]] = {
+    "roles": role_reasons,
+    "dmarc": dmarc_reasons,
+    "spf": spf_reasons,
+    "dkim": dkim_reasons,
+}
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
@@ -135,10 +136,16 @@ def raised(risk: Risk, audit: Mapping[str, Any]) -> Risk:
     """``risk`` (``action_risk`` of the event's action) with the reasons of the analyses in
     ``audit``: ``risk`` itself when they find none."""
     found: List[str] = []
-    for name, reasons in _ANALYSES:
+    for name, reasons in REASONS.items():
         part = audit.get(name)
         if part is not None:
             found += reasons(part)
+    return with_reasons(risk, found)
+
+
+def with_reasons(risk: Risk, found: List[str]) -> Risk:
+    """``risk`` with the reasons the analyses found (``found``, extended): ``risk`` itself when
+    there are none."""
     if not found:
         return risk
     found += risk.reasons

@@ -14,6 +14,7 @@ from . import new_tuple
 from .changes import role_diff
 
 ADMIN_ROLES = frozenset({"OrganizationAdminRole", "UserAdminRole", "PolicyAdminRole", "ThreatAdminRole"})
+_IS_ADMIN = ADMIN_ROLES.__contains__
 
 
 class RoleChange(NamedTuple):  # one per change record: built by new_tuple, without its Python __new__
@@ -50,8 +51,9 @@ def analyze(before: Sequence[str], after: Sequence[str], self_change: bool) -> R
         (
             added,
             removed,
-            [role for role in added if role in ADMIN_ROLES],
-            [role for role in removed if role in ADMIN_ROLES],
+            # filtered in C, not in a comprehension's frame; an empty side (one of them, mostly) not at all
+            [*filter(_IS_ADMIN, added)] if added else [],
+            [*filter(_IS_ADMIN, removed)] if removed else [],
             self_change,
             bool(before) and not after,
         ),

@@ -18,11 +18,6 @@ class Shape(NamedTuple):
     email_keys: Tuple[Any, ...]  # the keys whose values are email addresses (related.user)
 
 
-def shape_of(change_map: Mapping[Any, Any]) -> Shape:
-    """The ``Shape`` of a change map's keys (cached when they are text, as JSON keys are)."""
-    return _cached_shape(tuple(change_map))
-
-
 def _shape(keys: Tuple[Any, ...]) -> Shape:
     names = safe_names(keys)
     emails = []
@@ -33,4 +28,6 @@ def _shape(keys: Tuple[Any, ...]) -> Shape:
     return Shape(names, ", ".join(sorted(names.values())), tuple(emails))
 
 
-_cached_shape = text_cache(4096)(_shape)
+# The ``Shape`` of a change map's keys, ``shape_of(tuple(change_map))``: a Memo's lookup (no Python
+# call for a hit), cached when the keys are text, as JSON keys are.
+shape_of = text_cache(4096)(_shape)

@@ -101,9 +101,10 @@ class SpfChange(NamedTuple):  # one per change record: built by new_tuple, witho
     def over_lookup_limit(self) -> bool:
         return self.after is not None and self.after.lookups > LOOKUP_LIMIT
 
-    def fields(self) -> Dict[str, Any]:
-        """The ``emailauth.audit.spf`` object of an ECS event (without ``change``)."""
-        out = side_fields(self.before, self.after)
+    def fields(self, out: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The ``emailauth.audit.spf`` object of an ECS event, written into ``out`` when given (its
+        first fields: ``change``)."""
+        out = side_fields({} if out is None else out, self.before, self.after)
         out["targets_added"] = self.targets_added
         out["targets_removed"] = self.targets_removed
         out["over_lookup_limit"] = self.over_lookup_limit

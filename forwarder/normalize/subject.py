@@ -4,7 +4,7 @@ category and type), the first fields of ``emailauth.audit``, the message's headl
 record without analyses.
 
 A trail repeats its users, domains and actions, and a change record names them as a login does, so
-all of it is cached by those values when they are short strings or nulls (``cached_subject``).
+all of it is cached by those values when they are short strings or nulls (``SUBJECTS``).
 """
 
 from __future__ import annotations
@@ -104,16 +104,6 @@ def subject_of(
     )
 
 
-def cached_subject(
-    user: Any, obj: Any, given: Any, filterable: Any, stream_type: str, has_changes: bool
-) -> Subject:
-    """``subject_of``, cached when the values are short texts or nulls (``memo.Memo``)."""
-    try:
-        return _SUBJECTS[has_changes][(user, obj, given, filterable, stream_type)]
-    except TypeError:  # a list or an object: no key
-        return subject_of(user, obj, given, filterable, stream_type, has_changes)
-
-
 def _without_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
     return subject_of(*key, False)
 
@@ -122,7 +112,11 @@ def _with_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:
     return subject_of(*key, True)
 
 
-_SUBJECTS = (Memo(_without_changes, _CACHE_SIZE), Memo(_with_changes, _CACHE_SIZE))
+# ``subject_of`` by (user, object, action, filterable_action, stream type), without and with changes:
+# looked up by the caller (``SUBJECTS[has_changes][key]``, no Python call for a hit), and kept when
+# the values are short texts or nulls (``memo.Memo``); a list or an object among them raises
+# TypeError (call ``subject_of``).
+SUBJECTS = (Memo(_without_changes, _CACHE_SIZE), Memo(_with_changes, _CACHE_SIZE))
 
 
 @text_cache(_CACHE_SIZE)

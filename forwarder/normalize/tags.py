@@ -37,10 +37,9 @@ def removal_reason(after: Optional[str]) -> str:
     return "record_invalid" if after and after.strip() else "record_removed"
 
 
-def side_fields(before: Any, after: Any) -> Dict[str, Any]:
-    """The ``before`` and ``after`` objects of a record change's fields: each side's own ``fields()``,
-    a side without a record (None) left out."""
-    out: Dict[str, Any] = {}
+def side_fields(out: Dict[str, Any], before: Any, after: Any) -> Dict[str, Any]:
+    """``out`` with the ``before`` and ``after`` objects of a record change's fields: each side's own
+    ``fields()``, a side without a record (None) left out."""
     if before is not None:
         out["before"] = before.fields()
     if after is not None:

@@ -40,10 +40,11 @@ def fields(texts: Iterable[Tuple[str, TextSides]]) -> Dict[str, Dict[str, Any]]:
                 held = found.get(kind)
                 if held is None or name < held[0]:  # the first change by field name
                     found[kind] = (name, sides)
-    if not found:  # most changes, DMARC ones included
-        return {}
-    return {
-        kind: {"change": found[kind][0], **analyze(*found[kind][1]).fields()}
-        for kind, _, analyze in _KINDS
-        if kind in found
-    }
+    out: Dict[str, Dict[str, Any]] = {}
+    if found:  # seldom: most changes, DMARC ones included, hold no SPF or DKIM record
+        for kind, _, analyze in _KINDS:
+            held = found.get(kind)
+            if held is not None:
+                name, sides = held
+                out[kind] = analyze(*sides).fields({"change": name})
+    return out

@@ -23,6 +23,7 @@ from forwarder.normalize.facts import _derive, _plain_facts, facts, plain_key
 from forwarder.normalize.memo import MAX_TEXT, Memo, text_cache
 from forwarder.normalize.ocsf import format_ocsf, to_ocsf
 from forwarder.normalize.plain import PlainCache
+from forwarder.normalize.risk import assess
 from forwarder.normalize.template import compile_template, hole
 from forwarder.records import AuditRecord, parse_record
 from forwarder.sim.generate import generate_org
@@ -41,6 +42,12 @@ def corpus() -> list[AuditRecord]:
 def test_cached_facts_are_the_derived_facts():
     for record in corpus():
         assert facts(record) == _derive(record.raw, record.object_type)
+
+
+def test_the_risk_of_the_analyses_as_made_is_the_risk_of_the_audit():
+    for record in corpus():
+        found = facts(record)
+        assert found.risk == assess(found.action, found.audit), record.raw
 
 
 LOGIN = {
