@@ -38,6 +38,7 @@ from . import Formatter, NormalizeOptions
 from .changes import as_text
 from .ecs import audit_fields, user_fields
 from .facts import Facts
+from .risk import Risk
 from .template import Own, Templated
 
 OCSF_VERSION = "1.8.0"
@@ -85,7 +86,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     action = found.action
     class_uid, activity_id = classify(action, audit)
     risk = found.risk
-    doc = _head(class_uid, activity_id, risk.score, risk.level).copy()  # the cached one stays as it is
+    doc = _head(class_uid, activity_id, risk.score).copy()  # the cached one stays as it is
     doc["time"] = own.time
     doc["message"] = found.message
     metadata: Dict[str, Any] = {
@@ -113,10 +114,11 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)  # a few classes, activities and scores
-def _head(class_uid: int, activity_id: int, score: int, level: str) -> Dict[str, Any]:
-    """The event's first fields, which its class, activity and risk decide, in their order; ``time``,
-    ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares nothing
-    that can change."""
+def _head(class_uid: int, activity_id: int, score: int) -> Dict[str, Any]:
+    """The event's first fields, which its class, activity and risk score decide, in their order;
+    ``time``, ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares
+    nothing that can change."""
+    level = Risk(score, []).level  # the score decides it: read here, once per cached head
     class_name, activity_name = CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk_level_id, risk_level = RISK_LEVEL[level]
     return {
