@@ -37,12 +37,11 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict
 
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
-from .changes import as_pair
-from .facts import Facts, Roles
+from .facts import Facts
 from .template import Own, Templated
 
 ECS_VERSION = "9.4.0"
@@ -109,31 +108,31 @@ def audit_fields(created_at: str, found: Facts) -> Dict[str, Any]:
 
 def user_fields(found: Facts) -> Dict[str, Any]:
     """ECS ``user``: the actor, the affected user in its prior state (``target``), the new values
-    (``changes``); empty when the record names nobody."""
-    if found.target.fields and found.action != "user.login":
-        user: Dict[str, Any] = found.actor.fields.copy()
-        user["target"] = found.target.fields.copy()
-        _profile_changes(user, found.change_map, found.roles)
-        return user
-    return found.actor.fields.copy()
-
-
-def _profile_changes(user: Dict[str, Any], change_map: Mapping[str, Any], roles: Optional[Roles]) -> None:
-    """ECS keeps the prior state in user.target and only the new values in user.changes."""
+    (``changes``); empty when the record names nobody. ECS keeps the prior state in user.target and
+    only the new values in user.changes."""
+    if not found.target.fields or found.action == "user.login":
+        return found.actor.fields.copy()
+    user: Dict[str, Any] = found.actor.fields.copy()
+    target: Dict[str, Any] = found.target.fields.copy()
+    user["target"] = target
     changed: Dict[str, Any] = {}
+    change_map = found.change_map
     for name in _PROFILE_FIELDS:
-        pair = as_pair(change_map.get(name))
-        if not pair:
+        pair = change_map.get(name)
+        # as_pair spelled out (no call): this runs for every change record with a user object
+        if not (pair.__class__ is list or isinstance(pair, list)) or len(pair) != 2:
             continue
         before, after = pair
         if isinstance(after, str):
             changed[name] = after
-        if isinstance(before, str) and name not in user["target"]:
-            user["target"][name] = before
+        if isinstance(before, str) and name not in target:
+            target[name] = before
+    roles = found.roles
     if roles:
-        user["target"]["roles"], changed["roles"] = roles
+        target["roles"], changed["roles"] = roles
     if changed:
         user["changes"] = changed
+    return user
 
 
 _FORMAT = Templated(render, time_in_ms=False)

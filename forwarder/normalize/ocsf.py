@@ -31,13 +31,14 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
 from .changes import as_text
 from .ecs import audit_fields, user_fields
-from .facts import Domain, Facts
+from .facts import Facts
+from .risk import Risk
 from .template import Own, Templated
 
 OCSF_VERSION = "1.8.0"
@@ -85,7 +86,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     action = found.action
     class_uid, activity_id = classify(action, audit)
     risk = found.risk
-    doc = _head(class_uid, activity_id, risk.score, risk.level).copy()  # the cached one stays as it is
+    doc = _head(class_uid, activity_id, risk.score).copy()  # the cached one stays as it is
     doc["time"] = own.time
     doc["message"] = found.message
     metadata: Dict[str, Any] = {
@@ -113,10 +114,11 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)  # a few classes, activities and scores
-def _head(class_uid: int, activity_id: int, score: int, level: str) -> Dict[str, Any]:
-    """The event's first fields, which its class, activity and risk decide, in their order; ``time``,
-    ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares nothing
-    that can change."""
+def _head(class_uid: int, activity_id: int, score: int) -> Dict[str, Any]:
+    """The event's first fields, which its class, activity and risk score decide, in their order;
+    ``time``, ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares
+    nothing that can change."""
+    level = Risk(score, []).level  # the score decides it: read here, once per cached head
     class_name, activity_name = CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk_level_id, risk_level = RISK_LEVEL[level]
     return {
@@ -143,12 +145,12 @@ def _head(class_uid: int, activity_id: int, score: int, level: str) -> Dict[str,
 
 def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
     """(class_uid, activity_id) for a filterable_action and the ECS ``emailauth.audit`` fields."""
-    verb = action.rpartition(".")[2]
     if action == "user.login":
         return AUTHENTICATION, 1
     if action == "user.update_roles":
         roles = audit.get("roles", {})
         return USER_ACCESS, 1 if roles.get("added") else 2 if roles.get("removed") else OTHER
+    verb = action.rpartition(".")[2]
     if audit["object_type"] == "user":
         return ACCOUNT_CHANGE, _ACCOUNT_ACTIVITIES.get(verb, OTHER)
     if verb.startswith("update"):
@@ -186,8 +188,19 @@ def _add_class_fields(
         # the new full_name and email over the prior state (_user reads no other of user.changes)
         doc["user_result"] = _user({**target, **user.get("changes", {})})
     else:
-        entity = _entity(audit, found.domain)
-        before, after = _sides(audit)
+        # the entity and the sides of its change pairs spelled out here: half the change records
+        domain = found.domain
+        if domain:  # as ECS entity.target
+            entity = {"name": domain.given, "uid": domain.unicode or domain.given, "type": "domain"}
+        else:
+            name = as_text(audit.get("object"))  # a list keeps its JSON text
+            entity = {"name": name or "unknown", "type": audit["object_type"]}
+        before: Dict[str, Any] = {}
+        after: Dict[str, Any] = {}
+        for key, entry in (audit.get("changes") or {}).items():
+            if "before" in entry:  # a pair (``changes.flatten``): both sides, else a lone value
+                before[key] = entry["before"]
+                after[key] = entry["after"]
         doc["entity"] = {**entity, "data": before} if before else entity
         if activity_id != 4:
             doc["entity_result"] = {**entity, "data": after} if after else entity.copy()
@@ -201,25 +214,6 @@ def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:
     if ident.get("full_name"):
         user["full_name"] = ident["full_name"]
     return user
-
-
-def _entity(audit: Mapping[str, Any], domain: Optional[Domain]) -> Dict[str, Any]:
-    if domain:  # as ECS entity.target
-        return {"name": domain.given, "uid": domain.unicode or domain.given, "type": "domain"}
-    name = as_text(audit.get("object"))  # a list keeps its JSON text
-    return {"name": name or "unknown", "type": audit["object_type"]}
-
-
-def _sides(audit: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """``{name: value}`` of the before and of the after side of every change pair: one loop."""
-    before: Dict[str, Any] = {}
-    after: Dict[str, Any] = {}
-    for name, entry in (audit.get("changes") or {}).items():
-        if "before" in entry:
-            before[name] = entry["before"]
-        if "after" in entry:
-            after[name] = entry["after"]
-    return before, after
 
 
 _FORMAT = Templated(render, time_in_ms=True)

@@ -34,7 +34,7 @@ from ..events import Event
 from ..records import AuditRecord
 from ..timeutil import format_us
 from . import NormalizeOptions, new_tuple
-from .facts import Facts, PlainKey, facts, plain_facts
+from .facts import Facts, PlainKey, derive, facts, plain_facts
 from .plain import PlainCache, TextCache, around_created_at
 
 _TOKEN = secrets.token_hex(16)
@@ -125,15 +125,20 @@ class Templated:
         # A user's logins differ only in created_at (and id): their event.original is baked into
         # their template rather than escaped one by one, which costs more than the rest of the fill.
         self._baked: TextCache[Template] = TextCache(_CACHE_SIZE)
-        self._stamp: Tuple[Any, bytes] = (None, b"")  # the last options value and its ingest time's bytes
+        # the last options value, its ingest time's bytes in a template and its value in a document
+        self._stamp: Tuple[Any, bytes, Any] = (None, b"", None)
 
     def event(self, record: AuditRecord, opts: NormalizeOptions) -> Event:
         """The record's event. A login whose canonical text was baked (``TextCache``) is filled here,
         in one call: most of a trail, where each call of the rest costs a tenth of the fill."""
-        known, ingest = self._stamp
+        raw, event_id, ts_us, _, _, created = record  # one unpacking: cheaper than each field by name
+        # Changes holding anything: no plain key (``candidate_key``), so no template serves; the
+        # facts derived at once, without the text and key lookups that could only miss.
+        if raw.get("changes"):
+            return new_tuple(Event, (event_id, ts_us, self._full(derive(record), record, opts), True))
+        known, ingest, _ = self._stamp
         if known is not opts:
-            ingest = self._restamp(opts)
-        _, event_id, ts_us, _, _, created = record  # one unpacking: cheaper than each field by name
+            _, ingest, _ = self._restamp(opts)
         if created:
             given = created.encode()
             baked = self._baked.get(record, opts, given)
@@ -150,7 +155,7 @@ class Templated:
         record's text into a new one when it can, else a full render. ``ingest``: ``_stamp``'s."""
         filler = self._fillers.get(record, opts)
         if not filler:
-            return jsonutil.dumps(self._render(facts(record), opts, self.own(record, opts)))
+            return self._full(facts(record), record, opts)
         created = record.time_text
         given = created.encode() if created else jsonutil.string_content(record.raw["created_at"])
         time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
@@ -167,26 +172,36 @@ class Templated:
             filler.bakeable = False
         return template.fill((*values, jsonutil.json_in_string(record.serialized or record.canonical)))
 
+    def _full(self, found: Facts, record: AuditRecord, opts: NormalizeOptions) -> bytes:
+        """The event's bytes rendered in full from the record's facts."""
+        return jsonutil.dumps(self._render(found, opts, self.own(record, opts)))
+
     def document(self, record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
         return self._render(facts(record), opts, self.own(record, opts))
 
     def own(self, record: AuditRecord, opts: NormalizeOptions) -> Own:
-        time = record.ts_us // 1000 if self._time_in_ms else record.time_text or record.timestamp
-        original = (record.serialized or record.canonical).decode("utf-8") if opts.include_original else None
-        return new_tuple(Own, (time, record.event_id, record.raw["created_at"], self._time(opts), original))
+        raw, event_id, ts_us, _, serialized, time_text = record  # one unpacking, as in ``event``
+        known, _, ingest = self._stamp
+        if known is not opts:
+            _, _, ingest = self._restamp(opts)
+        time = ts_us // 1000 if self._time_in_ms else time_text or record.timestamp
+        original = (serialized or record.canonical).decode("utf-8") if opts.include_original else None
+        return new_tuple(Own, (time, event_id, raw["created_at"], ingest, original))
 
     def _time(self, opts: NormalizeOptions) -> Any:
         """The ingest time as the event holds it."""
         us = opts.ingest_time_us
         return us // 1000 if self._time_in_ms else _ingest_text(us)
 
-    def _restamp(self, opts: NormalizeOptions) -> bytes:
-        """The ingest time's bytes in a template's hole, kept with ``opts`` (one options value a pass)."""
-        stamp = jsonutil.dumps(self._time(opts))
+    def _restamp(self, opts: NormalizeOptions) -> Tuple[Any, bytes, Any]:
+        """The ingest time's bytes in a template's hole and its value, kept with ``opts`` (one options
+        value a pass)."""
+        value = self._time(opts)
+        stamp = jsonutil.dumps(value)
         if not self._time_in_ms:
             stamp = stamp[1:-1]  # a text hole: its quotes are the template's
-        self._stamp = (opts, stamp)
-        return stamp
+        self._stamp = kept = (opts, stamp, value)
+        return kept  # not self._stamp: another thread may have stamped its own since
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Filler]:
         count = 5 if opts.include_original else 4

@@ -194,6 +194,21 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
             assert format_cef(record, opts).body == to_cef(record, opts).encode(), record.raw
 
 
+def test_only_a_record_with_changes_is_rendered_from_facts_derived_at_once(monkeypatch):
+    """Changes holding anything leave a record no plain key: its event is rendered from its derived
+    facts without a template lookup. Changes {} or null (or none) leave it to the templates."""
+    derived: List[object] = []
+    monkeypatch.setattr(
+        template, "derive", lambda record: derived.append(record.raw["changes"]) or facts(record)
+    )
+    values = [{"a": [1, 2]}, ["x"], "x", True, 2, {}, None, [], "", False, 0]
+    for changes in values:
+        record = parse_record(dict(LOGIN, user="d@x.example", changes=changes))
+        assert format_ecs(record, OPTIONS).body == jsonutil.dumps(to_ecs(record, OPTIONS)), changes
+        assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), changes
+    assert derived == [changes for changes in values if changes for _ in ("ecs", "ocsf")]
+
+
 _SHAPES = st.fixed_dictionaries(
     {"user": st.sampled_from(["ann@example.com", 'q"\\é@example.com'])},
     optional={
