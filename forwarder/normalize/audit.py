@@ -68,14 +68,11 @@ def role_names(change_map: Mapping[str, Any]) -> Optional[Roles]:
 
 def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """``emailauth.audit.dmarc`` of a ``dmarc_txt_record`` change pair (None when it is not one)."""
-    pair = change_map.get(_DMARC_KEY)
-    if not ((pair.__class__ is list or isinstance(pair, list)) and len(pair) == 2):  # as_pair, no call
+    pair = as_pair(change_map.get(_DMARC_KEY))
+    if not pair:
         return None
     before, after = pair
-    if not (
-        (before is None or before.__class__ is str or isinstance(before, str))  # exact str: no call
-        and (after is None or after.__class__ is str or isinstance(after, str))
-    ):
+    if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
         return None
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)

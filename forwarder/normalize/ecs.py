@@ -41,6 +41,7 @@ from typing import Any, Dict
 
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
+from .changes import as_pair
 from .facts import Facts
 from .template import Own, Templated
 
@@ -118,9 +119,8 @@ def user_fields(found: Facts) -> Dict[str, Any]:
     changed: Dict[str, Any] = {}
     change_map = found.change_map
     for name in _PROFILE_FIELDS:
-        pair = change_map.get(name)
-        # as_pair spelled out (no call): this runs for every change record with a user object
-        if not (pair.__class__ is list or isinstance(pair, list)) or len(pair) != 2:
+        pair = as_pair(change_map.get(name))
+        if not pair:
             continue
         before, after = pair
         if isinstance(after, str):

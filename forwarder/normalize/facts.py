@@ -157,7 +157,7 @@ def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
             names,
             roles,
             audit,
-            with_reasons(subject.risk, reasons) if reasons else subject.risk,
+            with_reasons(subject.risk, reasons),
             subject.actor,
             subject.target,
             subject.domain,

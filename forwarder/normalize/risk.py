@@ -120,8 +120,14 @@ REASONS: Dict[str, Callable[[Part], List[str]]] = {
 
 
 def assess(action: str, audit: Mapping[str, Any]) -> Risk:
-    """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields."""
-    return raised(action_risk(action), audit)
+    """The risk of one ECS event, from its ``event.action`` and ``emailauth.audit`` fields. Facts
+    get the same risk as they build the audit (``audit_of`` collects each analysis's reasons)."""
+    found: List[str] = []
+    for name, reasons in REASONS.items():
+        part = audit.get(name)
+        if part is not None:
+            found += reasons(part)
+    return with_reasons(action_risk(action), found)
 
 
 def action_risk(action: str) -> Risk:
@@ -130,17 +136,6 @@ def action_risk(action: str) -> Risk:
     if action.startswith("domain.") and action.rpartition(".")[2] in ("destroy", "delete"):
         return new_tuple(Risk, (max(base, WEIGHTS["domain_deleted"]), ["domain_deleted"]))
     return new_tuple(Risk, (base, []))
-
-
-def raised(risk: Risk, audit: Mapping[str, Any]) -> Risk:
-    """``risk`` (``action_risk`` of the event's action) with the reasons of the analyses in
-    ``audit``: ``risk`` itself when they find none."""
-    found: List[str] = []
-    for name, reasons in REASONS.items():
-        part = audit.get(name)
-        if part is not None:
-            found += reasons(part)
-    return with_reasons(risk, found)
 
 
 def with_reasons(risk: Risk, found: List[str]) -> Risk:
