@@ -1,3 +1,5 @@
+"""RunReport.to_dict: each stream is its StreamReport's fields, as dataclasses.asdict gives them."""
+
 from __future__ import annotations
 
 import dataclasses
