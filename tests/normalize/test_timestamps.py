@@ -105,6 +105,7 @@ def _outcome(parse, text):
 
 _NEAR_MISSES = [
     "2026-01-05T08:15:30.1+0000Z",  # an offset inside the fraction: the C parser reads it
+    "2026-01-05T08:15:30.+00:00Z",  # an offset for the fraction: read as a zone before Python 3.11
     "2026-01-05T08:15:30.1-0130Z",
     "2026-01-05T08:15:30.12345\u0663Z",
     "\u0662026-01-05T08:15:30.123456Z",
