@@ -80,8 +80,9 @@ def loads(data: bytes | str) -> Any:
     raw: Any = data
     if data.__class__ is not bytes and isinstance(data, str):  # a body is bytes: one check, no call
         raw = data.encode("utf-8", "surrogatepass")
-    # find, not "in": the operator goes through the buffer protocol and costs twice as much here
-    if _orjson is not None and raw.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0:
+    # partition, not find or "in", which cost more than the search itself: find parses its arguments
+    # from a tuple, "in" first tries to read the needle as an integer. [1] is empty unless found.
+    if _orjson is not None and not raw.translate(_DIGITS_AS_ZERO).partition(_LONG_RUN)[1]:
         try:
             return _orjson.loads(raw)
         except ValueError:
@@ -164,7 +165,8 @@ def canonical_native(value: Any) -> Optional[bytes]:
     surrogate): ``canonical`` then writes it, or says why not."""
     if _orjson is not None and _NATIVE_DEPTH_HOLDS:
         try:
-            return _held(_orjson.dumps(value, option=_orjson.OPT_SORT_KEYS))
+            # _held's join without its call: every record pays this one (7% of its instructions)
+            return _JOIN((_orjson.dumps(value, option=_orjson.OPT_SORT_KEYS), b""))
         except TypeError:
             pass
     return None

@@ -80,14 +80,13 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
     """Wrap one element of an audits response. Raises InvalidRecord naming the problem."""
     if not isinstance(raw, dict):
         raise InvalidRecord(f"audit record is a {type(raw).__name__}, not an object")
-    created = raw.get("created_at")
-    if not isinstance(created, str):
-        raise InvalidRecord(f"audit record has no created_at string (got {type(created).__name__})")
+    time_text = raw.get("created_at")
+    if not isinstance(time_text, str):
+        raise InvalidRecord(f"audit record has no created_at string (got {type(time_text).__name__})")
     try:
-        ts = parse_canonical(created)
-        canonical_time = ts is not None
+        ts = parse_canonical(time_text)
         if ts is None:
-            ts = parse_iso_any(created)
+            ts, time_text = parse_iso_any(time_text), ""  # carried only in the canonical form
     except (ValueError, OverflowError) as exc:
         raise InvalidRecord(f"audit record created_at is unusable: {exc}") from None
     data = canonical_native(raw)  # nearly every record: nested MAX_DEPTH levels at most
@@ -104,7 +103,7 @@ def parse_record(raw: Any, object_type: str = "user") -> AuditRecord:
     # tuple.__new__: the named tuple's own __new__ is a Python function, a third of this call's cost.
     return _new_record(
         AuditRecord,
-        (raw, _sha256(data).hexdigest(), ts, object_type, data, created if canonical_time else ""),
+        (raw, _sha256(data).hexdigest(), ts, object_type, data, time_text),
     )
 
 

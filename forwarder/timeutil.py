@@ -31,24 +31,27 @@ def parse_canonical(value: str) -> Optional[int]:
     form the API sends), else None.
 
     Cheaper than a regular expression: with the length and the separators fixed, the C parser accepts
-    only ASCII digits in the other places, or a shorter fraction followed by an offset, which the
-    naive result rules out. Whatever it refuses goes to the general parser, for its message."""
+    only ASCII digits in the other places, or (before 3.11, reading the text without its Z) an offset
+    for the fraction ("30.+00:00"), whose zone cannot be subtracted from the naive epoch. Whatever it
+    refuses goes to the general parser, for its message."""
     if len(value) == 27 and value[4:20:3] == _CANONICAL_SEPARATORS and value[26] == "Z":
         try:
-            moment = datetime.fromisoformat(value if _READS_Z else value[:-1])
-        except ValueError:
+            delta = datetime.fromisoformat(value if _READS_Z else value[:-1]) - _CANONICAL_EPOCH
+        except (ValueError, TypeError):  # TypeError: a zone before 3.11 (below), so no zone to check
             return None
-        if moment.tzinfo is _CANONICAL_ZONE and moment.year >= 1000:
-            delta = moment - _CANONICAL_EPOCH  # to_us's sum: a third of timedelta // timedelta's cost
-            return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+        # to_us's sum: a third of timedelta // timedelta's cost
+        us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+        if us >= _YEAR_1000_US:  # the year, read from the sum: an attribute less
+            return us
     return None
 
 
-# Python 3.11's fromisoformat reads the Z itself (UTC), a slice less; before it, the text without
-# its Z reads as naive, and an offset the fraction hid ("30.1+0000") shows as a zone.
+# Python 3.11's fromisoformat reads the Z itself (UTC), a slice less, and only as the last character:
+# an offset before it ("30.1+0000Z", "30.+00:00Z") is refused. Before 3.11 the text without its Z reads
+# as naive, or as zoned with such an offset.
 _READS_Z = sys.version_info >= (3, 11)
-_CANONICAL_ZONE = timezone.utc if _READS_Z else None
 _CANONICAL_EPOCH = _EPOCH if _READS_Z else _NAIVE_EPOCH
+_YEAR_1000_US = (datetime(1000, 1, 1) - _NAIVE_EPOCH) // _ONE_US
 
 
 def parse_iso_any(value: str) -> int:

@@ -38,6 +38,7 @@ def test_the_shortest_numbers_over_64_bits_are_read_exactly(engine, number):
     body = b'{"id":"1234567890123456789","n":[' + number + b"]}"
     value = jsonutil.loads(body)
     assert value["n"] == [int(number)] and jsonutil.dumps(value) == body
+    assert jsonutil.loads(number) == int(number)  # the run at the very end of the text is found too
 
 
 def test_text_that_is_not_unicode_is_read_but_never_written(engine):
