@@ -166,7 +166,8 @@ def test_risk_levels():
 
 texts = st.text(max_size=40) | st.sampled_from(
     ["v=spf1", "v=spf1 +all", "V=SPF1 redirect=", "v=DKIM1; p=", "p=", "p=AAAA", "v=DKIM1; k=ed25519; p=AA==",
-     'v=spf1 "" ~all', "v=DKIM1; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"]
+     'v=spf1 "" ~all', "v=DKIM1; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA", "v=DMARC1; p=reject",
+     "v=DMARC1 v=spf1", "v=DMARC1v=DKIM1; p=", 'v=DMARC1" "; p=AAAA']
 )  # fmt: skip
 values = json_like(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts, 3, 8)
 
