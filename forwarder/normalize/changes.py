@@ -206,4 +206,6 @@ def _role_names(items: Tuple[Any, ...]) -> Optional[Tuple[str, ...]]:
 def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:
     """(added, removed), each sorted and without duplicates."""
     old, new = set(before), set(after)
-    return sorted(new - old), sorted(old - new)
+    # a change mostly grants or takes: the side it leaves empty is found by a subset test, no set
+    # difference made and sorted
+    return ([] if new <= old else sorted(new - old)), ([] if old <= new else sorted(old - new))
