@@ -23,9 +23,8 @@ def same_user(actor: Optional[str], target: Optional[str]) -> bool:
 
 
 def analyze(before: Sequence[str], after: Sequence[str], self_change: bool) -> RoleFields:
-    """The ``emailauth.audit.roles`` object of a change from roles ``before`` to ``after``, built at
-    once (no analysis object turned into it). ``self_change``: ``same_user`` of the record's user and
-    object."""
+    """The ``emailauth.audit.roles`` object of a change from roles ``before`` to ``after``.
+    ``self_change``: ``same_user`` of the record's user and object."""
     added, removed = role_diff(before, after)
     # filtered in C, not in a comprehension's frame; an empty side (one of them, mostly) not at all
     admin_added = [*filter(_IS_ADMIN, added)] if added else []
