@@ -37,7 +37,7 @@ def audit_of(
         texts: List[Tuple[str, TextSides]] = []
         audit["changes"] = flatten(change_map, names, texts)
         if roles:
-            part = audit["roles"] = role_analysis.analyze(*roles, self_change).fields()
+            part = audit["roles"] = role_analysis.analyze(*roles, self_change)
             reasons += role_reasons(part)
         analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
         if analysis:

@@ -29,6 +29,7 @@ TextSides = Tuple[Optional[str], Optional[str]]  # (before, after) of a change o
 MAX_NAME = 64
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
 _STR = frozenset({str})
+_DMARC_START = "v=DMARC1"  # how a DMARC record starts, neither an SPF nor a DKIM record (``flatten``)
 # json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")) without building
 # the encoder on every call, as json.dumps does for any argument besides the value.
 _TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -135,9 +136,12 @@ def flatten(
 ) -> Dict[str, Dict[str, Keyword]]:
     """``{name: {"before", "after"}}`` for pairs, ``{name: {"value"}}`` otherwise, plus ``key`` if renamed.
     ``names`` is ``safe_names(changes)`` when the caller has it. ``texts``, when given, gets the
-    ``(name, (before, after))`` of each change that may hold a TXT record (``txtrecords.fields``): a
-    pair whose sides are text or null, or a lone text (``(None, text)``), with a ``=`` in some side,
-    as every tag list has. Found in this loop rather than in another one over the changes."""
+    ``(name, (before, after))`` of each change that may hold an SPF or DKIM record
+    (``txtrecords.fields``): a pair whose sides are text or null, or a lone text (``(None, text)``),
+    with a ``=`` in some side not starting ``v=DMARC1``. Every SPF or DKIM record has a ``=``; a
+    DMARC record starts so, and its first term is not ``v=spf1`` nor its ``v`` tag ``DKIM1``, so a
+    DMARC change (half the change records) is not tried as one. Found in this loop rather than in
+    another one over the changes."""
     out: Dict[str, Dict[str, Keyword]] = {}
     # as_pair and as_keyword spelled out for their usual cases (a list pair, text or null): this
     # loop runs on every change of every change record.
@@ -160,7 +164,10 @@ def flatten(
             texts is not None
             and (before is None or before.__class__ is str or isinstance(before, str))
             and (after is None or after.__class__ is str or isinstance(after, str))
-            and ((before is not None and "=" in before) or (after is not None and "=" in after))
+            and (
+                (before is not None and "=" in before and not before.startswith(_DMARC_START))
+                or (after is not None and "=" in after and not after.startswith(_DMARC_START))
+            )
         ):
             texts.append((name, (before, after)))
     return out
@@ -199,4 +206,6 @@ def _role_names(items: Tuple[Any, ...]) -> Optional[Tuple[str, ...]]:
 def role_diff(before: Iterable[str], after: Iterable[str]) -> Tuple[List[str], List[str]]:
     """(added, removed), each sorted and without duplicates."""
     old, new = set(before), set(after)
-    return sorted(new - old), sorted(old - new)
+    # a change mostly grants or takes: the side it leaves empty is found by a subset test, no set
+    # difference made and sorted
+    return ([] if new <= old else sorted(new - old)), ([] if old <= new else sorted(old - new))

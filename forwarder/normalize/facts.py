@@ -124,46 +124,42 @@ def _plain_facts(
 
 def _derive(raw: Mapping[str, Any], stream_type: str) -> Facts:
     changes = raw.get("changes")
-    user, obj, given, filterable = (
-        raw.get("user"),
-        raw.get("object"),
-        raw.get("action"),
-        raw.get("filterable_action"),
-    )
+    key = (raw.get("user"), raw.get("object"), raw.get("action"), raw.get("filterable_action"), stream_type)
     try:  # a trail repeats them
-        subject = SUBJECTS[bool(changes)][(user, obj, given, filterable, stream_type)]
+        subject = SUBJECTS[bool(changes)][key]
     except TypeError:  # a list or an object among them: no key
-        subject = subject_of(user, obj, given, filterable, stream_type, bool(changes))
-    related = subject.related_users
+        subject = subject_of(*key, bool(changes))
+    # unpacked at once: a named tuple's field read by name is a descriptor call
+    (action, display, kind, actor, target, domain, head, headline, related, cacheable, self_change, risk) = (
+        subject
+    )
     if changes and isinstance(changes, dict):
         change_map: Mapping[str, Any] = changes
-        shape = shape_of(tuple(changes))
-        names, listed = shape.names, shape.listed
+        names, listed, email_keys = shape_of(tuple(changes))
         roles = role_names(changes) if "roles" in changes else None  # a call less for most changes
-        if shape.email_keys:
-            related = _related_users(related, changes, shape.email_keys)
+        if email_keys:
+            related = _related_users(related, changes, email_keys)
     else:
         change_map, names, listed, roles = _NO_CHANGES, _NO_NAMES, "", None
     reasons: List[str] = []
-    audit = audit_of(raw, subject.head, change_map, names, roles, subject.self_change, reasons)
-    action = subject.action
+    audit = audit_of(raw, head, change_map, names, roles, self_change, reasons)
     return new_tuple(  # Facts(...) without the named tuple's __new__, a Python function
         Facts,
         (
             action,
-            subject.display,
-            subject.kind,
+            display,
+            kind,
             change_map,
             names,
             roles,
             audit,
-            with_reasons(subject.risk, reasons),
-            subject.actor,
-            subject.target,
-            subject.domain,
+            with_reasons(risk, reasons),
+            actor,
+            target,
+            domain,
             related,
-            message(subject.headline, action, subject.display, audit, listed),
-            subject.cacheable,
+            message(headline, action, display, audit, listed),
+            cacheable,
         ),
     )
 

@@ -44,14 +44,19 @@ def message(headline: str, action: str, display: Optional[str], audit: Mapping[s
 
 
 def _line(headline: str, detail: Optional[str], dmarc: Optional[Mapping[str, Any]]) -> str:
-    text = headline if detail is None else f"{headline}: {detail}"
+    # Only the detail is made one line here: ``headline`` made the headline so, the DMARC reasons are
+    # codes, and no run of control characters spans the printable ": " between them.
+    text = headline if detail is None else f"{headline}: {_one_line(detail)}"
     if dmarc and dmarc["weakened"]:
         text += " (DMARC weakened: " + ", ".join(dmarc["weakened_reasons"]) + ")"
     if dmarc and dmarc["visibility_reduced"]:
         text += " (DMARC reports lost: " + ", ".join(dmarc["visibility_reasons"]) + ")"
-    if not text.isprintable():
-        text = _CONTROL.sub(" ", text)
     return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with each run of control characters (line breaks among them) made one space."""
+    return text if text.isprintable() else _CONTROL.sub(" ", text)
 
 
 # The line of most records: a trail repeats its users, objects and actions, a kind of change its keys.
@@ -62,13 +67,13 @@ def _summary(key: Tuple[str, Optional[str]]) -> str:
 
 
 def headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
-    """Who did what to what. ``actor`` and ``target`` are the record's user and object as text
-    (``changes.as_text``), ``action`` the filterable one."""
+    """Who did what to what, on one line (a subject's: cached). ``actor`` and ``target`` are the
+    record's user and object as text (``changes.as_text``), ``action`` the filterable one."""
     actor = actor or "unknown user"
     phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
     target = target or ""
     if domain and domain.unicode != domain.given.lower().rstrip("."):
         target = f"{domain.given} ({domain.unicode})"
     if action == "user.login" or not target:
-        return f"{actor} {phrase}"
-    return f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}"
+        return _one_line(f"{actor} {phrase}")
+    return _one_line(f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}")

@@ -115,3 +115,15 @@ def test_message_is_one_bounded_line():
     short = dict(raw, object="example.org")
     message = to_ecs(parse_record(short, "domain"), OPTIONS)["message"]
     assert message == "alice@example.com updated domain example.org: Line one line two three"
+
+
+def test_a_message_is_one_line_whatever_its_headline_and_detail_hold():
+    raw = {
+        "filterable_action": "user.update_roles",
+        "user": "eve\r\n@example.com",
+        "object": "bob@example.com",
+        "changes": {"roles": [[], ["A\u2028\x00B"]]},
+        "created_at": "2026-01-02T03:04:05Z",
+    }
+    message = to_ecs(parse_record(raw), OPTIONS)["message"]
+    assert message == "eve @example.com changed roles of bob@example.com: +A B"
