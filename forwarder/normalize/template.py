@@ -131,7 +131,7 @@ class Templated:
     def event(self, record: AuditRecord, opts: NormalizeOptions) -> Event:
         """The record's event. A login whose canonical text was baked (``TextCache``) is filled here,
         in one call: most of a trail, where each call of the rest costs a tenth of the fill."""
-        raw, event_id, ts_us, _, _, created = record  # one unpacking: cheaper than each field by name
+        raw, event_id, ts_us, object_type, data, created = record  # one unpacking: cheaper than by name
         # Changes holding anything: no plain key (``candidate_key``), so no template serves; the
         # facts derived at once, without the text and key lookups that could only miss.
         if raw.get("changes"):
@@ -141,7 +141,7 @@ class Templated:
             _, ingest, _ = self._restamp(opts)
         if created:
             given = created.encode()
-            baked = self._baked.get(record, opts, given)
+            baked = self._baked.get(opts, data, object_type, given)
             if baked is not None:
                 # Event ids are hex and the canonical time ASCII without escapes: in as they are.
                 time = b"%d" % (ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
