@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forwarder import jsonutil
-from forwarder.normalize import template
+from forwarder.normalize import cef, template
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
@@ -182,6 +182,7 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
     opts = dataclasses.replace(OPTIONS, include_original=include_original)
     odd = [
         dict(LOGIN, user='q"\\\x00\u2028é@example.com', object=None),
+        dict(LOGIN, user="100%s%d%%@example.com"),  # a CEF line is a bytes format: its own % doubled
         dict(LOGIN, created_at="2026-01-05 08:15:30+02:00"),
         # equal to one another in Python, not in JSON: a cached "1" must not serve them
         *(dict(LOGIN, user=value) for value in ("1", 1, True, 1.0, ["1"], {"1": 1})),
@@ -272,11 +273,33 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
         for record in seen:
             for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
                 assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
+            assert format_cef(record, OPTIONS).body == to_cef(record, OPTIONS).encode(), record
 
     see_all()
     first_round = len(compiled)
     see_all()
     assert len(compiled) == first_round
+
+
+def test_a_login_line_is_found_by_its_text_and_filled_with_its_own_time_and_id(monkeypatch):
+    """CEF keeps a login's line by its text around created_at too: the logins of a user after the
+    first are found by their text (no plain key read), each line with its own rt and eventId; other
+    options (another vendor) have lines of their own, another pass (ingest time) shares them."""
+    found_by_key: List[AuditRecord] = []
+    plain_line = cef._plain_line
+    monkeypatch.setattr(
+        cef, "_plain_line", lambda record, opts: found_by_key.append(record) or plain_line(record, opts)
+    )
+    login = {"action": "User Login", "filterable_action": "user.login", "user": "cef%s@x.example"}
+    records = [
+        parse_record(dict(login, created_at=f"2026-01-05T08:15:{n:02d}.00{n:04d}Z")) for n in range(20)
+    ]
+    other = dataclasses.replace(OPTIONS, vendor="Other")
+    next_pass = dataclasses.replace(OPTIONS, ingest_time_us=OPTIONS.ingest_time_us + 1)
+    for opts in (OPTIONS, next_pass, other):
+        for record in records:
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record
+    assert found_by_key == [records[0], records[0]]  # per options value, the first login only
 
 
 def test_logins_sharing_an_ending_each_keep_their_template(monkeypatch):
