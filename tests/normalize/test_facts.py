@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forwarder import jsonutil
-from forwarder.normalize import cef, template
+from forwarder.normalize import cef, ecs, ocsf, template
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
@@ -243,11 +243,14 @@ def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(recor
         assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
-def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
-    """Baked templates are found by a record's canonical text around its created_at. A record with
-    the same ending but another beginning, another stream type, or its created_at also written
-    earlier in the text (where the lookup finds it first) gets its own event; once every record was
-    seen, seeing them again compiles nothing (none is baked again on every record)."""
+@pytest.mark.parametrize("include_original", [True, False])
+def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch, include_original):
+    """Templates are found by a record's canonical text around its created_at (with include_original,
+    the text baked in). A record with the same ending but another beginning, another stream type, or
+    its created_at also written earlier in the text (where the lookup finds it first) gets its own
+    event; once every record was seen, seeing them again compiles nothing (none is baked again on
+    every record)."""
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
     compiled = []
     monkeypatch.setattr(template, "compile_template", lambda *a: compiled.append(a) or compile_template(*a))
     login = {
@@ -272,13 +275,31 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
     def see_all() -> None:
         for record in seen:
             for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
-                assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
-            assert format_cef(record, OPTIONS).body == to_cef(record, OPTIONS).encode(), record
+                assert format_body(record, opts).body == jsonutil.dumps(document(record, opts)), record
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record
 
     see_all()
     first_round = len(compiled)
     see_all()
     assert len(compiled) == first_round
+
+
+@pytest.mark.parametrize("include_original", [True, False])
+@pytest.mark.parametrize("formatted", [ecs._FORMAT, ocsf._FORMAT])
+def test_a_users_logins_after_the_first_are_found_by_their_text(monkeypatch, formatted, include_original):
+    """With or without event.original, a login whose text differs from one seen before only in
+    created_at is filled at once, its template found by its text: no plain key read, no render."""
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
+    by_key: List[AuditRecord] = []
+    body = formatted._body
+    monkeypatch.setattr(
+        formatted, "_body", lambda record, *rest: by_key.append(record) or body(record, *rest)
+    )
+    login = {"action": "User Login", "filterable_action": "user.login", "user": "text@x.example"}
+    records = [parse_record(dict(login, created_at=f"2026-01-05T08:15:{n:02d}.00{n:04d}Z")) for n in range(5)]
+    for record in records:
+        assert formatted.event(record, opts).body == jsonutil.dumps(formatted.document(record, opts))
+    assert by_key == records[:1]
 
 
 def test_a_login_line_is_found_by_its_text_and_filled_with_its_own_time_and_id(monkeypatch):
