@@ -88,7 +88,13 @@ class TextCache(Generic[V]):
     """Values put for records with a plain key, found again for any record whose canonical text
     differs only in its created_at (a user's logins) by one ``partition`` and one lookup: cheaper than
     the plain key, which reads the record's fields. Kept by the text before and after created_at and
-    the stream type, per options value (``_PerOptions``)."""
+    the stream type, per options value (``_PerOptions``).
+
+    Why a record found is the one put but for created_at: ``put`` keeps a plain record's text cut
+    where its created_at's value starts and ends (a key of the top object). A record found has that
+    text with its own created_at in between, which in the canonical form holds no quote or
+    backslash: so that is the whole string the text before opens and the text after closes, the
+    record's created_at, and every other field is the one put."""
 
     def __init__(self, maxsize: int) -> None:
         self._store: _PerOptions[Tuple[bytes, bytes, str], V] = _PerOptions(maxsize)

@@ -243,6 +243,30 @@ def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(recor
         assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
+_CANONICAL_TIMES = ["2026-01-05T08:15:30.123456Z", "2026-01-05T08:15:31.000001Z"]
+# strings made of the times themselves, of what writes a key or escapes a quote, and of text
+_PIECES = st.lists(
+    st.sampled_from([*_CANONICAL_TIMES, '"', "\\", '","created_at":"', "\x00", "a"]), max_size=3
+)
+_TRICKY = st.fixed_dictionaries(
+    {"user": _PIECES.map("".join), "action": _PIECES.map("".join)},
+    optional={"object": _PIECES.map("".join), "changes": st.sampled_from([None, {}])},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_TRICKY, st.sampled_from(_CANONICAL_TIMES)), min_size=1, max_size=6))
+def test_no_text_found_serves_another_record(records):
+    """Events and lines found by a record's text around its created_at (``plain.TextCache``) are
+    the record's own, whatever its strings hold: its times, quotes, escapes or a created_at key."""
+    for fields, created in records:
+        record = parse_record(dict(fields, created_at=created))
+        for opts in (OPTIONS, dataclasses.replace(OPTIONS, include_original=False)):
+            assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
+            assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
+        assert format_cef(record, OPTIONS).body == to_cef(record, OPTIONS).encode(), record.raw
+
+
 @pytest.mark.parametrize("include_original", [True, False])
 def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch, include_original):
     """Templates are found by a record's canonical text around its created_at (with include_original,
