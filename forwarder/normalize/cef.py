@@ -71,7 +71,8 @@ def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
             line = _plain_line(record, opts)
     if line is None:
         return new_tuple(Event, (event_id, ts_us, to_cef(record, opts).encode("utf-8"), False))
-    return new_tuple(Event, (event_id, ts_us, line % (ts_us // 1000, event_id.encode()), False))  # hex
+    body = line % (ts_us // 1000, event_id.encode())  # the event id is hex: nothing to escape
+    return new_tuple(Event, (event_id, ts_us, body, False))
 
 
 def to_cef(record: AuditRecord, opts: NormalizeOptions) -> str:
