@@ -108,7 +108,7 @@ class TextCache(Generic[V]):
             if entries is None:
                 return None
         # Split at the first place of created_at: ``put`` keeps only texts where that is the value's.
-        # One call cutting both sides: a third of what finding the place and slicing there costs.
+        # One call cutting both sides: under half of what finding the place and slicing there costs.
         before, _, after = data.partition(created)
         return entries.get((before, after, object_type))
 

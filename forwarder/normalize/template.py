@@ -125,7 +125,7 @@ class Templated:
         # A user's logins differ only in created_at (and id): their template is found by their text,
         # cheaper than by their plain key, with their event.original baked in (include_original)
         # rather than escaped one by one, which costs more than the rest of the fill.
-        self._baked: TextCache[Template] = TextCache(_CACHE_SIZE)
+        self._by_text: TextCache[Template] = TextCache(_CACHE_SIZE)
         # the last options value, its ingest time's bytes in a template and its value in a document
         self._stamp: Tuple[Any, bytes, Any] = (None, b"", None)
 
@@ -142,12 +142,12 @@ class Templated:
             _, ingest, _ = self._restamp(opts)
         if created:
             given = created.encode()
-            baked = self._baked.get(opts, data, object_type, given)
-            if baked is not None:
+            found = self._by_text.get(opts, data, object_type, given)
+            if found is not None:
                 # Event ids are hex and the canonical time ASCII without escapes: in as they are.
                 time = b"%d" % (ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
                 values = (time, event_id.encode(), given, ingest)
-                body = b"".join(baked.pick(baked.parts + values))  # baked.fill, inlined
+                body = b"".join(found.pick(found.parts + values))  # found.fill, inlined
                 return new_tuple(Event, (event_id, ts_us, body, True))
         return new_tuple(Event, (event_id, ts_us, self._body(record, opts, ingest), True))
 
@@ -167,7 +167,7 @@ class Templated:
         if parts is not None:  # a text not seen yet (per options value): found by it from now on
             kept = self._bake(filler.key, opts, parts) if opts.include_original else template
             if kept is not None:
-                self._baked.put(record, opts, parts, kept)
+                self._by_text.put(record, opts, parts, kept)
                 return kept.fill(values)
             filler.bakeable = False
         if not opts.include_original:
