@@ -8,7 +8,7 @@ checked: a hit is a plain key (a list or an object cannot be hashed: no plain ke
 checks them.
 
 ``TextCache`` finds such a value again by the record's canonical text instead, for the records
-that differ from one already seen only in created_at (a user's logins): two slices and a lookup.
+that differ from one already seen only in created_at (a user's logins): one split and a lookup.
 """
 
 from __future__ import annotations
@@ -86,24 +86,31 @@ class PlainCache(Generic[V]):
 
 class TextCache(Generic[V]):
     """Values put for records with a plain key, found again for any record whose canonical text
-    differs only in its created_at (a user's logins) by two slices and one lookup: cheaper than the
-    plain key, which reads the record's fields. Kept by the text before and after created_at and the
-    stream type, per options value (``_PerOptions``)."""
+    differs only in its created_at (a user's logins) by one ``partition`` and one lookup: cheaper than
+    the plain key, which reads the record's fields. Kept by the text before and after created_at and
+    the stream type, per options value (``_PerOptions``).
+
+    Why a record found is the one put but for created_at: ``put`` keeps a plain record's text cut
+    where its created_at's value starts and ends (a key of the top object). A record found has that
+    text with its own created_at in between, which in the canonical form holds no quote or
+    backslash: so that is the whole string the text before opens and the text after closes, the
+    record's created_at, and every other field is the one put."""
 
     def __init__(self, maxsize: int) -> None:
         self._store: _PerOptions[Tuple[bytes, bytes, str], V] = _PerOptions(maxsize)
 
-    def get(self, record: AuditRecord, opts: Any, created: bytes) -> Optional[V]:
-        """``created``: the record's created_at in the canonical form (``time_text``), encoded."""
+    def get(self, opts: Any, data: bytes, object_type: str, created: bytes) -> Optional[V]:
+        """The value for a record's canonical text ``data`` (``serialized``) and stream type;
+        ``created``: its created_at in the canonical form (``time_text``), encoded."""
         known, entries = self._store.current
         if known is not opts:
             entries = self._store.adopt(opts)  # type: ignore[assignment]
             if entries is None:
                 return None
-        data = record.serialized
         # Split at the first place of created_at: ``put`` keeps only texts where that is the value's.
-        at = data.find(created)
-        return entries.get((data[:at], data[at + len(created) :], record.object_type))
+        # One call cutting both sides: under half of what finding the place and slicing there costs.
+        before, _, after = data.partition(created)
+        return entries.get((before, after, object_type))
 
     def put(self, record: AuditRecord, opts: Any, parts: Tuple[bytes, bytes], value: V) -> None:
         """Keep ``value`` for ``record`` (its plain key's) and the records differing only in created_at.

@@ -122,16 +122,17 @@ class Templated:
     ) -> None:
         self._render, self._time_in_ms = render, time_in_ms
         self._fillers: PlainCache[Optional[Filler]] = PlainCache(self._compile, _CACHE_SIZE)
-        # A user's logins differ only in created_at (and id): their event.original is baked into
-        # their template rather than escaped one by one, which costs more than the rest of the fill.
-        self._baked: TextCache[Template] = TextCache(_CACHE_SIZE)
+        # A user's logins differ only in created_at (and id): their template is found by their text,
+        # cheaper than by their plain key, with their event.original baked in (include_original)
+        # rather than escaped one by one, which costs more than the rest of the fill.
+        self._by_text: TextCache[Template] = TextCache(_CACHE_SIZE)
         # the last options value, its ingest time's bytes in a template and its value in a document
         self._stamp: Tuple[Any, bytes, Any] = (None, b"", None)
 
     def event(self, record: AuditRecord, opts: NormalizeOptions) -> Event:
-        """The record's event. A login whose canonical text was baked (``TextCache``) is filled here,
-        in one call: most of a trail, where each call of the rest costs a tenth of the fill."""
-        raw, event_id, ts_us, _, _, created = record  # one unpacking: cheaper than each field by name
+        """The record's event. A login whose template is found by its canonical text (``TextCache``) is
+        filled here, in one call: most of a trail, where each call of the rest costs a tenth of the fill."""
+        raw, event_id, ts_us, object_type, data, created = record  # one unpacking: cheaper than by name
         # Changes holding anything: no plain key (``candidate_key``), so no template serves; the
         # facts derived at once, without the text and key lookups that could only miss.
         if raw.get("changes"):
@@ -141,18 +142,19 @@ class Templated:
             _, ingest, _ = self._restamp(opts)
         if created:
             given = created.encode()
-            baked = self._baked.get(record, opts, given)
-            if baked is not None:
+            found = self._by_text.get(opts, data, object_type, given)
+            if found is not None:
                 # Event ids are hex and the canonical time ASCII without escapes: in as they are.
                 time = b"%d" % (ts_us // 1000) if self._time_in_ms else given  # JSON: an integer's digits
                 values = (time, event_id.encode(), given, ingest)
-                body = b"".join(baked.pick(baked.parts + values))  # baked.fill, inlined
+                body = b"".join(found.pick(found.parts + values))  # found.fill, inlined
                 return new_tuple(Event, (event_id, ts_us, body, True))
         return new_tuple(Event, (event_id, ts_us, self._body(record, opts, ingest), True))
 
     def _body(self, record: AuditRecord, opts: NormalizeOptions, ingest: bytes) -> bytes:
-        """The event's bytes when no baked template serves: the plain key's template, baking the
-        record's text into a new one when it can, else a full render. ``ingest``: ``_stamp``'s."""
+        """The event's bytes when no template is found by the record's text: the plain key's template,
+        kept by the text when it can serve (with include_original, a new one with the text baked
+        in), else a full render. ``ingest``: ``_stamp``'s."""
         filler = self._fillers.get(record, opts)
         if not filler:
             return self._full(facts(record), record, opts)
@@ -161,15 +163,15 @@ class Templated:
         time = b"%d" % (record.ts_us // 1000) if self._time_in_ms else record.timestamp.encode()
         values = (time, record.event_id.encode(), given, ingest)
         template = filler.template
+        parts = around_created_at(record) if created and filler.bakeable else None
+        if parts is not None:  # a text not seen yet (per options value): found by it from now on
+            kept = self._bake(filler.key, opts, parts) if opts.include_original else template
+            if kept is not None:
+                self._by_text.put(record, opts, parts, kept)
+                return kept.fill(values)
+            filler.bakeable = False
         if not opts.include_original:
             return template.fill(values)
-        parts = around_created_at(record) if created and filler.bakeable else None
-        if parts is not None:  # a text not seen yet (per options value): baked once
-            baked = self._bake(filler.key, opts, parts)
-            if baked is not None:
-                self._baked.put(record, opts, parts, baked)
-                return baked.fill(values)
-            filler.bakeable = False
         return template.fill((*values, jsonutil.json_in_string(record.serialized or record.canonical)))
 
     def _full(self, found: Facts, record: AuditRecord, opts: NormalizeOptions) -> bytes:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forwarder import jsonutil
-from forwarder.normalize import template
+from forwarder.normalize import cef, ecs, ocsf, template
 from forwarder.normalize.cef import format_cef, to_cef
 from forwarder.normalize.changes import as_keyword, as_text
 from forwarder.normalize.ecs import format_ecs, to_ecs
@@ -182,6 +182,7 @@ def test_events_filled_into_templates_are_the_rendered_events(include_original):
     opts = dataclasses.replace(OPTIONS, include_original=include_original)
     odd = [
         dict(LOGIN, user='q"\\\x00\u2028é@example.com', object=None),
+        dict(LOGIN, user="100%s%d%%@example.com"),  # a CEF line is a bytes format: its own % doubled
         dict(LOGIN, created_at="2026-01-05 08:15:30+02:00"),
         # equal to one another in Python, not in JSON: a cached "1" must not serve them
         *(dict(LOGIN, user=value) for value in ("1", 1, True, 1.0, ["1"], {"1": 1})),
@@ -242,11 +243,38 @@ def test_a_template_baked_from_one_record_serves_only_records_of_its_shape(recor
         assert format_ocsf(record, OPTIONS).body == jsonutil.dumps(to_ocsf(record, OPTIONS)), record.raw
 
 
-def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
-    """Baked templates are found by a record's canonical text around its created_at. A record with
-    the same ending but another beginning, another stream type, or its created_at also written
-    earlier in the text (where the lookup finds it first) gets its own event; once every record was
-    seen, seeing them again compiles nothing (none is baked again on every record)."""
+_CANONICAL_TIMES = ["2026-01-05T08:15:30.123456Z", "2026-01-05T08:15:31.000001Z"]
+# strings made of the times themselves, of what writes a key or escapes a quote, and of text
+_PIECES = st.lists(
+    st.sampled_from([*_CANONICAL_TIMES, '"', "\\", '","created_at":"', "\x00", "a"]), max_size=3
+)
+_TRICKY = st.fixed_dictionaries(
+    {"user": _PIECES.map("".join), "action": _PIECES.map("".join)},
+    optional={"object": _PIECES.map("".join), "changes": st.sampled_from([None, {}])},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_TRICKY, st.sampled_from(_CANONICAL_TIMES)), min_size=1, max_size=6))
+def test_no_text_found_serves_another_record(records):
+    """Events and lines found by a record's text around its created_at (``plain.TextCache``) are
+    the record's own, whatever its strings hold: its times, quotes, escapes or a created_at key."""
+    for fields, created in records:
+        record = parse_record(dict(fields, created_at=created))
+        for opts in (OPTIONS, dataclasses.replace(OPTIONS, include_original=False)):
+            assert format_ecs(record, opts).body == jsonutil.dumps(to_ecs(record, opts)), record.raw
+            assert format_ocsf(record, opts).body == jsonutil.dumps(to_ocsf(record, opts)), record.raw
+        assert format_cef(record, OPTIONS).body == to_cef(record, OPTIONS).encode(), record.raw
+
+
+@pytest.mark.parametrize("include_original", [True, False])
+def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch, include_original):
+    """Templates are found by a record's canonical text around its created_at (with include_original,
+    the text baked in). A record with the same ending but another beginning, another stream type, or
+    its created_at also written earlier in the text (where the lookup finds it first) gets its own
+    event; once every record was seen, seeing them again compiles nothing (none is baked again on
+    every record)."""
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
     compiled = []
     monkeypatch.setattr(template, "compile_template", lambda *a: compiled.append(a) or compile_template(*a))
     login = {
@@ -271,12 +299,52 @@ def test_a_baked_template_is_found_only_by_a_text_it_fits(monkeypatch):
     def see_all() -> None:
         for record in seen:
             for format_body, document in ((format_ecs, to_ecs), (format_ocsf, to_ocsf)):
-                assert format_body(record, OPTIONS).body == jsonutil.dumps(document(record, OPTIONS)), record
+                assert format_body(record, opts).body == jsonutil.dumps(document(record, opts)), record
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record
 
     see_all()
     first_round = len(compiled)
     see_all()
     assert len(compiled) == first_round
+
+
+@pytest.mark.parametrize("include_original", [True, False])
+@pytest.mark.parametrize("formatted", [ecs._FORMAT, ocsf._FORMAT])
+def test_a_users_logins_after_the_first_are_found_by_their_text(monkeypatch, formatted, include_original):
+    """With or without event.original, a login whose text differs from one seen before only in
+    created_at is filled at once, its template found by its text: no plain key read, no render."""
+    opts = dataclasses.replace(OPTIONS, include_original=include_original)
+    by_key: List[AuditRecord] = []
+    body = formatted._body
+    monkeypatch.setattr(
+        formatted, "_body", lambda record, *rest: by_key.append(record) or body(record, *rest)
+    )
+    login = {"action": "User Login", "filterable_action": "user.login", "user": "text@x.example"}
+    records = [parse_record(dict(login, created_at=f"2026-01-05T08:15:{n:02d}.00{n:04d}Z")) for n in range(5)]
+    for record in records:
+        assert formatted.event(record, opts).body == jsonutil.dumps(formatted.document(record, opts))
+    assert by_key == records[:1]
+
+
+def test_a_login_line_is_found_by_its_text_and_filled_with_its_own_time_and_id(monkeypatch):
+    """CEF keeps a login's line by its text around created_at too: the logins of a user after the
+    first are found by their text (no plain key read), each line with its own rt and eventId; other
+    options (another vendor) have lines of their own, another pass (ingest time) shares them."""
+    found_by_key: List[AuditRecord] = []
+    plain_line = cef._plain_line
+    monkeypatch.setattr(
+        cef, "_plain_line", lambda record, opts: found_by_key.append(record) or plain_line(record, opts)
+    )
+    login = {"action": "User Login", "filterable_action": "user.login", "user": "cef%s@x.example"}
+    records = [
+        parse_record(dict(login, created_at=f"2026-01-05T08:15:{n:02d}.00{n:04d}Z")) for n in range(20)
+    ]
+    other = dataclasses.replace(OPTIONS, vendor="Other")
+    next_pass = dataclasses.replace(OPTIONS, ingest_time_us=OPTIONS.ingest_time_us + 1)
+    for opts in (OPTIONS, next_pass, other):
+        for record in records:
+            assert format_cef(record, opts).body == to_cef(record, opts).encode(), record
+    assert found_by_key == [records[0], records[0]]  # per options value, the first login only
 
 
 def test_logins_sharing_an_ending_each_keep_their_template(monkeypatch):
