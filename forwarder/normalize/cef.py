@@ -35,16 +35,15 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..events import Event
 from ..records import AuditRecord
 from . import NormalizeOptions, new_tuple
-from .changes import as_text
+from .changes import as_text, safe_names
 from .facts import Facts, PlainKey, facts, plain_facts
-from .memo import MAX_TEXT
+from .memo import Memo
 from .plain import PlainCache, TextCache, around_created_at
-from .risk import Risk
 
 # ArcSight field lengths (characters) for the keys we fill.
 LIMITS = {"act": 63, "suser": 1023, "duser": 1023, "dhost": 1023, "cat": 1023, "reason": 1023, "msg": 1023}
@@ -57,8 +56,8 @@ PAIR_SLOTS = 2  # cs1..cs4
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 _FIRST_KEYS = {"roles": 0, "dmarc_txt_record": 1}  # the changes a SIEM rule most likely looks at
 _OTHER_KEYS = len(_FIRST_KEYS)
-_STR = frozenset({str})
 _EVENT_ID_LABEL = f"cs{EVENT_ID_SLOT}Label=eventId cs{EVENT_ID_SLOT}="
+_MSG_LIMIT = LIMITS["msg"]
 
 
 def format_cef(record: AuditRecord, opts: NormalizeOptions) -> Event:
@@ -116,8 +115,9 @@ _LOGIN_LINES: TextCache[bytes] = TextCache(4096)  # a plain record's text is sho
 def _parts(found: Facts, opts: NormalizeOptions) -> Parts:
     signature = found.action or "unknown"
     name = found.display_action or signature
+    level = found.risk.score // 10  # the severity (see the module docstring)
     head = (_head if found.cacheable else _head.__wrapped__)(
-        opts.vendor, opts.product, opts.product_version, signature, name, severity(found.risk)
+        opts.vendor, opts.product, opts.product_version, signature, name, level
     )
     return new_tuple(Parts, (head, *_extension(found)))  # without the named tuple's Python __new__
 
@@ -143,13 +143,16 @@ def _extension(found: Facts) -> Tuple[str, str]:
         ),
     ]
     if found.change_map:
-        parts += _change_fields(found.change_map, found.change_names)
+        _add_change_fields(parts, found.change_map)
     parts.append(_EVENT_ID_LABEL)
-    tail = [f"cn1Label=riskScore cn1={found.risk.score}"]
-    if found.risk.reasons:
-        tail.append("reason=" + escape_value(cut(",".join(found.risk.reasons), LIMITS["reason"])))
-    tail.append("msg=" + escape_value(cut(found.message, LIMITS["msg"])))
-    return " ".join(parts), " " + " ".join(tail)
+    score, reasons = found.risk
+    tail = f" cn1Label=riskScore cn1={score}"
+    if reasons:
+        tail += " reason=" + escape_value(cut(",".join(reasons), LIMITS["reason"]))
+    message = found.message  # at most 1024 characters: rarely cut
+    if len(message) > _MSG_LIMIT:
+        message = cut(message, _MSG_LIMIT)
+    return " ".join(parts), f"{tail} msg={escape_value(message)}"
 
 
 @functools.lru_cache(maxsize=4096)  # a trail repeats its actors, objects and actions; short strings only
@@ -172,10 +175,10 @@ def _subject(
     )
 
 
-def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> List[str]:
-    """cs1..cs4 (up to two change pairs) and cs5 (every change key) as escaped ``key=value`` texts."""
-    plan = _plan_of(tuple(change_map), names)
-    out: List[str] = []
+def _add_change_fields(out: List[str], change_map: Mapping[str, Any]) -> None:
+    """Adds cs1..cs4 (up to two change pairs) and cs5 (every change key) to ``out`` as escaped
+    ``key=value`` texts."""
+    plan = _PLANS[tuple(change_map)]
     slot = 0
     for key, labels in plan.ranked:
         pair = change_map[key]
@@ -193,7 +196,6 @@ def _change_fields(change_map: Mapping[str, Any], names: Mapping[Any, str]) -> L
         if slot == PAIR_SLOTS:
             break
     out.append(plan.changed)
-    return out
 
 
 class Plan(NamedTuple):
@@ -205,8 +207,9 @@ class Plan(NamedTuple):
     changed: str  # cs5: every change key
 
 
-def _plan(keys: Tuple[Any, ...], names: Mapping[Any, str]) -> Plan:
-    """``names`` are the keys' safe names, which hold nothing to escape (``[a-z0-9_]``)."""
+def _plan(keys: Tuple[Any, ...]) -> Plan:
+    """The plan of a change map's keys; their safe names hold nothing to escape (``[a-z0-9_]``)."""
+    names = safe_names(keys)
     order = sorted((_FIRST_KEYS.get(key, _OTHER_KEYS), names[key], key) for key in keys)  # names are unique
     ranked = tuple((key, tuple(_labels(name, slot) for slot in range(PAIR_SLOTS))) for _, name, key in order)
     changed = cut(",".join(sorted(names.values())), CS_LIMIT)
@@ -219,27 +222,10 @@ def _labels(name: str, slot: int) -> Tuple[str, str]:
     return f"cs{before}Label={name} before cs{before}=", f"cs{after}Label={name} after cs{after}="
 
 
-def _plan_of(keys: Tuple[Any, ...], names: Mapping[Any, str]) -> Plan:
-    """The plan of these keys, kept when they are text (JSON keys are; no 1 and true to tell apart) and
-    short (``memo.MAX_TEXT``): records of one kind carry the same keys, so a plan is mostly found by
-    one lookup, the checks made only for a new one."""
-    plan = _PLANS.get(keys)
-    if plan is None:
-        plan = _plan(keys, names)
-        if _STR.issuperset(map(type, keys)) and sum(map(len, keys)) <= MAX_TEXT:
-            if len(_PLANS) >= _PLANS_SIZE:
-                _PLANS.clear()
-            _PLANS[keys] = plan
-    return plan
-
-
-_PLANS: Dict[Tuple[str, ...], Plan] = {}
-_PLANS_SIZE = 4096
-
-
-def severity(risk: Risk) -> int:
-    """CEF severity (0-10): the risk score // 10."""
-    return risk.score // 10
+# The plan of a change map's keys, ``_PLANS[tuple(change_map)]``: records of one kind carry the same
+# keys, so a plan is mostly found by one lookup, no Python call; kept when the keys are text (JSON
+# keys are; no 1 and true to tell apart) and short (``memo.Memo``).
+_PLANS = Memo(_plan, 4096)
 
 
 def escape_header(text: str, limit: Optional[int] = None) -> str:

@@ -36,7 +36,7 @@ from typing import Any, Dict, Mapping, Tuple
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
 from .changes import as_text
-from .ecs import audit_fields, user_fields
+from .ecs import audit_fields, target_fields
 from .facts import Facts
 from .risk import Risk
 from .template import Own, Templated
@@ -82,42 +82,47 @@ def to_ocsf(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
 
 def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     """The OCSF event from the record's facts and its own values."""
-    audit = audit_fields(own.created_at, found)  # ECS emailauth.audit
+    time, event_id, created_at, ingest, original = own  # one unpacking: cheaper than each by name
+    audit = audit_fields(created_at, found)  # ECS emailauth.audit
     action = found.action
-    class_uid, activity_id = classify(action, audit)
-    risk = found.risk
-    doc = _head(class_uid, activity_id, risk.score).copy()  # the cached one stays as it is
-    doc["time"] = own.time
+    score, reasons = found.risk
+    roles = audit.get("roles")  # a role change's analysis
+    added, removed = (bool(roles["added"]), bool(roles["removed"])) if roles else (False, False)
+    head = _head if found.cacheable else _head.__wrapped__
+    doc = head(action, found.kind.object_type, added, removed, score).copy()  # the cached one stays as it is
+    class_uid, activity_id = doc["class_uid"], doc["activity_id"]  # one lookup instead of classify's work
+    doc["time"] = time
     doc["message"] = found.message
     metadata: Dict[str, Any] = {
         "version": OCSF_VERSION,
-        "uid": own.event_id,
+        "uid": event_id,
         "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
         "log_name": "emailauth.audit",
         "profiles": ["security_control"],
-        "original_time": own.created_at,
-        "processed_time": own.ingest,
+        "original_time": created_at,
+        "processed_time": ingest,
     }
     if action:
         metadata["event_code"] = action
     doc["metadata"] = metadata
-    if risk.reasons:
-        doc["risk_details"] = ", ".join(risk.reasons)
+    if reasons:
+        doc["risk_details"] = ", ".join(reasons)
     actor = found.actor.fields  # read only
     if actor.get("id"):
         doc["actor"] = {"user": _user(actor)}
     _add_class_fields(doc, class_uid, activity_id, found, audit, opts)
     doc["unmapped"] = audit
-    if own.original is not None:
-        doc["raw_data"] = own.original
+    if original is not None:
+        doc["raw_data"] = original
     return doc
 
 
-@functools.lru_cache(maxsize=256)  # a few classes, activities and scores
-def _head(class_uid: int, activity_id: int, score: int) -> Dict[str, Any]:
-    """The event's first fields, which its class, activity and risk score decide, in their order;
-    ``time``, ``message`` and ``metadata`` hold their places. Only texts and numbers: a copy shares
-    nothing that can change."""
+@functools.lru_cache(maxsize=1024)  # few actions, object types and scores; called with short strings only
+def _head(action: str, object_type: str, added: bool, removed: bool, score: int) -> Dict[str, Any]:
+    """The event's first fields, which its class, activity (``classify``) and risk score decide, in
+    their order; ``time``, ``message`` and ``metadata`` hold their places. Only texts and numbers: a
+    copy shares nothing that can change."""
+    class_uid, activity_id = classify(action, object_type, added, removed)
     level = Risk(score, []).level  # the score decides it: read here, once per cached head
     class_name, activity_name = CLASS_NAMES[class_uid], ACTIVITY_NAMES.get((class_uid, activity_id), "Other")
     risk_level_id, risk_level = RISK_LEVEL[level]
@@ -143,15 +148,15 @@ def _head(class_uid: int, activity_id: int, score: int) -> Dict[str, Any]:
     }
 
 
-def classify(action: str, audit: Mapping[str, Any]) -> Tuple[int, int]:
-    """(class_uid, activity_id) for a filterable_action and the ECS ``emailauth.audit`` fields."""
+def classify(action: str, object_type: str, added: bool, removed: bool) -> Tuple[int, int]:
+    """(class_uid, activity_id) for a filterable_action, the object type and whether a role change
+    added roles, removed some."""
     if action == "user.login":
         return AUTHENTICATION, 1
     if action == "user.update_roles":
-        roles = audit.get("roles", {})
-        return USER_ACCESS, 1 if roles.get("added") else 2 if roles.get("removed") else OTHER
+        return USER_ACCESS, 1 if added else 2 if removed else OTHER
     verb = action.rpartition(".")[2]
-    if audit["object_type"] == "user":
+    if object_type == "user":
         return ACCOUNT_CHANGE, _ACCOUNT_ACTIVITIES.get(verb, OTHER)
     if verb.startswith("update"):
         return ENTITY_MANAGEMENT, 3
@@ -172,26 +177,29 @@ def _add_class_fields(
         doc["user"] = _user(actor) if actor.get("id") else dict(UNKNOWN_USER)
         doc["service"] = {"name": opts.product}
     elif class_uid == USER_ACCESS:
-        target = user_fields(found).get("target")  # the ECS user.target: the prior state
         roles = audit.get("roles", {})
-        doc["user"] = _user(target) if target else dict(UNKNOWN_USER)
+        # the ECS user.target: the prior state
+        doc["user"] = _user(target_fields(found)[0]) if found.target.fields else dict(UNKNOWN_USER)
         doc["privileges"] = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
     elif class_uid == ACCOUNT_CHANGE:
-        user = user_fields(found)  # the ECS user: target in its prior state, changes the new values
-        target = user.get("target")
-        if not target:
+        if not found.target.fields:
             doc["user"] = dict(UNKNOWN_USER)
             return
+        target, changed = target_fields(found)  # ECS user.target (the prior state) and user.changes
         doc["user"] = _user(target)
         # the new full_name and email over the prior state (_user reads no other of user.changes)
-        doc["user_result"] = _user({**target, **user.get("changes", {})})
+        doc["user_result"] = _user({**target, **changed})
     else:
         # the entity and the sides of its change pairs spelled out here: half the change records
         domain = found.domain
         if domain:  # as ECS entity.target
-            entity = {"name": domain.given, "uid": domain.unicode or domain.given, "type": "domain"}
+            entity: Dict[str, Any] = {
+                "name": domain.given,
+                "uid": domain.unicode or domain.given,
+                "type": "domain",
+            }
         else:
             name = as_text(audit.get("object"))  # a list keeps its JSON text
             entity = {"name": name or "unknown", "type": audit["object_type"]}
@@ -201,9 +209,13 @@ def _add_class_fields(
             if "before" in entry:  # a pair (``changes.flatten``): both sides, else a lone value
                 before[key] = entry["before"]
                 after[key] = entry["after"]
-        doc["entity"] = {**entity, "data": before} if before else entity
+        doc["entity"] = entity
         if activity_id != 4:
-            doc["entity_result"] = {**entity, "data": after} if after else entity.copy()
+            doc["entity_result"] = result = entity.copy()
+            if after:
+                result["data"] = after
+        if before:  # with after: both sides of each pair
+            entity["data"] = before
 
 
 def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:

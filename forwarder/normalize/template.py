@@ -90,15 +90,13 @@ def compile_template(body: bytes, holes: int, bare: Collection[int] = ()) -> Opt
     return Template(tuple(parts), pick)
 
 
-class Own(NamedTuple):
-    """What an event takes from the record itself rather than from its facts (ECS and OCSF alike),
-    and its ingest time, which differs from one pass to the next."""
-
-    time: Any  # the event's time: the canonical text (``format_us``) or epoch milliseconds
-    event_id: str
-    created_at: str  # as given
-    ingest: Any  # the ingest time (``NormalizeOptions.ingest_time_us``), in the same form as time
-    original: Optional[str] = None  # the record's canonical text, with include_original
+# What an event takes from the record itself rather than from its facts (ECS and OCSF alike), and
+# its ingest time, which differs from one pass to the next: (time, event_id, created_at, ingest,
+# original). The event's time is the canonical text (``format_us``) or epoch milliseconds; created_at
+# as given; the ingest time (``NormalizeOptions.ingest_time_us``) in the same form as the time; the
+# record's canonical text with include_original, else None. A plain tuple, which renderers unpack:
+# a named one costs a Python-level allocation per change record, and its unpacking a slower path.
+Own = Tuple[Any, str, str, Any, Optional[str]]
 
 
 class Filler:
@@ -188,7 +186,7 @@ class Templated:
             _, _, ingest = self._restamp(opts)
         time = ts_us // 1000 if self._time_in_ms else time_text or record.timestamp
         original = (serialized or record.canonical).decode("utf-8") if opts.include_original else None
-        return new_tuple(Own, (time, event_id, raw["created_at"], ingest, original))
+        return time, event_id, raw["created_at"], ingest, original
 
     def _time(self, opts: NormalizeOptions) -> Any:
         """The ingest time as the event holds it."""
@@ -206,15 +204,16 @@ class Templated:
         return kept  # not self._stamp: another thread may have stamped its own since
 
     def _compile(self, key: PlainKey, opts: NormalizeOptions) -> Optional[Filler]:
-        count = 5 if opts.include_original else 4
-        template = self._template(key, opts, Own(*(hole(n) for n in range(count))), count)
+        original = hole(4) if opts.include_original else None
+        holes: Own = (hole(0), hole(1), hole(2), hole(3), original)
+        template = self._template(key, opts, holes, 4 if original is None else 5)
         return Filler(template, key) if template else None
 
     def _bake(self, key: PlainKey, opts: NormalizeOptions, parts: Tuple[bytes, bytes]) -> Optional[Template]:
         """The template of a plain key with a record's canonical text in place of ``event.original``,
         created_at (between ``parts``) left a hole in it."""
         original = parts[0].decode("utf-8") + hole(2) + parts[1].decode("utf-8")
-        return self._template(key, opts, Own(hole(0), hole(1), hole(2), hole(3), original), 4)
+        return self._template(key, opts, (hole(0), hole(1), hole(2), hole(3), original), 4)
 
     def _template(self, key: PlainKey, opts: NormalizeOptions, holes: Own, count: int) -> Optional[Template]:
         body = jsonutil.dumps(self._render(plain_facts(key), opts, holes))
