@@ -128,7 +128,7 @@ def target_fields(found: Facts) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     changed: Dict[str, Any] = {}
     change_map = found.change_map
     for name in _PROFILE_FIELDS:
-        if name not in change_map:  # most records change one of them at most
+        if name not in change_map:  # no as_pair call for it: most records change one of them at most
             continue
         pair = as_pair(change_map[name])
         if not pair:
