@@ -41,7 +41,7 @@ def fields(texts: Iterable[Tuple[str, TextSides]]) -> Dict[str, Dict[str, Any]]:
                 if held is None or name < held[0]:  # the first change by field name
                     found[kind] = (name, sides)
     out: Dict[str, Dict[str, Any]] = {}
-    if found:  # seldom: most changes, DMARC ones included, hold no SPF or DKIM record
+    if found:  # seldom: most changes hold no SPF or DKIM record
         for kind, _, analyze in _KINDS:
             held = found.get(kind)
             if held is not None:
