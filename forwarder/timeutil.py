@@ -36,7 +36,7 @@ def parse_canonical(value: str) -> Optional[int]:
     refuses goes to the general parser, for its message."""
     if len(value) == 27 and value[4:20:3] == _CANONICAL_SEPARATORS and value[26] == "Z":
         try:
-            delta = datetime.fromisoformat(value if _READS_Z else value[:-1]) - _CANONICAL_EPOCH
+            delta = _FROM_ISO(value if _READS_Z else value[:-1]) - _CANONICAL_EPOCH
         except (ValueError, TypeError):  # TypeError: a zone before 3.11 (below), so no zone to check
             return None
         # to_us's sum: a third of timedelta // timedelta's cost
@@ -52,6 +52,8 @@ def parse_canonical(value: str) -> Optional[int]:
 _READS_Z = sys.version_info >= (3, 11)
 _CANONICAL_EPOCH = _EPOCH if _READS_Z else _NAIVE_EPOCH
 _YEAR_1000_US = (datetime(1000, 1, 1) - _NAIVE_EPOCH) // _ONE_US
+# A classmethod read from its class is bound anew on each read: bound once, a call costs 0.06 us less.
+_FROM_ISO = datetime.fromisoformat
 
 
 def parse_iso_any(value: str) -> int:
