@@ -417,7 +417,7 @@ def test_caches_per_options_follow_the_options_value():
 def test_a_template_fills_every_place_of_a_value():
     body = jsonutil.dumps({"a": hole(1), "b": [hole(0), 2, hole(1)], "c": "id " + hole(1) + "!"})
     template = compile_template(body, 2, bare=(0,))
-    assert template is not None and template.fill((b"7", jsonutil.string_content('x\n"'))) == jsonutil.dumps(
+    assert template is not None and template(b"7", jsonutil.string_content('x\n"')) == jsonutil.dumps(
         {"a": 'x\n"', "b": [7, 2, 'x\n"'], "c": 'id x\n"!'}
     )
     assert compile_template(body, 3) is None  # a value with no place: rendered in full instead
