@@ -101,12 +101,12 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
 
 def audit_fields(created_at: str, found: Facts) -> Dict[str, Any]:
     """ECS ``emailauth.audit``: the record's time as given, the facts' audit fields, the risk."""
-    risk = found.risk
-    return {
-        "created_at": created_at,
-        **found.audit,
-        "risk": {"score": risk.score, "reasons": [*risk.reasons]},  # cached facts are shared: a copy
-    }
+    # a copy with the value in created_at's place: cheaper than a new dict with the audit merged in
+    audit = found.audit.copy()
+    audit["created_at"] = created_at
+    score, reasons = found.risk
+    audit["risk"] = {"score": score, "reasons": [*reasons]}  # cached facts are shared: a copy
+    return audit
 
 
 def user_fields(found: Facts) -> Dict[str, Any]:

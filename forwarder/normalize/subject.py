@@ -65,7 +65,9 @@ class Subject(NamedTuple):
     actor: Identity
     target: Identity
     domain: Optional[Domain]
-    head: Dict[str, Any]  # emailauth.audit's first fields: object_type, object, action, filterable_action
+    # emailauth.audit's first fields: created_at (None: each record's, in place when rendered),
+    # object_type, object, action, filterable_action
+    head: Dict[str, Any]
     headline: str  # the message's "who did what to what"
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
@@ -79,7 +81,7 @@ def subject_of(
     display, user_text, obj_text = as_text(given), as_text(user), as_text(obj)
     action = as_text(filterable) or display or ""
     kind = _kind(action, stream_type, has_changes)
-    head: Dict[str, Any] = {"object_type": kind.object_type}
+    head: Dict[str, Any] = {"created_at": None, "object_type": kind.object_type}
     for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
         if value is not None:
             head[name] = value if isinstance(value, str) else as_keyword(value)
