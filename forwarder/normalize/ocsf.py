@@ -38,7 +38,9 @@ from . import Formatter, NormalizeOptions
 from .changes import as_text
 from .ecs import audit_fields, target_fields
 from .facts import Facts
+from .memo import text_cache
 from .risk import Risk
+from .subject import identity
 from .template import Own, Templated
 
 OCSF_VERSION = "1.8.0"
@@ -107,9 +109,9 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     doc["metadata"] = metadata
     if reasons:
         doc["risk_details"] = ", ".join(reasons)
-    actor = found.actor.fields  # read only
-    if actor.get("id"):
-        doc["actor"] = {"user": _user(actor)}
+    actor_id = found.actor.fields.get("id")
+    if actor_id:
+        doc["actor"] = {"user": _actor_user(actor_id).copy()}  # the cached one stays as it is
     _add_class_fields(doc, class_uid, activity_id, found, audit, opts)
     doc["unmapped"] = audit
     if original is not None:
@@ -173,8 +175,8 @@ def _add_class_fields(
 ) -> None:
     """Adds the fields of the event's class to ``doc``; ``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
-        actor = found.actor.fields
-        doc["user"] = _user(actor) if actor.get("id") else dict(UNKNOWN_USER)
+        actor_id = found.actor.fields.get("id")
+        doc["user"] = _actor_user(actor_id).copy() if actor_id else dict(UNKNOWN_USER)
         doc["service"] = {"name": opts.product}
     elif class_uid == USER_ACCESS:
         roles = audit.get("roles", {})
@@ -216,6 +218,13 @@ def _add_class_fields(
                 result["data"] = after
         if before:  # with after: both sides of each pair
             entity["data"] = before
+
+
+@text_cache(4096)  # a trail repeats its actors
+def _actor_user(actor_id: str) -> Dict[str, Any]:
+    """The OCSF user of the actor with this id (its fields follow from it: ``subject.identity``).
+    Shared: copy it (only texts: a copy shares nothing that can change)."""
+    return _user(identity(actor_id).fields)
 
 
 def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:

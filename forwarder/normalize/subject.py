@@ -85,7 +85,7 @@ def subject_of(
     for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
         if value is not None:
             head[name] = value if isinstance(value, str) else as_keyword(value)
-    actor = _identity(user_text)
+    actor = identity(user_text)
     target = _target_user(obj_text, action, kind.object_type)
     domain = _domain(obj) if kind.object_type == "domain" else None
     related = {actor.related, target.related}
@@ -143,7 +143,7 @@ def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
     return Kind(object_type, "configuration", (change,))
 
 
-def _identity(text: Optional[str]) -> Identity:
+def identity(text: Optional[str]) -> Identity:
     """ECS user fields for one user identifier (``as_text`` of the record's value)."""
     return _identity_of(text) if text else _NOBODY
 
@@ -162,7 +162,7 @@ def _target_user(text: Optional[str], action: str, object_type: str) -> Identity
     only an email address is taken as a user."""
     if object_type != "user":
         return _NOBODY
-    target = _identity(text)
+    target = identity(text)
     return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 
