@@ -46,7 +46,7 @@ from .facts import Facts
 from .template import Own, Templated
 
 ECS_VERSION = "9.4.0"
-_PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
+PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
 
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
@@ -127,7 +127,7 @@ def target_fields(found: Facts) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     target: Dict[str, Any] = found.target.fields.copy()
     changed: Dict[str, Any] = {}
     change_map = found.change_map
-    for name in _PROFILE_FIELDS:
+    for name in PROFILE_FIELDS:
         if name not in change_map:  # no as_pair call for it: most records change one of them at most
             continue
         pair = as_pair(change_map[name])

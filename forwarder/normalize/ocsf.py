@@ -36,7 +36,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
 from .changes import as_text
-from .ecs import audit_fields, target_fields
+from .ecs import PROFILE_FIELDS, audit_fields, target_fields
 from .facts import Facts
 from .memo import text_cache
 from .risk import Risk
@@ -111,7 +111,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
         doc["risk_details"] = ", ".join(reasons)
     actor_id = found.actor.fields.get("id")
     if actor_id:
-        doc["actor"] = {"user": _actor_user(actor_id).copy()}  # the cached one stays as it is
+        doc["actor"] = {"user": _user_of(actor_id).copy()}  # the cached one stays as it is
     _add_class_fields(doc, class_uid, activity_id, found, audit, opts)
     doc["unmapped"] = audit
     if original is not None:
@@ -196,18 +196,21 @@ def _add_class_fields(
     """Adds the fields of the event's class to ``doc``; ``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
         actor_id = found.actor.fields.get("id")
-        doc["user"] = _actor_user(actor_id).copy() if actor_id else dict(UNKNOWN_USER)
+        doc["user"] = _user_of(actor_id).copy() if actor_id else dict(UNKNOWN_USER)
         doc["service"] = {"name": opts.product}
     elif class_uid == USER_ACCESS:
         roles = audit.get("roles", {})
-        # the ECS user.target: the prior state
-        doc["user"] = _user(target_fields(found)[0]) if found.target.fields else dict(UNKNOWN_USER)
+        doc["user"] = _prior_user(found) if found.target.fields else dict(UNKNOWN_USER)
         doc["privileges"] = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
     elif class_uid == ACCOUNT_CHANGE:
         if not found.target.fields:
             doc["user"] = dict(UNKNOWN_USER)
+            return
+        if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # most: both states are the user's own
+            doc["user"] = user = _prior_user(found)
+            doc["user_result"] = user.copy()
             return
         target, changed = target_fields(found)  # ECS user.target (the prior state) and user.changes
         doc["user"] = _user(target)
@@ -240,11 +243,18 @@ def _add_class_fields(
             entity["data"] = before
 
 
-@text_cache(4096)  # a trail repeats its actors
-def _actor_user(actor_id: str) -> Dict[str, Any]:
-    """The OCSF user of the actor with this id (its fields follow from it: ``subject.identity``).
-    Shared: copy it (only texts: a copy shares nothing that can change)."""
-    return _user(identity(actor_id).fields)
+def _prior_user(found: Facts) -> Dict[str, Any]:
+    """The OCSF user of the affected user in its prior state (the ECS user.target), a record naming one."""
+    if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # its own fields (and roles, not read here)
+        return _user_of(found.target.fields["id"]).copy()  # the cached one stays as it is
+    return _user(target_fields(found)[0])
+
+
+@text_cache(4096)  # a trail repeats its users
+def _user_of(user_id: str) -> Dict[str, Any]:
+    """The OCSF user of a record's user or object with this id (its ECS fields follow from it:
+    ``subject.identity``). Shared: copy it (only texts: a copy shares nothing that can change)."""
+    return _user(identity(user_id).fields)
 
 
 def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:
