@@ -47,6 +47,18 @@ from .template import Own, Templated
 
 ECS_VERSION = "9.4.0"
 PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
+# ECS ``event``: the values every event holds; the record's (None here) set in each copy
+_EVENT: Dict[str, Any] = {
+    "kind": "event",
+    "module": "emailauth",
+    "dataset": "emailauth.audit",
+    "provider": "audit",
+    "category": None,
+    "type": None,
+    "outcome": "success",  # an audit record records an action that was carried out
+    "id": None,
+    "created": None,
+}
 
 
 def to_ecs(record: AuditRecord, opts: NormalizeOptions) -> Dict[str, Any]:
@@ -58,17 +70,11 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     time, event_id, created_at, ingest, original = own  # one unpacking: cheaper than each by name
     _, category, types = found.kind
     action = found.action
-    event: Dict[str, Any] = {
-        "kind": "event",
-        "module": "emailauth",
-        "dataset": "emailauth.audit",
-        "provider": "audit",
-        "category": [category],
-        "type": [*types],
-        "outcome": "success",  # an audit record records an action that was carried out
-        "id": event_id,
-        "created": ingest,
-    }
+    event = _EVENT.copy()  # its fields in their order, cheaper than built one by one
+    event["category"] = [category]
+    event["type"] = [*types]
+    event["id"] = event_id
+    event["created"] = ingest
     if action:
         event["action"] = action
     if original is not None:
