@@ -208,7 +208,7 @@ def _add_class_fields(
         if not found.target.fields:
             doc["user"] = dict(UNKNOWN_USER)
             return
-        if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # most: both states are the user's own
+        if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # most: neither full_name nor email changes
             doc["user"] = user = _prior_user(found)
             doc["user_result"] = user.copy()
             return
