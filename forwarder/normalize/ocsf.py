@@ -97,7 +97,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     doc["message"] = found.message
     known, shape = _metadata_shape
     if known is not opts:
-        shape = _reshape(opts)
+        shape = _new_metadata_shape(opts)
     metadata = shape.copy()  # the shape's fields in their order; its containers copied below
     metadata["uid"] = event_id
     metadata["product"] = shape["product"].copy()
@@ -119,7 +119,7 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     return doc
 
 
-def _reshape(opts: NormalizeOptions) -> Dict[str, Any]:
+def _new_metadata_shape(opts: NormalizeOptions) -> Dict[str, Any]:
     """The metadata of the events made with ``opts``, the record's values left None: kept with
     ``opts`` (one options value a pass), copied into each event rather than built field by field."""
     global _metadata_shape
