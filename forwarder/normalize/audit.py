@@ -27,8 +27,9 @@ def audit_of(
     self_change: bool,
     reasons: List[str],
 ) -> Dict[str, Any]:
-    """``emailauth.audit`` without created_at and risk. ``head`` holds its first fields (object_type,
-    object, action, filterable_action), ``names`` is ``safe_names(change_map)``, ``roles`` is
+    """``emailauth.audit`` without risk, created_at a placeholder (None): the record's value takes its
+    place when an event is rendered. ``head`` holds its first fields (created_at, object_type, object,
+    action, filterable_action), ``names`` is ``safe_names(change_map)``, ``roles`` is
     ``role_names(change_map)``, ``self_change`` whether the record's user is its object
     (``roles.same_user``). The risk reasons of the analyses (``risk.REASONS``) are added to
     ``reasons`` as each is made: the risk need not look for them in the audit again."""

@@ -44,7 +44,7 @@ class Facts(NamedTuple):
     change_map: Mapping[str, Any]  # changes when it is an object, else empty
     change_names: Mapping[Any, str]  # safe_names(change_map)
     roles: Optional[Roles]  # (before, after) role names of a role change
-    audit: Dict[str, Any]  # emailauth.audit without created_at and risk
+    audit: Dict[str, Any]  # emailauth.audit without risk, created_at None (``audit.audit_of``)
     risk: Risk
     actor: Identity
     target: Identity  # the affected user; empty fields when there is none

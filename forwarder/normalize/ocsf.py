@@ -31,14 +31,16 @@ A user the record does not name is ``{"name": "unknown"}`` where OCSF requires o
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..records import AuditRecord
 from . import Formatter, NormalizeOptions
 from .changes import as_text
-from .ecs import audit_fields, target_fields
+from .ecs import PROFILE_FIELDS, audit_fields, target_fields
 from .facts import Facts
+from .memo import text_cache
 from .risk import Risk
+from .subject import identity
 from .template import Own, Templated
 
 OCSF_VERSION = "1.8.0"
@@ -93,28 +95,48 @@ def render(found: Facts, opts: NormalizeOptions, own: Own) -> Dict[str, Any]:
     class_uid, activity_id = doc["class_uid"], doc["activity_id"]  # one lookup instead of classify's work
     doc["time"] = time
     doc["message"] = found.message
-    metadata: Dict[str, Any] = {
-        "version": OCSF_VERSION,
-        "uid": event_id,
-        "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
-        "log_name": "emailauth.audit",
-        "profiles": ["security_control"],
-        "original_time": created_at,
-        "processed_time": ingest,
-    }
+    known, shape = _metadata_shape
+    if known is not opts:
+        shape = _new_metadata_shape(opts)
+    metadata = shape.copy()  # the shape's fields in their order; its containers copied below
+    metadata["uid"] = event_id
+    metadata["product"] = shape["product"].copy()
+    metadata["profiles"] = ["security_control"]
+    metadata["original_time"] = created_at
+    metadata["processed_time"] = ingest
     if action:
         metadata["event_code"] = action
     doc["metadata"] = metadata
     if reasons:
         doc["risk_details"] = ", ".join(reasons)
-    actor = found.actor.fields  # read only
-    if actor.get("id"):
-        doc["actor"] = {"user": _user(actor)}
+    actor_id = found.actor.fields.get("id")
+    if actor_id:
+        doc["actor"] = {"user": _user_of(actor_id).copy()}  # the cached one stays as it is
     _add_class_fields(doc, class_uid, activity_id, found, audit, opts)
     doc["unmapped"] = audit
     if original is not None:
         doc["raw_data"] = original
     return doc
+
+
+def _new_metadata_shape(opts: NormalizeOptions) -> Dict[str, Any]:
+    """The metadata of the events made with ``opts``, the record's values left None: kept with
+    ``opts`` (one options value a pass), copied into each event rather than built field by field."""
+    global _metadata_shape
+    shape = {
+        "version": OCSF_VERSION,
+        "uid": None,
+        "product": {"name": opts.product, "vendor_name": opts.vendor, "version": opts.product_version},
+        "log_name": "emailauth.audit",
+        "profiles": None,
+        "original_time": None,
+        "processed_time": None,
+    }
+    _metadata_shape = (opts, shape)  # one assignment: threads see the old pair or the new one
+    return shape
+
+
+_metadata_shape: Tuple[Optional[NormalizeOptions], Dict[str, Any]] = (None, {})
 
 
 @functools.lru_cache(maxsize=1024)  # few actions, object types and scores; called with short strings only
@@ -173,19 +195,22 @@ def _add_class_fields(
 ) -> None:
     """Adds the fields of the event's class to ``doc``; ``audit`` is the ECS emailauth.audit."""
     if class_uid == AUTHENTICATION:
-        actor = found.actor.fields
-        doc["user"] = _user(actor) if actor.get("id") else dict(UNKNOWN_USER)
+        actor_id = found.actor.fields.get("id")
+        doc["user"] = _user_of(actor_id).copy() if actor_id else dict(UNKNOWN_USER)
         doc["service"] = {"name": opts.product}
     elif class_uid == USER_ACCESS:
         roles = audit.get("roles", {})
-        # the ECS user.target: the prior state
-        doc["user"] = _user(target_fields(found)[0]) if found.target.fields else dict(UNKNOWN_USER)
+        doc["user"] = _prior_user(found) if found.target.fields else dict(UNKNOWN_USER)
         doc["privileges"] = (
             roles.get("added") if activity_id == 1 else roles.get("removed") if activity_id == 2 else []
         )
     elif class_uid == ACCOUNT_CHANGE:
         if not found.target.fields:
             doc["user"] = dict(UNKNOWN_USER)
+            return
+        if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # most: neither full_name nor email changes
+            doc["user"] = user = _prior_user(found)
+            doc["user_result"] = user.copy()
             return
         target, changed = target_fields(found)  # ECS user.target (the prior state) and user.changes
         doc["user"] = _user(target)
@@ -216,6 +241,20 @@ def _add_class_fields(
                 result["data"] = after
         if before:  # with after: both sides of each pair
             entity["data"] = before
+
+
+def _prior_user(found: Facts) -> Dict[str, Any]:
+    """The OCSF user of the affected user in its prior state (the ECS user.target), a record naming one."""
+    if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # its own fields (and roles, not read here)
+        return _user_of(found.target.fields["id"]).copy()  # the cached one stays as it is
+    return _user(target_fields(found)[0])
+
+
+@text_cache(4096)  # a trail repeats its users
+def _user_of(user_id: str) -> Dict[str, Any]:
+    """The OCSF user of a record's user or object with this id (its ECS fields follow from it:
+    ``subject.identity``). Shared: copy it (only texts: a copy shares nothing that can change)."""
+    return _user(identity(user_id).fields)
 
 
 def _user(ident: Mapping[str, Any]) -> Dict[str, Any]:

@@ -65,7 +65,9 @@ class Subject(NamedTuple):
     actor: Identity
     target: Identity
     domain: Optional[Domain]
-    head: Dict[str, Any]  # emailauth.audit's first fields: object_type, object, action, filterable_action
+    # emailauth.audit's first fields: created_at (None: each record's, in place when rendered),
+    # object_type, object, action, filterable_action
+    head: Dict[str, Any]
     headline: str  # the message's "who did what to what"
     related_users: Tuple[str, ...]  # the actor's and the target's, sorted
     cacheable: bool
@@ -79,11 +81,11 @@ def subject_of(
     display, user_text, obj_text = as_text(given), as_text(user), as_text(obj)
     action = as_text(filterable) or display or ""
     kind = _kind(action, stream_type, has_changes)
-    head: Dict[str, Any] = {"object_type": kind.object_type}
+    head: Dict[str, Any] = {"created_at": None, "object_type": kind.object_type}
     for name, value in (("object", obj), ("action", given), ("filterable_action", filterable)):
         if value is not None:
             head[name] = value if isinstance(value, str) else as_keyword(value)
-    actor = _identity(user_text)
+    actor = identity(user_text)
     target = _target_user(obj_text, action, kind.object_type)
     domain = _domain(obj) if kind.object_type == "domain" else None
     related = {actor.related, target.related}
@@ -141,7 +143,7 @@ def _kind(action: str, stream_type: str, has_changes: bool) -> Kind:
     return Kind(object_type, "configuration", (change,))
 
 
-def _identity(text: Optional[str]) -> Identity:
+def identity(text: Optional[str]) -> Identity:
     """ECS user fields for one user identifier (``as_text`` of the record's value)."""
     return _identity_of(text) if text else _NOBODY
 
@@ -160,7 +162,7 @@ def _target_user(text: Optional[str], action: str, object_type: str) -> Identity
     only an email address is taken as a user."""
     if object_type != "user":
         return _NOBODY
-    target = _identity(text)
+    target = identity(text)
     return target if action.startswith("user.") or "email" in target.fields else _NOBODY
 
 

@@ -80,3 +80,29 @@ def test_include_original_controls_raw_data():
     record = golden_records("user_login")[0]
     assert json.loads(to_ocsf(record, OPTIONS)["raw_data"]) == record.raw
     assert "raw_data" not in to_ocsf(record, dataclasses.replace(OPTIONS, include_original=False))
+
+
+def _containers(value, found=None):
+    """The ids of every dict and list in ``value``."""
+    found = set() if found is None else found
+    if isinstance(value, (dict, list)):
+        found.add(id(value))
+        for item in value.values() if isinstance(value, dict) else value:
+            _containers(item, found)
+    return found
+
+
+@pytest.mark.parametrize(
+    "case", ["user_update", "user_update_roles_grant", "domain_update_spf", "user_login"]
+)
+def test_events_share_no_container_with_the_caches_or_each_other(case):
+    """The actor's and the affected user's OCSF users and the metadata are copied from caches: an
+    event changed by its caller changes no other event."""
+    record = golden_records(case)[0]
+    first, second = to_ocsf(record, OPTIONS), to_ocsf(record, OPTIONS)
+    assert not _containers(first) & _containers(second)
+    expected = json.dumps(second, sort_keys=True)
+    for name in ("actor", "user", "user_result", "metadata"):
+        if isinstance(first.get(name), dict):
+            first[name].clear()
+    assert json.dumps(to_ocsf(record, OPTIONS), sort_keys=True) == expected
