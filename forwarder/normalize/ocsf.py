@@ -209,7 +209,7 @@ def _add_class_fields(
             doc["user"] = dict(UNKNOWN_USER)
             return
         if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # most: neither full_name nor email changes
-            doc["user"] = user = _prior_user(found)
+            doc["user"] = user = _unchanged_user(found)
             doc["user_result"] = user.copy()
             return
         target, changed = target_fields(found)  # ECS user.target (the prior state) and user.changes
@@ -246,8 +246,14 @@ def _add_class_fields(
 def _prior_user(found: Facts) -> Dict[str, Any]:
     """The OCSF user of the affected user in its prior state (the ECS user.target), a record naming one."""
     if found.change_map.keys().isdisjoint(PROFILE_FIELDS):  # its own fields (and roles, not read here)
-        return _user_of(found.target.fields["id"]).copy()  # the cached one stays as it is
+        return _unchanged_user(found)
     return _user(target_fields(found)[0])
+
+
+def _unchanged_user(found: Facts) -> Dict[str, Any]:
+    """The OCSF user of the affected user of a record whose changes hold neither full_name nor email:
+    the cached one of its id, copied (the cached one stays as it is)."""
+    return _user_of(found.target.fields["id"]).copy()
 
 
 @text_cache(4096)  # a trail repeats its users
