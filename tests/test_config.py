@@ -143,7 +143,8 @@ def test_every_setting_is_filled_from_exactly_one_variable():
     fields = [v.field for v in VARIABLES if v.field]
     assert len(fields) == len(set(fields))
     settings = {f.name for f in dataclasses.fields(Settings)} - {"sink"}
-    sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds"}  # FORWARDER_HTTP_TIMEOUT
+    # FORWARDER_HTTP_TIMEOUT and FORWARDER_MAX_ATTEMPTS also fill these
+    sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds", "max_attempts"}
     assert set(fields) == settings | {f"sink.{name}" for name in sink}
     assert all(v.where == EVERYWHERE for v in VARIABLES if v.field)
 

@@ -134,7 +134,9 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             (sink if target == "sink" else values)[key] = value
     problems += _credential_problems(env, values) + _splunk_token_problems(values)
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
-    sink_settings = SinkSettings(**given, timeout_seconds=values["http_timeout_s"] or 60.0)
+    sink_settings = SinkSettings(
+        **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5
+    )
     if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
         problems += sink_problems(sink_settings, values["format"] or "")
     if problems:

@@ -405,8 +405,9 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_MAX_ATTEMPTS",
-        "tries per HTTP request on 429, 5xx, a proxy's 200 web page and every transport error "
-        "(refused, reset, timeout, a body cut mid-way, the total deadline)",
+        "tries per request to the API and to the sink (HTTP, syslog, S3, Firehose) on 429, 5xx, a "
+        "proxy's 200 web page and every transport error (refused, reset, timeout, a body cut mid-way, "
+        "the total deadline)",
         Integer(1, 20),
         "5",
         field="max_attempts",

@@ -18,6 +18,7 @@ class SinkSettings:
     ca_bundle: Optional[str] = None  # a PEM file for private CAs (FORWARDER_SINK_CA_BUNDLE)
     verify_tls: bool = True
     timeout_seconds: float = 60.0
+    max_attempts: int = 5  # FORWARDER_MAX_ATTEMPTS: tries per request, the first included
     gzip: bool = True
     # Splunk HEC metadata
     index: Optional[str] = None
