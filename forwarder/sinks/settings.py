@@ -26,6 +26,7 @@ class SinkSettings:
     source: str = "emailauth-audit-forwarder"
     host: Optional[str] = None
     hec_ack: bool = False  # wait for indexer acknowledgement before a batch counts as delivered
+    http_body: str = "ndjson"  # HTTP collector: "ndjson" or "json-array" (FORWARDER_HTTP_BODY)
     # extra request headers for generic HTTP collectors (never logged)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     # how the token is presented: "" (the sink's default), "apikey" (Elasticsearch), "basic"
