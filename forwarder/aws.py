@@ -148,6 +148,12 @@ def error_code(exc: Exception) -> str:
     return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
 
 
+def message(exc: Exception) -> str:
+    """The AWS error message of a service error ("" for anything else)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Message", "")) if isinstance(response, dict) else ""
+
+
 def reason(exc: Exception) -> str:
     """What went wrong in a boto3 call, safe to show when the answer may hold a secret: the AWS error
     code, the deadline's own message (``aws_deadline``), or else only the exception's type (botocore's
