@@ -50,7 +50,8 @@ class Settings:
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
-        values = (self.client_secret, self.splunk_token, self.sink.token, *self.sink.headers.values())
+        headers = [v for k, v in self.sink.headers.items() if k.lower() != "content-type"]  # a media type
+        values = (self.client_secret, self.splunk_token, self.sink.token, *headers)
         return [s for s in values if s]
 
 

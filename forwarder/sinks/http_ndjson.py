@@ -75,7 +75,7 @@ class HttpNdjsonSink:
         token = (settings.token or "").strip()
         if token:
             headers["Authorization"] = authorization(settings.auth or "bearer", token)
-        secrets = [token, headers.get("Authorization", ""), *settings.headers.values()]
+        secrets = [token, *headers.values()]  # the Authorization and every configured header but the type
         self._poster = HttpPoster(WHO, settings, headers, secrets, retry_policy)
 
     def __repr__(self) -> str:
