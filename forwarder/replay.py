@@ -104,12 +104,13 @@ def _as_event(entry: Entry, settings: Settings) -> Tuple[Optional[Event], str]:
 
 
 def replay_holding(
-    store: StateStore, owner: str, settings: Settings, work: Callable[[Callable[[], None]], ReplayOutcome]
+    store: StateStore, owner: str, ttl_s: int, work: Callable[[Callable[[], None]], ReplayOutcome]
 ) -> ReplayOutcome:
-    """``work(renew)`` while holding the store's run lease, released after; a skipped outcome naming
-    the holder when another run or replay has it. ``renew`` extends the lease (LeaseHeld if lost)."""
+    """``work(renew)`` while holding the store's run lease (for ``ttl_s``), released after; a skipped
+    outcome naming the holder when another run or replay has it. ``renew`` extends the lease
+    (LeaseHeld if lost)."""
     try:
-        lease = store.acquire_lease(owner, settings.lease_ttl_s)
+        lease = store.acquire_lease(owner, ttl_s)
     except LeaseHeld as exc:
         log.warning("replay skipped: another run holds the lease", extra={"reason": str(exc)})
         return ReplayOutcome(skipped=str(exc))

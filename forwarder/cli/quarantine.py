@@ -63,7 +63,7 @@ def _replay(args: argparse.Namespace, settings: Settings) -> ReplayOutcome:
         finally:
             sink.close()
 
-    return replay_holding(open_store_for(settings), new_owner(), settings, work)
+    return replay_holding(open_store_for(settings), new_owner(), settings.lease_ttl_s, work)
 
 
 def _tenant_replay(args: argparse.Namespace, tenant: Tenant) -> ReplayOutcome:

@@ -34,7 +34,7 @@ from ..jsonutil import dumps, loads
 from ..timeutil import parse_iso
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .names import MARK, bounded, is_bounded
+from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
 from .store import Loaded
 
@@ -141,6 +141,9 @@ class DynamoDBStore:
         self._clock = clock
         self._prefix = f"{namespace}/" if namespace else ""
         self.location = f"dynamodb://{table}/{namespace}" if namespace else f"dynamodb://{table}"
+        self._room = _MAX_KEY - len((self._prefix + _STREAM).encode("utf-8"))  # for a stream's name
+        if self._room < MIN_ROOM:
+            raise ValueError(f"state location {self.location[:100]}...: the namespace is too long")
 
     def __repr__(self) -> str:
         return f"DynamoDBStore({self.location!r})"
@@ -195,8 +198,7 @@ class DynamoDBStore:
     def _stream(self, key: str) -> _ItemSlot:
         if not key:
             raise ValueError("a stream key must not be empty")
-        room = _MAX_KEY - len((self._prefix + _STREAM).encode("utf-8"))
-        return self.slot(_STREAM + bounded(key, key, room, MARK))
+        return self.slot(_STREAM + bounded(key, key, self._room, MARK))
 
 
 def open_dynamodb(

@@ -19,6 +19,7 @@ import hashlib
 MARK = "\u2026"
 HASH_CHARS = 32  # hex digits of SHA-256 kept: 128 bits, no accidental collision
 READABLE_BYTES = 200  # of the name kept in front of the hash
+MIN_ROOM = len(MARK.encode("utf-8")) + HASH_CHARS  # the least room for a name (S3, DynamoDB)
 
 
 def bounded(name: str, key: str, limit: int, mark: str) -> str:
@@ -30,7 +31,7 @@ def bounded(name: str, key: str, limit: int, mark: str) -> str:
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:HASH_CHARS]
     room = min(READABLE_BYTES, limit - len(mark.encode("utf-8")) - HASH_CHARS)
     if room < 0:
-        raise ValueError(f"a stream's name must fit in {limit} bytes, too few for even its hash")
+        raise ValueError(f"{limit} bytes are left for a stream's name, too few for even its hash")
     start = name.encode("utf-8")[:room].decode("utf-8", "ignore")  # a character cut in two is dropped
     return start + mark + digest
 

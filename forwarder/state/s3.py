@@ -30,7 +30,7 @@ from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .names import MARK, bounded, is_bounded
+from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
 from .store import Loaded
 
@@ -128,6 +128,9 @@ class S3Store:
         self._prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
         self._clock = clock
         self.location = f"s3://{bucket}/{self._prefix}"
+        self._room = _MAX_KEY - len((self._prefix + _STREAMS).encode("utf-8"))  # for a stream's name
+        if self._room - len(_SUFFIX) < MIN_ROOM:
+            raise ValueError(f"state location {self.location[:100]}...: the prefix is too long for S3 keys")
 
     def __repr__(self) -> str:
         return f"S3Store({self.location!r})"
@@ -169,7 +172,7 @@ class S3Store:
         return _ObjectSlot(self._client, self._bucket, self._prefix + name)
 
     def _stream(self, key: str) -> _ObjectSlot:
-        return self.slot(_STREAMS + key_to_name(key, _MAX_KEY - len((self._prefix + _STREAMS).encode())))
+        return self.slot(_STREAMS + key_to_name(key, self._room))
 
 
 def open_s3(location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time) -> S3Store:

@@ -94,3 +94,8 @@ def test_the_long_address_of_the_report_commits(table):
     store = open_dynamodb(f"dynamodb://{table}")
     version = store.commit(LONG_USER, delivered(make_record("a", T0_US)), None)
     assert store.load(LONG_USER).version == version
+
+
+def test_a_namespace_leaving_no_room_for_names_is_refused(aws):
+    with pytest.raises(ValueError, match="namespace is too long"):
+        open_dynamodb("dynamodb://table/" + "t" * 2030)

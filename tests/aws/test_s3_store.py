@@ -91,3 +91,8 @@ def test_missing_bucket_is_an_error_not_an_empty_state(aws):
     store = open_s3("s3://no-such-bucket-here/p")
     with pytest.raises(StateError, match=r"no-such-bucket-here.*NoSuchBucket"):
         store.load(KEY)
+
+
+def test_a_prefix_leaving_no_room_for_names_is_refused(aws):
+    with pytest.raises(ValueError, match="prefix is too long"):
+        open_s3("s3://bucket/" + "p" * 1000)
