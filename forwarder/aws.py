@@ -33,13 +33,19 @@ _clients: Dict[Tuple[Any, ...], Any] = {}
 _clients_lock = threading.Lock()  # _clients; a client is built outside it and the first one made is kept
 
 
-def client(service: str, timeout_seconds: float = 60.0) -> Any:
-    """A client with standard retries; region, credentials and endpoint come from the environment.
+def client(service: str, timeout_seconds: float = 60.0, attempts: int = 6) -> Any:
+    """A client with standard retries, ``attempts`` tries per call, the first included (by default
+    botocore's five retries); region, credentials and endpoint come from the environment.
 
     Each client gets its own session: boto3's default session is not safe to create clients from
     in several threads at once, and streams run in threads. A client, once made, is thread-safe.
     """
-    key = (service, timeout_seconds, *sorted(i for i in os.environ.items() if i[0].startswith("AWS_")))
+    key = (
+        service,
+        timeout_seconds,
+        attempts,
+        *sorted(i for i in os.environ.items() if i[0].startswith("AWS_")),
+    )
     with _clients_lock:
         made = _clients.get(key)
     if made is not None:
@@ -50,7 +56,9 @@ def client(service: str, timeout_seconds: float = 60.0) -> Any:
     from . import aws_deadline
 
     config = Config(
-        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=timeout_seconds
+        retries={"mode": "standard", "total_max_attempts": attempts},
+        connect_timeout=10,
+        read_timeout=timeout_seconds,
     )
     made = boto3.session.Session().client(service, config=config)
     aws_deadline.watch(made)
@@ -138,6 +146,12 @@ def error_code(exc: Exception) -> str:
     """The AWS error code of a service error ("" for anything else, such as a transport error)."""
     response = getattr(exc, "response", None)
     return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def message(exc: Exception) -> str:
+    """The AWS error message of a service error ("" for anything else)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Message", "")) if isinstance(response, dict) else ""
 
 
 def reason(exc: Exception) -> str:

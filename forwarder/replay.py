@@ -8,6 +8,10 @@ entry is sent as it was formatted; a ``record`` entry (a raw audit record that c
 is parsed and formatted again with the current settings, and stays if it still cannot be placed.
 An entry leaves the quarantine only once the sink has proved it accepted it (its ``send`` returned
 it as delivered); refused again, it stays, with its old reason, and the exit status says so.
+
+A replay holds the run lease of the state store (``replay_holding``), as a run does: two replays at
+once would both send every entry, so the second one is skipped (exit 75), as is a replay while a run
+is active.
 """
 
 from __future__ import annotations
@@ -15,16 +19,17 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
 from . import jsonutil
 from .config import Settings
-from .errors import SinkError, StateError
+from .errors import LeaseHeld, SinkError, StateError
 from .events import Event
 from .normalize import NormalizeOptions, get_formatter
 from .quarantine import Entry, Quarantine
 from .records import InvalidRecord, parse_record
 from .sinks.base import Sink, batches
+from .state.store import StateStore
 from .timeutil import now_us, parse_iso
 
 log = logging.getLogger(__name__)
@@ -62,13 +67,15 @@ class ReplayOutcome:
     replayed: int = 0
     still_quarantined: List[Dict[str, str]] = field(default_factory=list)  # event id, reason, location
     error: Optional[str] = None  # the sink failed: what was not proven accepted stays
+    skipped: Optional[str] = None  # another run or replay holds the lease: nothing was sent
 
     def stays(self, entry: Entry, reason: str) -> None:
         """``entry`` stays quarantined: said with why and where it is (as ``quarantine list`` shows it)."""
         self.still_quarantined.append({"event_id": entry.event_id, "reason": reason, "location": entry.where})
 
     def to_dict(self) -> Dict[str, object]:
-        return {"replayed": self.replayed, "still_quarantined": self.still_quarantined, "error": self.error}
+        shown: Dict[str, object] = {"replayed": self.replayed, "still_quarantined": self.still_quarantined}
+        return {**shown, "error": self.error, **({"skipped": self.skipped} if self.skipped else {})}
 
 
 def _as_event(entry: Entry, settings: Settings) -> Tuple[Optional[Event], str]:
@@ -96,10 +103,33 @@ def _as_event(entry: Entry, settings: Settings) -> Tuple[Optional[Event], str]:
     return get_formatter(settings.format)(record, options), ""
 
 
-def replay(
-    quarantine: Quarantine, sink: Sink, settings: Settings, streams: Sequence[str], ids: Sequence[str]
+def replay_holding(
+    store: StateStore, owner: str, ttl_s: int, work: Callable[[Callable[[], None]], ReplayOutcome]
 ) -> ReplayOutcome:
-    """Send the selected entries again; remove each one the sink proves it accepted."""
+    """``work(renew)`` while holding the store's run lease (for ``ttl_s``), released after; a skipped
+    outcome naming the holder when another run or replay has it. ``renew`` extends the lease
+    (LeaseHeld if lost)."""
+    try:
+        lease = store.acquire_lease(owner, ttl_s)
+    except LeaseHeld as exc:
+        log.warning("replay skipped: another run holds the lease", extra={"reason": str(exc)})
+        return ReplayOutcome(skipped=str(exc))
+    try:
+        return work(lease.renew)
+    finally:
+        lease.release()
+
+
+def replay(
+    quarantine: Quarantine,
+    sink: Sink,
+    settings: Settings,
+    streams: Sequence[str],
+    ids: Sequence[str],
+    renew: Callable[[], None] = lambda: None,
+) -> ReplayOutcome:
+    """Send the selected entries again; remove each one the sink proves it accepted. ``renew`` runs
+    after each batch (the lease of ``replay_holding``)."""
     outcome = ReplayOutcome()
     pending: List[Tuple[Event, Entry]] = []
     for entry in selected(list(quarantine.entries()), streams, ids):
@@ -124,6 +154,7 @@ def replay(
             for where, done in accepted.items():  # only now: the sink returned them as delivered
                 quarantine.remove(where, done)
                 outcome.replayed += len(done)
+            renew()
     except (SinkError, StateError) as exc:  # the sink failed, or an accepted entry could not be removed
         outcome.error = str(exc)
         log.error("replay stopped", extra={"error": outcome.error})

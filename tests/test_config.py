@@ -107,6 +107,8 @@ def test_secrets_stay_out_of_repr_and_errors():
     s = load_settings({**BASE, "FORWARDER_SINK_TOKEN": "hec-token-value"})
     assert "s3cr3t-value" not in repr(s) and "hec-token-value" not in repr(s)
     assert s.secrets() == ["s3cr3t-value", "hec-token-value"]
+    headers = {"FORWARDER_SINK_HEADERS": "X-Api-Key: k3y-value; Content-Type: application/json"}
+    assert load_settings({**BASE, **headers}).secrets() == ["s3cr3t-value", "k3y-value"]  # not every "json"
     text = str(ConfigError(problems(FORWARDER_SINK="https://user:pw@host/x")))
     assert "pw" not in text.replace("put credentials", "")
 
@@ -143,7 +145,8 @@ def test_every_setting_is_filled_from_exactly_one_variable():
     fields = [v.field for v in VARIABLES if v.field]
     assert len(fields) == len(set(fields))
     settings = {f.name for f in dataclasses.fields(Settings)} - {"sink"}
-    sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds"}  # FORWARDER_HTTP_TIMEOUT
+    # FORWARDER_HTTP_TIMEOUT and FORWARDER_MAX_ATTEMPTS also fill these
+    sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds", "max_attempts"}
     assert set(fields) == settings | {f"sink.{name}" for name in sink}
     assert all(v.where == EVERYWHERE for v in VARIABLES if v.field)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import threading
 
 import pytest
 
@@ -16,11 +18,13 @@ from forwarder.records import event_id
 from forwarder.replay import list_entries, replay
 from forwarder.sinks.elasticsearch import ElasticsearchSink
 from forwarder.sinks.settings import SinkSettings
-from tests.e2e.helpers import settings_for
+from tests.e2e.helpers import HEC_TOKEN, cli, cli_process, env_for, settings_for
 from tests.receivers.bulk import BulkReceiver
+from tests.receivers.hec import HecReceiver
 
 STREAM = "user/alice@example.com"
 INDEX = "logs-emailauth.audit-default"
+GUARD_S = 120  # only a hang reaches this
 
 
 @pytest.fixture(autouse=True)
@@ -99,3 +103,33 @@ def test_an_accepted_entry_that_cannot_be_removed_ends_the_replay_with_the_reaso
         assert outcome.replayed == 0 and "read-only file system" in (outcome.error or "")
         assert len(list(quarantine.entries())) == 1  # sent again by the next replay, under the same id
         assert es.ids(INDEX) == [f"{1:064x}"]
+
+
+def test_two_replays_at_once_send_each_entry_once(tmp_path):
+    """The first replay is held inside its first request (the receiver has stored the batch and not yet
+    answered) while a second replay runs from start to end: it must find the lease held and send nothing."""
+    state = str(tmp_path / "state")
+    with HecReceiver(token=HEC_TOKEN) as hec:
+        env = {**env_for("http://127.0.0.1:9", hec.url, state), "FORWARDER_BATCH_EVENTS": "2"}
+        LocalQuarantine(env["FORWARDER_QUARANTINE"]).keep(STREAM, [refused(n) for n in range(5)])
+        arrived, go_on = threading.Event(), threading.Event()
+
+        def hold_the_first(accepted: int) -> None:
+            if accepted == 1:
+                arrived.set()
+                go_on.wait(GUARD_S)
+
+        hec.after_accept = hold_the_first
+        first = cli_process("quarantine", "replay", env=env)
+        try:
+            assert arrived.wait(GUARD_S), first.stderr.read() if first.stderr else ""
+            second = cli("quarantine", "replay", env=env)
+        finally:
+            go_on.set()
+            out, err = first.communicate(timeout=GUARD_S)
+
+        assert second.returncode == 75, second.stdout + second.stderr
+        assert "held by" in json.loads(second.stdout)["skipped"] and "Traceback" not in second.stderr
+        assert first.returncode == 0 and json.loads(out)["replayed"] == 5, out + err
+        assert sorted(hec.event_ids()) == [f"{n:064x}" for n in range(5)]  # each once
+        assert not os.path.exists(os.path.join(state, ".lease"))  # released

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from .. import jsonutil
 from ..config import Settings, load_settings, read
@@ -13,7 +14,7 @@ from ..logs import configure, redact, register_secrets
 from ..replay import ReplayOutcome
 from ..tenants import Tenant
 from .options import env_of, opened, tenants_of
-from .status import EXIT_FAILED, EXIT_OK, EXIT_QUARANTINED, worst
+from .status import EXIT_FAILED, EXIT_OK, EXIT_QUARANTINED, EXIT_TEMPFAIL, worst
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
@@ -45,17 +46,24 @@ def _list(args: argparse.Namespace, location: str, timeout_s: float, tenant: str
 
 
 def _replay(args: argparse.Namespace, settings: Settings) -> ReplayOutcome:
-    """The settings' quarantine sent again into the settings' own sink."""
+    """The settings' quarantine sent again into the settings' own sink, under the run lease."""
+    from ..pipeline import new_owner
     from ..quarantine import open_quarantine
-    from ..replay import replay
+    from ..replay import replay, replay_holding
     from ..sinks import open_sink
+    from ..state import open_store_for
 
-    quarantine = open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s)
-    sink = open_sink(settings.sink)
-    try:
-        return replay(quarantine, sink, settings, args.stream or [], args.id or [])
-    finally:
-        sink.close()
+    def work(renew: Callable[[], None]) -> ReplayOutcome:
+        quarantine = open_quarantine(
+            settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s
+        )
+        sink = open_sink(settings.sink)
+        try:
+            return replay(quarantine, sink, settings, args.stream or [], args.id or [], renew)
+        finally:
+            sink.close()
+
+    return replay_holding(open_store_for(settings), new_owner(), settings.lease_ttl_s, work)
 
 
 def _tenant_replay(args: argparse.Namespace, tenant: Tenant) -> ReplayOutcome:
@@ -70,4 +78,6 @@ def _shown(outcome: ReplayOutcome, tenant: str) -> int:
     sys.stdout.write(redact(jsonutil.dumps({**named, **outcome.to_dict()}).decode()) + "\n")
     if outcome.error:
         return EXIT_FAILED
+    if outcome.skipped:
+        return EXIT_TEMPFAIL
     return EXIT_QUARANTINED if outcome.still_quarantined else EXIT_OK

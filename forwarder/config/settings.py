@@ -50,7 +50,8 @@ class Settings:
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
-        values = (self.client_secret, self.splunk_token, self.sink.token, *self.sink.headers.values())
+        headers = [v for k, v in self.sink.headers.items() if k.lower() != "content-type"]  # a media type
+        values = (self.client_secret, self.splunk_token, self.sink.token, *headers)
         return [s for s in values if s]
 
 
@@ -134,7 +135,9 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             (sink if target == "sink" else values)[key] = value
     problems += _credential_problems(env, values) + _splunk_token_problems(values)
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
-    sink_settings = SinkSettings(**given, timeout_seconds=values["http_timeout_s"] or 60.0)
+    sink_settings = SinkSettings(
+        **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5
+    )
     if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
         problems += sink_problems(sink_settings, values["format"] or "")
     if problems:

@@ -316,6 +316,16 @@ VARIABLES: Tuple[Variable, ...] = (
         field="sink.hec_ack",
     ),
     V(
+        "FORWARDER_HTTP_BODY",
+        "HTTP collector sink: the request body, `ndjson` (one event per line, `application/x-ndjson`) or "
+        "`json-array` (one JSON array of the events, `application/json`: Fluent Bit's HTTP input and "
+        "other collectors that take JSON only; not with `FORWARDER_FORMAT=cef`); "
+        "`FORWARDER_SINK_HEADERS` may set another `Content-Type`",
+        Choice(("ndjson", "json-array")),
+        "ndjson",
+        field="sink.http_body",
+    ),
+    V(
         "FORWARDER_SYSLOG_MAX_MESSAGE",
         "largest syslog message in bytes; larger events go to quarantine (raise rsyslog "
         "`maxMessageSize` to match)",
@@ -405,8 +415,9 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_MAX_ATTEMPTS",
-        "tries per HTTP request on 429, 5xx, a proxy's 200 web page and every transport error "
-        "(refused, reset, timeout, a body cut mid-way, the total deadline)",
+        "tries per request to the API and to the sink (HTTP, syslog, S3, Firehose) on 429, 5xx, a "
+        "proxy's 200 web page and every transport error (refused, reset, timeout, a body cut mid-way, "
+        "the total deadline)",
         Integer(1, 20),
         "5",
         field="max_attempts",

@@ -62,8 +62,10 @@ def sink_problems(settings: SinkSettings, event_format: str) -> List[str]:
         module.validate(settings)
     except ValueError as exc:
         problems.append(str(exc) if str(exc).startswith("FORWARDER_") else f"FORWARDER_SINK: {exc}")
-    format_problem: Optional[Callable[[str], Optional[str]]] = getattr(module, "format_problem", None)
-    problem = format_problem(event_format) if format_problem and event_format else None
+    format_problem: Optional[Callable[[str, SinkSettings], Optional[str]]] = getattr(
+        module, "format_problem", None
+    )
+    problem = format_problem(event_format, settings) if format_problem and event_format else None
     return problems + ([f"FORWARDER_FORMAT: {problem}"] if problem else [])
 
 

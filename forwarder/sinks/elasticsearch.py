@@ -214,7 +214,7 @@ class ElasticsearchSink:
         self._poster.close()
 
 
-def format_problem(event_format: str) -> Optional[str]:
+def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
     """A data stream needs ``@timestamp``: only ECS (and CEF, wrapped in one) documents carry it."""
     if event_format in ("ecs", "cef"):
         return None

@@ -9,7 +9,9 @@ URI forms (FORWARDER_SINK):
 ``file://host/...`` with any other host is refused (it would name a remote machine), as are a
 query string and a fragment. Percent-escapes are decoded (``%20`` is a space). Parent directories
 are created; a new file gets mode 0640 (before the umask). The file is only ever appended to, one
-batch per write on an O_APPEND descriptor, fsynced before ``send`` returns. Rotate it by renaming it
+batch per write on an O_APPEND descriptor, fsynced before ``send`` returns. The proof of delivery is
+that the fsynced bytes are in the file the path names: when the path no longer names the open file
+(its directory removed, the file moved), the batch fails and the run with it. Rotate it by renaming it
 between runs (each run opens the path again) or with copytruncate.
 """
 
@@ -83,24 +85,46 @@ class FileSink:
         return fd
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        """Append the batch with one unbuffered write and fsync it before returning."""
+        """Append the batch with one unbuffered write and fsync it before returning.
+
+        The proof is the bytes fsynced in the file the path names: a file removed or renamed under
+        the open descriptor (its directory deleted, a rotation) still takes writes and fsyncs, into a
+        file nobody reads. So the path must name the descriptor's file before the write and after
+        the fsync, or the batch fails (and is dropped from the file it went to, if any)."""
         fd = self._fd
         if fd is None:
             raise SinkError(f"the sink file {self.path} is closed")
         try:
-            size = os.fstat(fd).st_size
+            opened = os.fstat(fd)
+            self._check_in_place(opened)
             try:
                 _write_all(fd, ndjson(batch))
                 os.fsync(fd)
-            except OSError:
-                # Drop a half-written batch (a full disk) so the re-sent batch does not follow a
-                # torn line. Best effort: the original error is the one worth reporting.
+                self._check_in_place(opened)
+            except (OSError, SinkError):
+                # Drop a half-written batch (a full disk), or one in a file the path no longer
+                # names, so the re-sent batch follows no torn line and doubles nothing. Best effort:
+                # the original error is the one worth reporting.
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, size)
+                    os.ftruncate(fd, opened.st_size)
                 raise
         except OSError as exc:
             raise SinkError(f"cannot write to the sink file {self.path}: {exc.strerror or exc}") from exc
         return SendResult.all_delivered(len(batch))
+
+    def _check_in_place(self, opened: os.stat_result) -> None:
+        """SinkError unless the path still names the open file (``opened``: its fstat)."""
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            named = None
+        if named is None or (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
+            gone = "was removed" if named is None else "now names another file"
+            raise SinkError(
+                f"the sink file {self.path} {gone} while this run wrote to it (its directory deleted, "
+                "or the file moved); nothing written since counts as delivered, and the next run "
+                "opens the path again"
+            )
 
     def close(self) -> None:
         if self._fd is not None:

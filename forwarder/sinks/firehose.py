@@ -23,7 +23,6 @@ from .settings import SinkSettings
 MAX_RECORDS = 500
 MAX_CALL_BYTES = 4 * 1024 * 1024
 MAX_RECORD_BYTES = 1_000 * 1024
-_BUSY = frozenset({"ServiceUnavailableException", "ThrottlingException"})
 
 
 def _body(pair: Tuple[Event, bytes]) -> bytes:
@@ -64,8 +63,9 @@ class FirehoseSink:
         self.max_batch_events = min(settings.batch_events or MAX_RECORDS, MAX_RECORDS)
         self.max_batch_bytes = min(settings.batch_bytes or MAX_CALL_BYTES, MAX_CALL_BYTES)
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
-        self._retry = retry_policy or retry.RetryPolicy()
-        self._client = client or aws.client("firehose", settings.timeout_seconds)
+        self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
+        # One boto3 try per call: the loop in _put makes the tries FORWARDER_MAX_ATTEMPTS allows.
+        self._client = client or aws.client("firehose", settings.timeout_seconds, attempts=1)
 
     def __repr__(self) -> str:
         return f"FirehoseSink(stream={self.stream!r})"
@@ -96,7 +96,7 @@ class FirehoseSink:
                 )
             except aws.failures() as exc:
                 error = aws.sink_error(exc, where)
-                if aws.error_code(exc) not in _BUSY and getattr(exc, "response", None):
+                if not error.retryable:  # throttling, 5xx and transport errors are tried again
                     raise error from exc
                 raise retry.TryAgain(str(error)) from exc
             pending[:] = [pending[n] for n in failed_positions(response, len(records))]

@@ -1,10 +1,15 @@
-"""HTTP NDJSON sink: ``https://collector.example.com/path`` (``http://`` for loopback only).
+"""HTTP collector sink: ``https://collector.example.com/path`` (``http://`` for loopback only).
 
-For the collectors that take newline-delimited JSON over a POST: Sumo Logic HTTP sources, Cribl's
-HTTP source, Logstash's ``http`` input, Vector, Fluent Bit.
+For the collectors that take JSON events over a POST: Sumo Logic HTTP sources, Cribl's HTTP source,
+Logstash's ``http`` input, Vector, Fluent Bit's HTTP input.
 
-* Body. One event per line, each line ending in ``\\n``; a JSON event is sent byte for byte, a text
-  (CEF) event as its line. ``Content-Type: application/x-ndjson``; gzipped when ``settings.gzip``.
+* Body (``settings.http_body``, FORWARDER_HTTP_BODY). ``ndjson``: one event per line, each line
+  ending in ``\\n``; a JSON event is sent byte for byte, a text (CEF) event as its line;
+  ``Content-Type: application/x-ndjson``. ``json-array``: one JSON array of the events, byte for byte,
+  ``Content-Type: application/json``, for collectors that take JSON only (Fluent Bit answers anything
+  else with 400 "invalid 'Content-Type'"); a text event cannot be an element, so it is rejected
+  (configuration refuses ``FORWARDER_FORMAT=cef`` with it). A ``Content-Type`` in ``settings.headers``
+  (FORWARDER_SINK_HEADERS) replaces the default. Gzipped when ``settings.gzip``.
 * Auth. ``FORWARDER_SINK_TOKEN`` goes in ``Authorization``: ``Bearer <token>`` by default;
   ``settings.auth`` picks ``basic`` (the token is ``user:password``), ``apikey`` (``ApiKey <token>``) or
   ``token`` (the header is the token as it is, as Cribl expects). No token: no ``Authorization``.
@@ -28,10 +33,24 @@ from .. import retry
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
-from .http_post import HttpPoster, authorization, send_halving, wire_batches
+from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
 WHO = "the HTTP collector"
+JSON_ARRAY = "json-array"
+_NOT_AN_ELEMENT = "a text event cannot be an element of a JSON array (FORWARDER_HTTP_BODY=json-array)"
+
+
+def content_type(settings: SinkSettings) -> str:
+    """The configured ``Content-Type`` header (FORWARDER_SINK_HEADERS), else the body kind's own."""
+    chosen = [value for name, value in settings.headers.items() if name.lower() == "content-type"]
+    if chosen:
+        return chosen[-1]
+    return "application/json" if settings.http_body == JSON_ARRAY else NDJSON
+
+
+def json_array(elements: List[bytes]) -> bytes:
+    return b"[" + b",".join(elements) + b"]"
 
 
 class HttpNdjsonSink:
@@ -47,14 +66,16 @@ class HttpNdjsonSink:
         except re.error as exc:
             raise ValueError(f"FORWARDER_SINK_ACCEPT_BODY is not a regular expression: {exc}") from None
         self._gzip = settings.gzip
+        self._array = settings.http_body == JSON_ARRAY
+        self._content_type = content_type(settings)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
-        headers = dict(settings.headers)
+        headers = {name: value for name, value in settings.headers.items() if name.lower() != "content-type"}
         token = (settings.token or "").strip()
         if token:
             headers["Authorization"] = authorization(settings.auth or "bearer", token)
-        secrets = [token, headers.get("Authorization", ""), *settings.headers.values()]
+        secrets = [token, *headers.values()]  # the Authorization and every configured header but the type
         self._poster = HttpPoster(WHO, settings, headers, secrets, retry_policy)
 
     def __repr__(self) -> str:
@@ -62,14 +83,21 @@ class HttpNdjsonSink:
         return f"HttpNdjsonSink(host={urlsplit(self.url).netloc!r}, gzip={self._gzip})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        lines = [ndjson_line(event) for event in batch]
-        rejected: List[Rejection] = []
-        for events, chunk in wire_batches(batch, lines, self.max_batch_events, self.max_batch_bytes):
+        if self._array:
+            sent = [event for event in batch if event.is_json]
+            parts = [event.body for event in sent]
+        else:
+            sent, parts = list(batch), [ndjson_line(event) for event in batch]
+        rejected = [Rejection(event, _NOT_AN_ELEMENT) for event in batch if self._array and not event.is_json]
+        # An array's brackets are one byte more than the separators a batch's bound counts.
+        max_bytes = self.max_batch_bytes - (1 if self._array else 0)
+        for events, chunk in wire_batches(sent, parts, self.max_batch_events, max_bytes):
             rejected += send_halving(events, chunk, self._post, WHO)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
-    def _post(self, events: List[Event], lines: List[bytes]) -> Optional[List[Rejection]]:
-        response = self._poster.post_batch(self.url, b"".join(lines))
+    def _post(self, events: List[Event], parts: List[bytes]) -> Optional[List[Rejection]]:
+        body = json_array(parts) if self._array else b"".join(parts)
+        response = self._poster.post_batch(self.url, body, self._content_type)
         if response is None:
             return None
         if self._accept is not None and not self._accept.search(response.text):
@@ -78,6 +106,13 @@ class HttpNdjsonSink:
 
     def close(self) -> None:
         self._poster.close()
+
+
+def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
+    """A JSON array holds JSON events only: CEF lines are text."""
+    if settings.http_body == JSON_ARRAY and event_format == "cef":
+        return "cef events are text lines, which FORWARDER_HTTP_BODY=json-array cannot carry; use ndjson"
+    return None
 
 
 def validate(settings: SinkSettings) -> None:

@@ -78,7 +78,7 @@ class HttpPoster:
         describe: Describe = describe_reply,
     ) -> None:
         self.who = who
-        self.retry = retry_policy or retry.RetryPolicy()
+        self.retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
         self._gzip = settings.gzip
         self._timeout = settings.timeout_seconds
         self._verify = settings.ca_bundle or settings.verify_tls

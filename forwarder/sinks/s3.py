@@ -47,7 +47,7 @@ class S3Sink:
         self._gzip = settings.gzip
         self._kms_key_id = settings.sse_kms_key_id
         self._suffix = ".ndjson.gz" if settings.gzip else ".ndjson"
-        self._client = client or aws.client("s3", settings.timeout_seconds)
+        self._client = client or aws.client("s3", settings.timeout_seconds, settings.max_attempts)
 
     def __repr__(self) -> str:
         return f"S3Sink(bucket={self.bucket!r}, prefix={self.prefix!r})"

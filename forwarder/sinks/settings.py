@@ -18,6 +18,7 @@ class SinkSettings:
     ca_bundle: Optional[str] = None  # a PEM file for private CAs (FORWARDER_SINK_CA_BUNDLE)
     verify_tls: bool = True
     timeout_seconds: float = 60.0
+    max_attempts: int = 5  # FORWARDER_MAX_ATTEMPTS: tries per request, the first included
     gzip: bool = True
     # Splunk HEC metadata
     index: Optional[str] = None
@@ -25,6 +26,7 @@ class SinkSettings:
     source: str = "emailauth-audit-forwarder"
     host: Optional[str] = None
     hec_ack: bool = False  # wait for indexer acknowledgement before a batch counts as delivered
+    http_body: str = "ndjson"  # HTTP collector: "ndjson" or "json-array" (FORWARDER_HTTP_BODY)
     # extra request headers for generic HTTP collectors (never logged)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     # how the token is presented: "" (the sink's default), "apikey" (Elasticsearch), "basic"

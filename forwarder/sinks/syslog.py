@@ -131,7 +131,7 @@ class SyslogSink:
         self.hostname = header_hostname(settings.host or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
-        self._retry = retry_policy or retry.RetryPolicy()
+        self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
         self._sock: Optional[socket.socket] = None
 
     def __repr__(self) -> str:

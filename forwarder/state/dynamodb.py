@@ -3,7 +3,8 @@
 The table has a string partition key ``pk`` and nothing else to configure (``template.yaml``
 creates it). Items:
 
-* ``stream#<key>`` - one stream's state;
+* ``stream#<key>`` - one stream's state; a key that would make ``pk`` pass DynamoDB's 2,048 bytes is
+  cut and gets ``…<hash>`` (``names.bounded``), and ``keys()`` reads it from the item's document;
 * ``lease`` - the run lease, with ``lease_expires`` (epoch seconds) for the table's TTL to clear
   a lease whose run died long ago (acquiring never depends on that: TTL deletion is lazy);
 * ``run-cursor`` - where the next run starts (``forwarder.schedule``).
@@ -33,10 +34,12 @@ from ..jsonutil import dumps, loads
 from ..timeutil import parse_iso
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .slots import commit_stream, load_stream
+from .names import MARK, MIN_ROOM, bounded, is_bounded
+from .slots import commit_stream, load_stream, stored_key
 from .store import Loaded
 
 KEY = "pk"
+_MAX_KEY = 2048  # bytes of a partition key
 _STREAM = "stream#"
 _LEASE = "lease"
 _CURSOR = "run-cursor"
@@ -117,11 +120,13 @@ class _ItemSlot:
             return ConflictError(
                 f"{self.location} was changed by another writer (expected revision {expected or 'none'})"
             )
-        if code == "ValidationException" and action == "write":
+        if code == "ValidationException" and action == "write" and "item size" in aws.message(exc).lower():
             return StateError(
                 f"cannot write state {self.location}: the item is over DynamoDB's 400 KB limit "
                 "(use an s3:// state location or a shorter FORWARDER_LOOKBACK_WINDOW)"
             )
+        if code == "ValidationException":  # DynamoDB's words say which value it refused
+            return StateError(f"cannot {action} state {self.location}: {code}: {aws.message(exc)[:300]}")
         return StateError(f"cannot {action} state {self.location}: {code or exc}")
 
 
@@ -136,6 +141,9 @@ class DynamoDBStore:
         self._clock = clock
         self._prefix = f"{namespace}/" if namespace else ""
         self.location = f"dynamodb://{table}/{namespace}" if namespace else f"dynamodb://{table}"
+        self._room = _MAX_KEY - len((self._prefix + _STREAM).encode("utf-8"))  # for a stream's name
+        if self._room < MIN_ROOM:
+            raise ValueError(f"state location {self.location[:100]}...: the namespace is too long")
 
     def __repr__(self) -> str:
         return f"DynamoDBStore({self.location!r})"
@@ -162,7 +170,12 @@ class DynamoDBStore:
             )
             skip = len(self._prefix + _STREAM)
             for page in pages:
-                found.extend(item[KEY]["S"][skip:] for item in page.get("Items", []))
+                for item in page.get("Items", []):
+                    name = item[KEY]["S"][skip:]
+                    if not is_bounded(name, MARK):
+                        found.append(name)
+                    elif (stored := stored_key(self.slot(_STREAM + name))) is not None:
+                        found.append(stored)
         except aws.failures() as exc:
             raise StateError(
                 f"cannot list the streams in {self.location}: {aws.error_code(exc) or exc}"
@@ -185,7 +198,7 @@ class DynamoDBStore:
     def _stream(self, key: str) -> _ItemSlot:
         if not key:
             raise ValueError("a stream key must not be empty")
-        return self.slot(_STREAM + key)
+        return self.slot(_STREAM + bounded(key, key, self._room, MARK))
 
 
 def open_dynamodb(

@@ -4,8 +4,8 @@ Layout of the directory:
 
 * ``<encoded key>.json`` - one stream's state. The key is percent-encoded (everything but
   ``A-Za-z0-9._-``, and a leading dot) so any Unicode key gives a safe, reversible name. A name
-  that would pass 255 bytes is cut and gets ``~<hash>``; ``~`` never appears in a plain encoding,
-  so the two kinds cannot collide, and ``keys()`` reads such a key from the document itself.
+  that would pass 255 bytes is cut and gets ``~<hash>`` (``names.bounded``); ``~`` never appears in a
+  plain encoding, so the two kinds cannot collide, and ``keys()`` reads such a key from the document.
 * ``.lock`` - taken with ``flock`` around every read-compare-replace, which excludes other
   processes and other threads alike (each lock holder opens the file on its own).
 * ``.lease`` - the run lease. Removing it by hand breaks a lease whose run is known to be gone.
@@ -18,7 +18,6 @@ token rather than a counter, so a stream reset and recreated never matches a sta
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import secrets
 import socket
@@ -32,13 +31,14 @@ from ..files import fsync_dir, read_file, write_atomic
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .slots import commit_stream, load_stream
+from .names import bounded, is_bounded
+from .slots import commit_stream, load_stream, stored_key
 from .store import Loaded
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _SUFFIX = ".json"
 _MAX_NAME = 255  # bytes, the usual file-name limit
-_CUT = 200  # encoded characters kept in front of the hash in a shortened name
+_MARK = "~"  # of a shortened name (names.bounded): the encoding escapes it
 _REVISION = "revision"
 _LOCK = ".lock"
 _LEASE = ".lease"
@@ -52,14 +52,12 @@ def key_to_filename(key: str) -> str:
     encoded = "".join(
         chr(b) if b in _PLAIN and not (i == 0 and b == ord(".")) else f"%{b:02X}" for i, b in enumerate(data)
     )
-    if len(encoded) + len(_SUFFIX) <= _MAX_NAME:
-        return encoded + _SUFFIX
-    return f"{encoded[:_CUT]}~{hashlib.sha256(data).hexdigest()[:32]}{_SUFFIX}"
+    return bounded(encoded, key, _MAX_NAME - len(_SUFFIX), _MARK) + _SUFFIX
 
 
 def filename_to_key(name: str) -> Optional[str]:
     """The key a file name encodes; None when only the document knows it (a shortened name)."""
-    if "~" in name:
+    if is_bounded(name, _MARK):
         return None
     try:
         return unquote(name[: -len(_SUFFIX)], errors="strict")
@@ -145,7 +143,7 @@ class LocalStore:
                 continue
             key = filename_to_key(name)
             if key is None:
-                key = self._stored_key(name)
+                key = stored_key(self._file(name))
             if key is not None:
                 found.append(key)
         return sorted(found)
@@ -172,16 +170,6 @@ class LocalStore:
 
     def _slot(self, key: str) -> _FileSlot:
         return self._file(key_to_filename(key))
-
-    def _stored_key(self, name: str) -> Optional[str]:
-        slot = self._file(name)
-        doc, _ = slot.read()
-        if doc is None:
-            return None  # deleted since the listing
-        key = doc.get("stream")
-        if not isinstance(key, str):
-            raise StateError(f"state file {slot.location} does not name its stream")
-        return key
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -2,7 +2,9 @@
 
 Layout under ``s3://bucket/prefix``:
 
-* ``streams/<percent-encoded key>.json`` - one stream's state; ``keys()`` lists only these.
+* ``streams/<percent-encoded key>.json`` - one stream's state; ``keys()`` lists only these. A key
+  that would make the object key pass S3's 1,024 bytes is cut and gets ``…<hash>`` (``names.bounded``);
+  ``keys()`` reads such a stream's key from its document.
 * ``lease.json`` - the run lease; deleting it by hand breaks a lease whose run is known to be gone.
 * ``run-cursor.json`` - where the next run starts (``forwarder.schedule``).
 
@@ -28,22 +30,25 @@ from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
 from .model import StreamState
-from .slots import commit_stream, load_stream
+from .names import MARK, MIN_ROOM, bounded, is_bounded
+from .slots import commit_stream, load_stream, stored_key
 from .store import Loaded
 
 _STREAMS = "streams/"
 _SUFFIX = ".json"
+_MAX_KEY = 1024  # bytes of an S3 object key
 _LEASE = "lease.json"
 _CURSOR = "run-cursor.json"
 _REVISION = "revision"
 _FIX = "repair or delete the object (state reset)"
 
 
-def key_to_name(key: str) -> str:
-    """Percent-encode every byte but letters, digits and ``_.-~@``: reversible, no ``/`` in a name."""
+def key_to_name(key: str, limit: int = _MAX_KEY) -> str:
+    """Percent-encode every byte but letters, digits and ``_.-~@``: reversible, no ``/`` in a name;
+    bounded to ``limit`` bytes (``names.bounded``)."""
     if not key:
         raise ValueError("a stream key must not be empty")
-    return quote(key, safe="@") + _SUFFIX
+    return bounded(quote(key, safe="@"), key, limit - len(_SUFFIX), MARK) + _SUFFIX
 
 
 class _ObjectSlot:
@@ -123,6 +128,9 @@ class S3Store:
         self._prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
         self._clock = clock
         self.location = f"s3://{bucket}/{self._prefix}"
+        self._room = _MAX_KEY - len((self._prefix + _STREAMS).encode("utf-8"))  # for a stream's name
+        if self._room - len(_SUFFIX) < MIN_ROOM:
+            raise ValueError(f"state location {self.location[:100]}...: the prefix is too long for S3 keys")
 
     def __repr__(self) -> str:
         return f"S3Store({self.location!r})"
@@ -139,8 +147,12 @@ class S3Store:
         try:
             for key in aws.s3_keys(self._client, self._bucket, prefix):
                 name = key[len(prefix) :]
-                if name.endswith(_SUFFIX) and "/" not in name:
+                if not name.endswith(_SUFFIX) or "/" in name:
+                    continue
+                if not is_bounded(name, MARK):
                     found.append(unquote(name[: -len(_SUFFIX)]))
+                elif (stored := stored_key(self.slot(_STREAMS + name))) is not None:
+                    found.append(stored)
         except aws.failures() as exc:
             raise StateError(
                 f"cannot list state objects under {self.location}: {aws.error_code(exc) or exc}"
@@ -160,7 +172,7 @@ class S3Store:
         return _ObjectSlot(self._client, self._bucket, self._prefix + name)
 
     def _stream(self, key: str) -> _ObjectSlot:
-        return self.slot(_STREAMS + key_to_name(key))
+        return self.slot(_STREAMS + key_to_name(key, self._room))
 
 
 def open_s3(location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time) -> S3Store:

@@ -21,5 +21,17 @@ def load_stream(slot: ConditionalSlot, key: str) -> Loaded:
     return Loaded(StreamState.from_doc(doc, slot.location), version)
 
 
+def stored_key(slot: ConditionalSlot) -> Optional[str]:
+    """The stream key the document in ``slot`` names (for a name that cannot be read back:
+    ``names.bounded``); None when it is gone (deleted since a listing)."""
+    doc, _ = slot.read()
+    if doc is None:
+        return None
+    key = doc.get("stream")
+    if not isinstance(key, str):
+        raise StateError(f"state {slot.location} does not name its stream")
+    return key
+
+
 def commit_stream(slot: ConditionalSlot, key: str, state: StreamState, version: Optional[str]) -> str:
     return slot.put(state.to_doc(key), version)

@@ -9,7 +9,16 @@ from forwarder.errors import StateError
 from forwarder.state import open_store
 from forwarder.state.dynamodb import LEASE_TTL_ATTRIBUTE, DynamoDBStore, open_dynamodb
 from forwarder.state.model import StreamState
-from tests.state.contract import KEY, T0_US, FakeClock, StoreContract, delivered, make_record
+from tests.state.contract import (
+    KEY,
+    LONG_KEYS,
+    LONG_USER,
+    T0_US,
+    FakeClock,
+    StoreContract,
+    delivered,
+    make_record,
+)
 
 
 class TestDynamoDBStoreContract(StoreContract):
@@ -66,3 +75,27 @@ def test_item_too_large_names_the_limit(table):
     records = [make_record(f"{n:064x}", T0_US + n) for n in range(6000)]
     with pytest.raises(StateError, match="400 KB"):
         store.commit(KEY, delivered(*records), None)
+
+
+@pytest.mark.parametrize("namespace", ["", "tenant-" + "t" * 500])
+def test_every_partition_key_fits_dynamodbs_limit(table, namespace):
+    store = open_dynamodb(f"dynamodb://{table}/{namespace}" if namespace else f"dynamodb://{table}")
+    for key in LONG_KEYS:
+        store.commit(key, delivered(make_record(key[-20:], T0_US)), None)
+    store.commit(KEY, StreamState(), None)
+    keys = [i["pk"]["S"] for i in boto3.client("dynamodb").scan(TableName=table)["Items"]]
+
+    assert len(keys) == 4 and all(len(key.encode()) <= 2048 for key in keys)
+    assert (f"{namespace}/" if namespace else "") + "stream#" + KEY in keys  # a short key as it always was
+    assert store.keys() == sorted([*LONG_KEYS, KEY])
+
+
+def test_the_long_address_of_the_report_commits(table):
+    store = open_dynamodb(f"dynamodb://{table}")
+    version = store.commit(LONG_USER, delivered(make_record("a", T0_US)), None)
+    assert store.load(LONG_USER).version == version
+
+
+def test_a_namespace_leaving_no_room_for_names_is_refused(aws):
+    with pytest.raises(ValueError, match="namespace is too long"):
+        open_dynamodb("dynamodb://table/" + "t" * 2030)

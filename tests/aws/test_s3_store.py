@@ -8,7 +8,16 @@ import pytest
 from forwarder.errors import StateError
 from forwarder.state import open_store
 from forwarder.state.s3 import S3Store, key_to_name, open_s3
-from tests.state.contract import KEY, T0_US, UNICODE_KEYS, StoreContract, delivered, make_record
+from tests.state.contract import (
+    KEY,
+    LONG_KEYS,
+    T0_US,
+    UNICODE_KEYS,
+    StoreContract,
+    delivered,
+    lookalike,
+    make_record,
+)
 
 
 class TestS3StoreContract(StoreContract):
@@ -52,6 +61,25 @@ def test_names_are_reversible_and_flat():
         assert "/" not in key_to_name(key)
 
 
+def test_short_keys_keep_the_names_they_always_had():
+    assert key_to_name(KEY) == "user%2Falice@example.com.json"
+    assert (
+        key_to_name("domain/%2F already-encoded ~tilde") == "domain%2F%252F%20already-encoded%20~tilde.json"
+    )
+    assert key_to_name(lookalike(KEY)).endswith("%E2%80%A6" + lookalike(KEY)[-32:] + ".json")  # its own
+
+
+@pytest.mark.parametrize("prefix", ["p", "deep/" + "x" * 600])
+def test_every_object_key_fits_s3s_limit(bucket, prefix):
+    store = open_s3(f"s3://{bucket}/{prefix}")
+    for key in [*LONG_KEYS, "user/" + "b" * 990 + "@example.com"]:
+        store.commit(key, delivered(make_record(key[-20:], T0_US)), None)
+    names = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=bucket)["Contents"]]
+
+    assert len(names) == 4 and all(len(name.encode()) <= 1024 for name in names)
+    assert store.keys() == sorted([*LONG_KEYS, "user/" + "b" * 990 + "@example.com"])
+
+
 def test_corrupt_object_is_an_error_naming_it(bucket):
     store = open_s3(f"s3://{bucket}/p")
     boto3.client("s3").put_object(Bucket=bucket, Key="p/streams/" + key_to_name(KEY), Body=b"{not json")
@@ -63,3 +91,8 @@ def test_missing_bucket_is_an_error_not_an_empty_state(aws):
     store = open_s3("s3://no-such-bucket-here/p")
     with pytest.raises(StateError, match=r"no-such-bucket-here.*NoSuchBucket"):
         store.load(KEY)
+
+
+def test_a_prefix_leaving_no_room_for_names_is_refused(aws):
+    with pytest.raises(ValueError, match="prefix is too long"):
+        open_s3("s3://bucket/" + "p" * 1000)

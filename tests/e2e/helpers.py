@@ -45,17 +45,33 @@ def expected_ids(records: Iterable[Dict[str, Any]]) -> List[str]:
     return sorted({canonical_id(r) for r in records})
 
 
-def cli(*args: str, env: Optional[Dict[str, str]] = None, cwd: Any = None) -> subprocess.CompletedProcess:
-    """``audit-forwarder <args>`` in a subprocess with only ``env``'s FORWARDER_* variables."""
+def _only(env: Optional[Dict[str, str]]) -> Dict[str, str]:
+    """This process's environment with only ``env``'s FORWARDER_* variables."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_")}
     full.update(env or {})
+    return full
+
+
+def cli(*args: str, env: Optional[Dict[str, str]] = None, cwd: Any = None) -> subprocess.CompletedProcess:
+    """``audit-forwarder <args>`` in a subprocess with only ``env``'s FORWARDER_* variables."""
     return subprocess.run(
         [sys.executable, "-m", "forwarder", *args],
-        env=full,
+        env=_only(env),
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
+    )
+
+
+def cli_process(*args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    """``cli`` started, not awaited: its output in pipes, as text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "forwarder", *args],
+        env=_only(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

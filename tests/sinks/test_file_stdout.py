@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 
 import pytest
 
@@ -166,3 +167,42 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch):
         sink.send([event(2)])
 
     assert path.read_bytes() == event(1).body + b"\n"
+
+
+def test_a_file_whose_directory_is_removed_takes_no_batch(tmp_path):
+    path = tmp_path / "out" / "a.ndjson"
+    sink = FileSink(str(path))
+    sink.send([event(1)])
+    shutil.rmtree(path.parent)  # the open descriptor still writes and fsyncs, into an unlinked file
+
+    with pytest.raises(SinkError, match=f"{path} was removed"):
+        sink.send([event(2)])
+    assert not path.parent.exists()  # not silently recreated: the run fails and says so
+
+
+def test_a_file_moved_away_takes_no_batch_in_either_place(tmp_path):
+    path = tmp_path / "a.ndjson"
+    sink = FileSink(str(path))
+    sink.send([event(1)])
+    path.rename(tmp_path / "a.ndjson.1")  # a rotation without copytruncate, mid-run
+    path.write_bytes(b"")
+
+    with pytest.raises(SinkError, match=f"{path} now names another file"):
+        sink.send([event(2)])
+    assert (tmp_path / "a.ndjson.1").read_bytes() == event(1).body + b"\n"
+    assert path.read_bytes() == b""
+
+
+def test_a_file_removed_during_the_write_drops_the_batch(tmp_path, monkeypatch):
+    path = tmp_path / "a.ndjson"
+    sink = FileSink(str(path))
+    sink.send([event(1)])
+    real_fsync = os.fsync
+
+    def fsync_then_remove(fd: int) -> None:
+        real_fsync(fd)
+        os.unlink(path)
+
+    monkeypatch.setattr(file_sink.os, "fsync", fsync_then_remove)
+    with pytest.raises(SinkError, match=f"{path} was removed"):
+        sink.send([event(2)])

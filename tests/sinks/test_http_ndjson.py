@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 
 import pytest
 
 from forwarder import retry
-from forwarder.errors import SinkError
+from forwarder.config import load_settings
+from forwarder.errors import ConfigError, SinkError
 from forwarder.events import Event
 from forwarder.http_headers import parse_headers
 from forwarder.sinks import open_sink
 from forwarder.sinks.http_ndjson import HttpNdjsonSink, authorization
 from forwarder.sinks.settings import SinkSettings
+from tests.receivers.fluent_bit_http import FluentBitHttpInput
 from tests.receivers.http_collector import HttpCollector
 from tests.sinks.helpers import only_rejection
 
@@ -129,3 +132,95 @@ def test_a_raw_line_break_in_a_body_cannot_split_its_line():
     with HttpCollector(authorization=f"Bearer {SECRET}") as collector:
         assert sink_for(collector, gzip=False).send([pretty, text]).delivered == 2
         assert collector.lines() == [b'{"a": "x"}', b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo"]
+
+
+# --- the body kind and its content type (FORWARDER_HTTP_BODY, FORWARDER_SINK_HEADERS) ----------------
+
+CONFIGURED = {
+    "FORWARDER_API_URL": "https://api.example.com",
+    "FORWARDER_CLIENT_ID": "id",
+    "FORWARDER_CLIENT_SECRET": "s3cr3t-value",
+}
+
+
+def configured_sink(url: str, **env: str) -> HttpNdjsonSink:
+    sink = open_sink(load_settings({**CONFIGURED, "FORWARDER_SINK": url, **env}).sink)
+    assert isinstance(sink, HttpNdjsonSink)
+    return sink
+
+
+def test_an_ndjson_body_is_refused_by_a_json_only_collector(waits):
+    with FluentBitHttpInput() as fluent_bit:
+        with pytest.raises(SinkError, match="invalid 'Content-Type'") as caught:
+            configured_sink(fluent_bit.url).send([event(1)])
+
+        assert not caught.value.retryable and fluent_bit.records() == []
+
+
+@pytest.mark.parametrize("use_gzip", ["true", "false"])
+def test_a_json_array_body_reaches_a_json_only_collector(waits, use_gzip):
+    events = [event(n) for n in range(7)]
+    with FluentBitHttpInput() as fluent_bit:
+        sink = configured_sink(
+            fluent_bit.url,
+            FORWARDER_HTTP_BODY="json-array",
+            FORWARDER_SINK_GZIP=use_gzip,
+            FORWARDER_BATCH_EVENTS="3",
+        )
+        result = sink.send(events)
+
+        assert (result.delivered, result.rejected) == (7, [])
+        assert fluent_bit.records() == [json.loads(e.body) for e in events]  # each event byte for byte
+        assert [seen.headers["content-type"] for seen in fluent_bit.seen()] == ["application/json"] * 3
+
+
+@pytest.mark.parametrize("body", ["ndjson", "json-array"])
+def test_the_configured_content_type_replaces_the_default(waits, body):
+    with HttpCollector() as collector:
+        sink = configured_sink(
+            collector.url, FORWARDER_HTTP_BODY=body, FORWARDER_SINK_HEADERS="content-type: text/plain"
+        )
+        with contextlib.suppress(SinkError):  # this collector takes lines, not an array
+            sink.send([event(1)])
+        (request,) = collector.seen()
+
+        assert request.headers["content-type"] == "text/plain"
+
+
+def test_a_json_array_splits_on_413_and_stays_an_array(waits):
+    big = event(99, pad="x" * 5000)
+    events = [event(n) for n in range(6)] + [big]
+    with FluentBitHttpInput() as fluent_bit:
+        fluent_bit.max_body = 2000
+        sink = configured_sink(fluent_bit.url, FORWARDER_HTTP_BODY="json-array", FORWARDER_SINK_GZIP="false")
+        result = sink.send(events)
+
+        assert "413" in only_rejection(result, big, delivered=6).reason
+        assert sorted(map(json.dumps, fluent_bit.records())) == sorted(
+            json.dumps(json.loads(e.body)) for e in events[:6]
+        )
+
+
+def test_a_text_event_cannot_be_an_array_element():
+    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=x", is_json=False)
+    with FluentBitHttpInput() as fluent_bit:
+        result = configured_sink(fluent_bit.url, FORWARDER_HTTP_BODY="json-array").send([event(1), text])
+
+        assert "JSON array" in only_rejection(result, text, delivered=1).reason
+        assert fluent_bit.records() == [json.loads(event(1).body)]
+
+
+def test_cef_with_a_json_array_body_is_a_configuration_error():
+    with pytest.raises(ConfigError) as caught:
+        load_settings(
+            {
+                **CONFIGURED,
+                "FORWARDER_SINK": "https://collector.example.com/in",
+                "FORWARDER_HTTP_BODY": "json-array",
+                "FORWARDER_FORMAT": "cef",
+            }
+        )
+    assert caught.value.problems == [
+        "FORWARDER_FORMAT: cef events are text lines, which FORWARDER_HTTP_BODY=json-array cannot carry; "
+        "use ndjson"
+    ]

@@ -8,6 +8,7 @@ leases (seconds since the epoch, like ``time.time``).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,6 +17,7 @@ import pytest
 from forwarder.errors import ConflictError, LeaseHeld
 from forwarder.records import AuditRecord
 from forwarder.state.model import StreamState
+from forwarder.state.names import HASH_CHARS, MARK
 from forwarder.timeutil import format_us
 
 HOUR_US = 3600 * 1_000_000
@@ -31,6 +33,16 @@ UNICODE_KEYS = [
     ".leading-dot",
     "user/😀@example.com",
 ]
+
+# A 10,012-character user address: over every store's name limit (a file name 255 bytes, an S3 key
+# 1,024, a DynamoDB partition key 2,048). The others share its first thousands of characters.
+LONG_USER = "user/" + "a" * 10_000 + "@example.com"
+LONG_KEYS = [LONG_USER, LONG_USER[:-3] + "net", "domain/" + "ü" * 5_000 + ".example"]
+
+
+def lookalike(key: str) -> str:
+    """A key shaped like the name a store gives ``key`` when it is cut short (names.bounded)."""
+    return key[:200] + MARK + hashlib.sha256(key.encode("utf-8")).hexdigest()[:HASH_CHARS]
 
 
 def make_record(event_id: str, ts_us: int) -> AuditRecord:
@@ -159,6 +171,23 @@ class StoreContract:
         assert store.keys() == sorted(UNICODE_KEYS)
         for n, key in enumerate(UNICODE_KEYS):
             assert set(store.load(key).state.seen) == {f"id-{n}"}
+
+    def test_keys_over_every_name_limit_commit_list_and_delete(self, store):
+        for n, key in enumerate(LONG_KEYS):
+            store.commit(key, delivered(make_record(f"long-{n}", T0_US + n)), None)
+        assert store.keys() == sorted(LONG_KEYS)
+        for n, key in enumerate(LONG_KEYS):
+            assert set(store.load(key).state.seen) == {f"long-{n}"}  # each its own document
+        store.delete(LONG_USER)
+        assert store.keys() == sorted(LONG_KEYS[1:]) and store.load(LONG_USER).version is None
+
+    def test_a_key_shaped_like_a_shortened_name_is_a_stream_of_its_own(self, store):
+        fake = lookalike(LONG_USER)
+        store.commit(LONG_USER, delivered(make_record("long", T0_US)), None)
+        store.commit(fake, delivered(make_record("fake", T0_US)), None)
+        assert store.keys() == sorted([LONG_USER, fake])
+        assert set(store.load(LONG_USER).state.seen) == {"long"}
+        assert set(store.load(fake).state.seen) == {"fake"}
 
     # -- lease -----------------------------------------------------------------------------
 

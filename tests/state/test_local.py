@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -47,6 +48,13 @@ def test_file_names_are_safe_and_reversible():
         assert not name.startswith(".")
         assert filename_to_key(name) == key
     assert key_to_filename("user/alice@example.com") == "user%2Falice%40example.com.json"
+
+
+def test_shortened_names_are_the_ones_earlier_versions_wrote():
+    long_key = "domain/" + "ü" * 300
+    encoded = "domain%2F" + "%C3%BC" * 300
+    digest = hashlib.sha256(long_key.encode()).hexdigest()[:32]
+    assert key_to_filename(long_key) == f"{encoded[:200]}~{digest}.json"
 
 
 def test_long_keys_get_short_distinct_names_and_keep_their_key(store, directory):
