@@ -31,6 +31,11 @@ def test_demo_twice_writes_the_events_once(tmp_path):
     assert first.returncode == 0, first.stderr
     lines = (tmp_path / "out" / "events.ndjson").read_text().splitlines()
     assert len(lines) >= 1000
+    # every record the simulator holds is either an event or said to lie outside the look-back
+    head = first.stdout.splitlines()[0]
+    total = int(head.split(" audit records")[0].rsplit(" ", 1)[1])
+    older = int(head.split("(")[1].split(" older than the 13-month look-back")[0]) if "(" in head else 0
+    assert total - older == len(lines), head
     events = [json.loads(line) for line in lines]
     assert len({e["event"]["id"] for e in events}) == len(events)
     second = cli("demo", cwd=tmp_path)

@@ -59,7 +59,11 @@ def run_summary(
         default=None,
     )
     if stalest is not None:
-        out.append(f"  stalest stream: {stalest.stream}, {_lag(stalest.lag_seconds)} behind")
+        # The lag is the age of the newest record delivered: a quiet user's stream is old, not late.
+        out.append(
+            f"  stalest stream: {stalest.stream}, newest record {_lag(stalest.lag_seconds)} old "
+            "(normal for a stream with no recent activity)"
+        )
     if report.error:
         out.append(style.bad("  error: ") + report.error)
     if report.not_started:
