@@ -139,3 +139,10 @@ def test_run_with_an_interval_repeats_until_sigterm(sim, tmp_path):
         assert proc.wait(timeout=60) == 0
     ids = [json.loads(line)["event"]["id"] for line in sink.read_text().splitlines()]
     assert ids and len(ids) == len(set(ids))
+
+
+def test_an_empty_quarantine_list_says_so_and_keeps_stdout_for_json(tmp_path):
+    env = {"FORWARDER_QUARANTINE": str(tmp_path / "q")}
+    listed = cli("quarantine", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "" and f"no quarantined entries in {tmp_path / 'q'}" in listed.stderr
