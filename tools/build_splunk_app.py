@@ -76,7 +76,9 @@ def vendored_lib(cache: Path) -> Path:
     wheels = cache / f"wheels-{key}"
     _pip("wheel", "--no-deps", "--wheel-dir", str(wheels), "splunk-sdk")
     _pip(
-        "install", "--target", str(target), "--no-compile", "--only-binary=:all:",
+        # --no-warn-conflicts: pip would judge the target against the venv running it (types-requests
+        # wants urllib3 2, splunklib's tree 1.26), two environments that never meet
+        "install", "--target", str(target), "--no-compile", "--no-warn-conflicts", "--only-binary=:all:",
         "--python-version", TARGET_PYTHON, "--implementation", "py", "--abi", "none", "--platform", "any",
         "--find-links", str(wheels), *REQUIREMENTS,
     )  # fmt: skip
