@@ -2,7 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+CKSUM  := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(CKSUM)
+RUN_STAMP := $(VENV)/.run-$(CKSUM)
 
 .PHONY: demo test lint typecheck unit bench clean
 .DEFAULT_GOAL := test
@@ -10,14 +12,23 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # The runtimes' build targets (lambda-package, splunk-app) and the Python 3.9 run live in mk/.
 include $(sort $(wildcard mk/*.mk))
 
-$(STAMP): pyproject.toml
-	rm -f $(VENV)/.installed-*
+# Two stamps in one virtualenv: running needs the package alone (`make demo`, about 30 MB);
+# the tests add their toolchain (moto, cfn-lint, pySigma, mypy, ruff, ...) on top.
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	rm -f $(VENV)/.run-*
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	rm -f $(VENV)/.installed-*
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(BIN)/audit-forwarder demo
 
 test: $(STAMP) lint typecheck unit compat39

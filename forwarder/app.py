@@ -116,6 +116,8 @@ def run_once(
     over all of them) and ``order`` the ones this run starts, in order: a fan-out worker passes the
     plan it was handed and its shard. ``owner`` names the lease holder (default: this process)."""
     register_secrets(settings.secrets())
+    for notice in settings.notices:
+        log.warning("configuration: %s", notice)
     report = RunReport(started=format_us(now_us()))
     store = store or open_store_for(settings)
     owner = owner or new_owner()

@@ -23,6 +23,8 @@ def check(settings: Settings, out: TextIO) -> bool:
         return ok
 
     say(True, f"configuration: {settings.api_url}, format {settings.format}, sink {settings.sink.uri}")
+    for notice in settings.notices:
+        out.write(redact(f"warn configuration: {notice}\n"))
     try:
         store = open_store_for(settings)
         say(True, f"state: {store.location} ({len(store.keys())} streams stored)")
@@ -33,13 +35,16 @@ def check(settings: Settings, out: TextIO) -> bool:
         return say(False, f"state/sink: {exc}")
 
     client = build_client(settings)
+    step = "token"  # the step a failure is named by
     try:
         client.authenticate()
         say(True, "token: obtained")
+        step = "streams"
         streams = plan(settings, client)
         say(True, f"streams: {len(streams)} planned")
         if not streams:
             return say(False, "streams: nothing to pull (set FORWARDER_USERS or FORWARDER_DOMAINS)")
+        step = "audits"
         findings = probe(client, streams, page_limit=settings.page_limit)
         if findings is None:
             return say(True, f"audits: the first streams hold no records yet ({streams[0].key}, ...)")
@@ -47,6 +52,6 @@ def check(settings: Settings, out: TextIO) -> bool:
             say(True, line)
         return True
     except ForwarderError as exc:
-        return say(False, str(exc))
+        return say(False, f"{step}: {exc}")
     finally:
         client.close()

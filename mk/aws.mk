@@ -7,6 +7,8 @@ LAMBDA_PYTHON   := 3.13
 LAMBDA_PLATFORM := --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64
 LAMBDA_DIR      := build/lambda
 LAMBDA_ZIP      := dist/lambda.zip
+# The functions' handlers (template.yaml): the package holds them and what they can import, no more.
+LAMBDA_ENTRIES  := handlers.aws_lambda handlers.aws_planner handlers.aws_worker
 
 .PHONY: lambda-package bench-import
 
@@ -17,6 +19,7 @@ lambda-package: $(STAMP)
 		--python-version $(LAMBDA_PYTHON) $(LAMBDA_PLATFORM) --only-binary=:all: \
 		"$$(ls build/lambda-wheel/*.whl)[aws]"
 	rm -rf $(LAMBDA_DIR)/bin
+	$(BIN)/python tools/runtime_modules.py prune $(LAMBDA_DIR) $(LAMBDA_ENTRIES)
 	find $(LAMBDA_DIR) -name __pycache__ -prune -exec rm -rf {} +
 	test -n "$$(ls $(LAMBDA_DIR)/orjson/*aarch64*.so)"  # the right orjson, or fail the build
 	mkdir -p dist

@@ -31,6 +31,11 @@ def test_demo_twice_writes_the_events_once(tmp_path):
     assert first.returncode == 0, first.stderr
     lines = (tmp_path / "out" / "events.ndjson").read_text().splitlines()
     assert len(lines) >= 1000
+    # every record the simulator holds is either an event or said to lie outside the look-back
+    head = first.stdout.splitlines()[0]
+    total = int(head.split(" audit records")[0].rsplit(" ", 1)[1])
+    older = int(head.split("(")[1].split(" older than the 13-month look-back")[0]) if "(" in head else 0
+    assert total - older == len(lines), head
     events = [json.loads(line) for line in lines]
     assert len({e["event"]["id"] for e in events}) == len(events)
     second = cli("demo", cwd=tmp_path)
@@ -134,3 +139,10 @@ def test_run_with_an_interval_repeats_until_sigterm(sim, tmp_path):
         assert proc.wait(timeout=60) == 0
     ids = [json.loads(line)["event"]["id"] for line in sink.read_text().splitlines()]
     assert ids and len(ids) == len(set(ids))
+
+
+def test_an_empty_quarantine_list_says_so_and_keeps_stdout_for_json(tmp_path):
+    env = {"FORWARDER_QUARANTINE": str(tmp_path / "q")}
+    listed = cli("quarantine", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "" and f"no quarantined entries in {tmp_path / 'q'}" in listed.stderr

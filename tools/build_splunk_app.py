@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, List
 
+from runtime_modules import SPLUNK_ENTRIES, closure, files
+
 ROOT = Path(__file__).resolve().parent.parent
 APP_ID = "TA-fortra-emailauth"
 REQUIREMENTS = (
@@ -46,7 +48,6 @@ REQUIREMENTS = (
     "typing_extensions",
 )
 TARGET_PYTHON = "3.9"
-HANDLERS = ("__init__.py", "splunk_input.py", "splunk_settings.py", "splunk_hooks.py")
 UCC_GEN = Path(os.environ.get("UCC_GEN") or ROOT / ".venv-ucc" / "bin" / "ucc-gen")
 DETECTIONS = ROOT / "tools" / "compile_detections.py"
 _COMPILED = (".so", ".pyd", ".pyc", ".pyo", ".dll", ".dylib", ".exe")
@@ -75,7 +76,9 @@ def vendored_lib(cache: Path) -> Path:
     wheels = cache / f"wheels-{key}"
     _pip("wheel", "--no-deps", "--wheel-dir", str(wheels), "splunk-sdk")
     _pip(
-        "install", "--target", str(target), "--no-compile", "--only-binary=:all:",
+        # --no-warn-conflicts: pip would judge the target against the venv running it (types-requests
+        # wants urllib3 2, splunklib's tree 1.26), two environments that never meet
+        "install", "--target", str(target), "--no-compile", "--no-warn-conflicts", "--only-binary=:all:",
         "--python-version", TARGET_PYTHON, "--implementation", "py", "--abi", "none", "--platform", "any",
         "--find-links", str(wheels), *REQUIREMENTS,
     )  # fmt: skip
@@ -97,14 +100,21 @@ def imports_aws(path: Path) -> bool:
     return False
 
 
-def _sources(package: Path) -> Iterator[Path]:
-    for path in sorted(package.rglob("*.py")):
-        if "__pycache__" not in path.parts and not imports_aws(path):
-            yield path
+def _sources() -> Iterator[Path]:
+    """The modules the input and the add-on's handlers can import (tools/runtime_modules.py), less
+    those needing boto3: the add-on keeps no AWS state or sink."""
+    for relative in sorted(files(closure(SPLUNK_ENTRIES))):
+        if not imports_aws(ROOT / relative):
+            yield ROOT / relative
 
 
 def _ignore(_directory: str, names: List[str]) -> List[str]:
     return [n for n in names if n == "__pycache__" or n.endswith(_COMPILED) or n == ".complete"]
+
+
+def _ignore_vendored(directory: str, names: List[str]) -> List[str]:
+    """The dependencies' own test suites (certifi/tests) are not needed to run."""
+    return _ignore(directory, names) + [n for n in names if n == "tests" and Path(directory, n).is_dir()]
 
 
 def build_epoch() -> int:
@@ -143,14 +153,11 @@ def stage(app_dir: Path, lib_cache: Path, detections: Path = DETECTIONS) -> None
         savedsearches = app_dir / "default" / "savedsearches.conf"
         subprocess.run([sys.executable, str(detections), "--splunk", str(savedsearches)], check=True)
     lib = app_dir / "lib"
-    shutil.copytree(vendored_lib(lib_cache), lib, ignore=_ignore, dirs_exist_ok=True)
-    for path in _sources(ROOT / "forwarder"):
+    shutil.copytree(vendored_lib(lib_cache), lib, ignore=_ignore_vendored, dirs_exist_ok=True)
+    for path in _sources():
         dest = lib / path.relative_to(ROOT)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
-    (lib / "handlers").mkdir()
-    for name in HANDLERS:
-        shutil.copyfile(ROOT / "handlers" / name, lib / "handlers" / name)
     compiled = [str(p) for p in app_dir.rglob("*") if p.suffix in _COMPILED]
     if compiled:
         raise SystemExit(f"compiled files would be packaged: {compiled}")

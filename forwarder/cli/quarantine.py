@@ -42,7 +42,10 @@ def _list(args: argparse.Namespace, location: str, timeout_s: float, tenant: str
     from ..replay import list_entries
 
     quarantine = opened(lambda at: open_quarantine(at, None, timeout_s), location, "FORWARDER_QUARANTINE")
-    list_entries(quarantine, sys.stdout, args.full, args.stream or [], args.id or [], tenant)
+    if not list_entries(quarantine, sys.stdout, args.full, args.stream or [], args.id or [], tenant):
+        # stdout stays JSON lines for scripts; a person is told the list is empty, not left guessing
+        narrowed = " matching --stream/--id" if args.stream or args.id else ""
+        sys.stderr.write(f"no quarantined entries{narrowed} in {location}\n")
 
 
 def _replay(args: argparse.Namespace, settings: Settings) -> ReplayOutcome:

@@ -9,6 +9,7 @@ import sys
 
 from .. import jsonutil, stop
 from ..console.session import Console
+from ..console.style import is_terminal
 from ..logs import redact
 from ..tenants import Tenant
 from ..timeutil import parse_duration
@@ -25,7 +26,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     concurrency = tenant_concurrency(env_of(args))
     interval = parse_duration(args.interval) if args.interval else 0
     first = targets[0].settings
-    console = Console(first.log_format, first.log_level, os.environ, sys.stderr, quiet=args.quiet)
+    events_here = first.sink.uri == "stdout" and is_terminal(sys.stdout)
+    console = Console(
+        first.log_format,
+        first.log_level,
+        os.environ,
+        sys.stderr,
+        quiet=args.quiet,
+        shares_terminal=events_here,
+    )
     # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts nothing new,
     # commits what it shipped, and the process exits with that run's status.
     should_stop = stop.install()

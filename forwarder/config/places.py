@@ -35,7 +35,16 @@ class SinkUri:
     rules run later, over every sink setting (``sinks.sink_problems``)."""
 
     def parse(self, text: str) -> str:
-        if scheme_of(text) not in sink_schemes():
+        known = scheme_of(text) in sink_schemes()
+        if not known and "://" not in text:
+            # `host:port` parses as a scheme `host` and a path: quote it as written (no user-info),
+            # with the fix
+            bare = text.split("?")[0].rpartition("@")[2][:200]
+            raise ValueError(
+                f"{bare!r} has no scheme: write the kind of sink before it, e.g. hec+https://{bare} "
+                f"for Splunk HEC (schemes: {', '.join(sink_schemes())})"
+            )
+        if not known:
             shown = redact_url(text)
             raise ValueError(f"{shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
         problem = secret_in_url(text)

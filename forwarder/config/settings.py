@@ -12,6 +12,7 @@ from ..errors import ConfigError
 from ..sinks import sink_problems
 from ..sinks.settings import SinkSettings
 from .kinds import Problems
+from .notices import unknown_variables, unmatched_filters
 from .table import BY_NAME, EVERYWHERE, VARIABLES, Variable
 
 
@@ -47,6 +48,7 @@ class Settings:
     log_level: str
     log_format: str = "auto"
     splunk_token: Optional[str] = field(default=None, repr=False)
+    notices: Tuple[str, ...] = ()  # accepted, but likely not what was meant (config/notices.py)
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
@@ -142,4 +144,5 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         problems += sink_problems(sink_settings, values["format"] or "")
     if problems:
         raise ConfigError(sorted(problems, key=_position))
-    return Settings(**values, sink=sink_settings)
+    notices = unknown_variables(env) + unmatched_filters(values["filters"])
+    return Settings(**values, sink=sink_settings, notices=tuple(notices))

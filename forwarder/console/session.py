@@ -30,12 +30,21 @@ class Console:
     """
 
     def __init__(
-        self, log_format: str, log_level: str, env: Mapping[str, str], stream: TextIO, quiet: bool = False
+        self,
+        log_format: str,
+        log_level: str,
+        env: Mapping[str, str],
+        stream: TextIO,
+        quiet: bool = False,
+        shares_terminal: bool = False,
     ) -> None:
+        """``shares_terminal``: events are written to the same terminal (the stdout sink), where a
+        live line would run into them; the summary still comes at the end."""
         self.text = wants_text(log_format, stream)
         self.quiet = quiet
         self.style = Style(self.text and wants_colour(stream, env))
-        self.screen = Screen(stream, live=self.text and is_terminal(stream) and not quiet)
+        live = self.text and is_terminal(stream) and not quiet and not shares_terminal
+        self.screen = Screen(stream, live=live)
         self._progress: Optional[Progress] = None
         self._tenants: Optional[TenantsProgress] = None
         level = logging.getLevelName(log_level.upper())

@@ -59,7 +59,11 @@ def run_summary(
         default=None,
     )
     if stalest is not None:
-        out.append(f"  stalest stream: {stalest.stream}, {_lag(stalest.lag_seconds)} behind")
+        # The lag is the age of the newest record delivered: a quiet user's stream is old, not late.
+        out.append(
+            f"  stalest stream: {stalest.stream}, newest record {_lag(stalest.lag_seconds)} old "
+            "(normal for a stream with no recent activity)"
+        )
     if report.error:
         out.append(style.bad("  error: ") + report.error)
     if report.not_started:
@@ -113,7 +117,12 @@ def state_table(location: str, rows: List[Dict[str, Any]], style: Style) -> str:
 
 
 # `check` prints 'ok   step: detail' / 'FAIL step: detail'; a step is a word or two before ': '.
-_CHECK_LINE = re.compile(r"^(ok  |FAIL) (?:([\w/.-]+(?: \S+)?): )?(.*)$")
+_CHECK_LINE = re.compile(r"^(ok  |FAIL|warn) (?:([\w/.-]+(?: \S+)?): )?(.*)$")
+_CHECK_STATUS = {
+    "ok  ": Painted("ok", ("green",)),
+    "FAIL": Painted("FAIL", ("red", "bold")),
+    "warn": Painted("warn", ("yellow",)),
+}
 
 
 def check_view(lines: str, style: Style) -> str:
@@ -126,6 +135,5 @@ def check_view(lines: str, style: Style) -> str:
         if not m:
             other.append(line)
             continue
-        status = Painted("ok", ("green",)) if m.group(1) == "ok  " else Painted("FAIL", ("red", "bold"))
-        rows.append([status, m.group(2) or "", m.group(3)])
+        rows.append([_CHECK_STATUS[m.group(1)], m.group(2) or "", m.group(3)])
     return table(["", "step", "result"], rows, style) + "".join(line + "\n" for line in other)

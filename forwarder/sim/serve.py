@@ -35,9 +35,10 @@ def serve(argv: Optional[List[str]] = None) -> int:
         return 1
     try:  # from the first line on: a Ctrl-C as soon as the address is shown is a clean stop
         print(f"platform API simulator listening on {url} (Ctrl-C to stop)")
-        print(f"  FORWARDER_API_URL={url}")
-        print(f"  FORWARDER_CLIENT_ID={DEMO_CLIENT_ID}")
-        print(f"  FORWARDER_CLIENT_SECRET={DEMO_CLIENT_SECRET}", flush=True)
+        print("paste into a shell to point the forwarder at it:")
+        print(f"  export FORWARDER_API_URL={url}")
+        print(f"  export FORWARDER_CLIENT_ID={DEMO_CLIENT_ID}")
+        print(f"  export FORWARDER_CLIENT_SECRET={DEMO_CLIENT_SECRET}", flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

@@ -198,3 +198,15 @@ def test_demo_at_a_terminal_shows_progress_and_the_summary_then_where_the_events
     assert not any("streams: fetched" in line for line in lines)  # the table replaced that line
     again = in_terminal("demo", "--quiet", env=environment({}), cwd=str(tmp_path))
     assert again.code == 0 and again.raw == ""
+
+
+def test_events_on_the_same_terminal_are_not_run_into_by_a_progress_line(sim, tmp_path):
+    sim.latency_seconds = 0.01
+    screen = in_terminal("run", env=run_env(sim, tmp_path, FORWARDER_SINK="stdout"))
+    assert screen.code == 0, screen.plain
+    events = [line for line in screen.lines() if line.lstrip("\r").startswith("{")]
+    assert len(events) > 100
+    for line in events:  # each event a whole JSON line, nothing drawn into it
+        json.loads(line.lstrip("\r"))
+    assert not [f for f in screen.frames() if FRAME.match(f)]
+    assert any(line.startswith("run finished") for line in screen.lines())

@@ -31,10 +31,15 @@ def test_serve_prints_the_url_and_stops_on_ctrl_c():
         text=True,
     )
     try:
-        banner = [proc.stdout.readline() for _ in range(4)]
-        url = banner[1].strip().split("=", 1)[1]
+        banner = [proc.stdout.readline() for _ in range(5)]
+        # the lines shown for pasting set the variables in a shell (plain NAME=value would not)
+        pasted = subprocess.run(
+            ["bash", "-c", "".join(banner[2:]) + "\nenv"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        shell = dict(line.split("=", 1) for line in pasted if line.startswith("FORWARDER_"))
+        url = shell["FORWARDER_API_URL"]
         assert url.startswith("http://127.0.0.1:")
-        assert f"FORWARDER_CLIENT_SECRET={DEMO_CLIENT_SECRET}" in banner[3]
+        assert shell["FORWARDER_CLIENT_SECRET"] == DEMO_CLIENT_SECRET
         form = {"client_id": DEMO_CLIENT_ID, "client_secret": DEMO_CLIENT_SECRET}
         bearer = requests.post(url + "/v1/ep/token", data=form, timeout=5).json()["access_token"]
         users = requests.get(url + USERS_PATH, headers={"Authorization": f"Bearer {bearer}"}, timeout=5)

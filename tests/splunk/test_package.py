@@ -11,6 +11,9 @@ import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from build_splunk_app import imports_aws
+from runtime_modules import ROOT, SPLUNK_ENTRIES, closure, files
+
 from .conftest import APP, build_package
 from .test_cim import read_conf
 
@@ -93,6 +96,23 @@ def test_lib_holds_the_ucc_libraries_and_the_add_on_handlers(app_dir):
         assert (lib / "handlers" / name).exists()
     assert (lib / "forwarder" / "state" / "kvstore.py").exists()
     assert os.access(app_dir / "bin" / "emailauth_audit.py", os.X_OK)
+
+
+def test_lib_holds_only_what_the_add_on_imports(app_dir):
+    """The closure of the add-on's handlers (tools/runtime_modules.py), less what needs boto3; not the
+    simulator, the CLI, the console, the fan-out or the Lambda adapters, nor the libraries' tests."""
+    lib = app_dir / "lib"
+    shipped = {p.relative_to(lib) for top in ("forwarder", "handlers") for p in (lib / top).rglob("*.py")}
+    assert shipped == {p for p in files(closure(SPLUNK_ENTRIES)) if not imports_aws(ROOT / p)}
+    for absent in (
+        "forwarder/sim",
+        "forwarder/cli",
+        "forwarder/console",
+        "forwarder/fanout",
+        "certifi/tests",
+    ):
+        assert not (lib / absent).exists(), absent
+    assert not list((lib / "handlers").glob("aws_*.py"))
 
 
 def unguarded_imports(path: Path, banned: set) -> list:
