@@ -2,18 +2,18 @@
 oracle measured in the same run.
 
 The simulator answers 429 (with Retry-After) past ``--max-rps`` requests per second (a server-side
-token bucket), and its organization changes over real time: ``--active`` of the users act, each
-about every ``--gap`` seconds (a Poisson process), and ``--dmarc`` of their records are DMARC changes
-of a domain, which appear in the actor's trail and in the domain's. Every ``--interval`` seconds, as
-cron would, a new ``audit-forwarder run`` process starts (``FORWARDER_MAX_RPS=--max-rps``, users
-from the users endpoint, every domain in ``FORWARDER_DOMAINS``, state in a local directory); a run
-whose lease is held exits 75 and counts as skipped. A loopback HEC receiver logs when each event id
-arrives.
+token bucket), and its organization changes over real time: ``--rate`` records per second (a
+Poisson process, the same for every size) made by ``--active`` of the users, ``--dmarc`` of them
+DMARC changes of a domain, which appear in the actor's trail and in the domain's. Every
+``--interval`` seconds, as cron would, a new ``audit-forwarder run`` process starts
+(``FORWARDER_MAX_RPS`` is ``--max-rps``, users from the users endpoint, every domain in
+``FORWARDER_DOMAINS``, state in a local directory); a run whose lease is held exits 75 and counts
+as skipped. A loopback HEC receiver logs when each event id arrives.
 
-The oracle, at the same ticks: an ideal poller that knows which users have records it has not
-delivered and asks only their streams (a user's trail holds the DMARC changes the user made), one
-request after another at ``--max-rps`` at most, from a second simulator serving the same
-organization with the same rate limit, and posts what it read to a second receiver.
+The oracle, at the same ticks: an ideal poller that knows which streams hold records it has not
+delivered (the actor's, and for a DMARC change the domain's too) and polls only those, one request
+after another at ``--max-rps`` at most, from a second simulator serving the same organization with
+the same rate limit, and posts what it read to a second receiver.
 
 Measured: the records created in the ``--duration`` seconds after the warm-up (the forwarder's first
 run, which meets every stream for the first time), the runs started and the API calls (every
@@ -42,7 +42,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import requests
 
@@ -75,7 +75,7 @@ class Scenario:
     max_rps: float
     active: float
     dmarc: float
-    gap: float
+    rate: float
     duration: float
     drain: float
     seed: int
@@ -111,9 +111,8 @@ class ArrivalLog(HecReceiver):
 @dataclass(frozen=True)
 class Created:
     id: str
-    user: str
     at: float  # wall-clock seconds
-    dmarc: bool
+    streams: Tuple[Tuple[str, str], ...]  # (object_type, name) of the trails holding it
 
 
 class Activity:
@@ -123,7 +122,7 @@ class Activity:
         self.org = sim.org
         self.rng = random.Random(scenario.seed)
         self.actors = self.rng.sample(self.org.users, scenario.active_users)
-        self.rate = scenario.active_users / scenario.gap  # records per second, all actors together
+        self.rate = scenario.rate
         self.dmarc = scenario.dmarc
         self.log: List[Created] = []
         self.lock = threading.Lock()  # the log: the oracle reads it while records are made
@@ -135,7 +134,8 @@ class Activity:
             actor = self.rng.choice(self.actors)
             domain = self.rng.choice(self.org.domains) if self.rng.random() < self.dmarc else None
             record = self.org.add_action(now_us(), actor, domain)
-            created = Created(event_id(record), actor.email, time.time(), domain is not None)
+            streams = (("user", actor.email),) + ((("domain", domain.name),) if domain else ())
+            created = Created(event_id(record), time.time(), streams)
             with self.lock:
                 self.log.append(created)
 
@@ -194,8 +194,8 @@ class Cron:
 
 
 class Oracle:
-    """The ideal poller: at each tick, only the streams of the users with records it has not
-    delivered, oldest pending first, each request after a token of its own bucket."""
+    """The ideal poller: at each tick, only the streams holding records it has not delivered,
+    oldest pending first, each request after a token of its own bucket."""
 
     def __init__(self, sim: Simulator, hec: ArrivalLog, activity: Activity, rate: float) -> None:
         self.sim, self.hec, self.activity = sim, hec, activity
@@ -228,15 +228,15 @@ class Oracle:
             self.poll()
 
     def poll(self) -> None:
-        pending: Dict[str, float] = {}
+        pending: Dict[Tuple[str, str], float] = {}
         for created in self.activity.since(0):
-            if created.id not in self.delivered:
-                pending[created.user] = min(created.at, pending.get(created.user, math.inf))
+            for stream in created.streams if created.id not in self.delivered else ():
+                pending[stream] = min(created.at, pending.get(stream, math.inf))
         records: List[Any] = []
-        for user in sorted(pending, key=pending.__getitem__):
-            start = bound(int(pending[user] * 1_000_000))
+        for (object_type, name), oldest in sorted(pending.items(), key=lambda item: item[1]):
+            start = bound(int(oldest * 1_000_000))
             for offset in range(0, 100 * PAGE, PAGE):
-                query = {"object_type": "user", "name": user, "start_date": start}
+                query = {"object_type": object_type, "name": name, "start_date": start}
                 query.update(sort="created_at ASC", limit=str(PAGE), offset=str(offset))
                 page = self._call("GET", AUDITS_PATH, params=query)["audits"]
                 records += [r for r in page if event_id(r) not in self.delivered]
@@ -369,10 +369,10 @@ def report(
 ) -> None:
     s = scenario
     print(f"== {s.users + s.domains} streams ({s.users} users, {s.domains} domains): FORWARDER_MAX_RPS="
-          f"{s.max_rps:g}, a run every {s.interval:g} s, active users: {s.active_users} ({s.active:.0%}), "
-          f"each acting about every {s.gap:g} s, {s.dmarc:.0%} of their records DMARC changes")  # fmt: skip
+          f"{s.max_rps:g}, a run every {s.interval:g} s, {s.rate:g} records/s by {s.active_users} users "
+          f"({s.active:.0%}), {s.dmarc:.0%} of them DMARC changes")  # fmt: skip
     print(f"warm-up: the first run took {first.ended - first.started:.1f} s (exit {first.code})")
-    dmarc = sum(1 for c in measured if c.dmarc)
+    dmarc = sum(1 for c in measured if len(c.streams) > 1)
     print(f"measured span: {s.duration:g} s, records created: {len(measured)} ({dmarc} DMARC changes)")
     for name, side in (("forwarder", forwarder), ("oracle", oracle)):
         arrived = sum(1 for lag in side.lags if not math.isinf(lag))
@@ -396,7 +396,7 @@ def scenarios(args: argparse.Namespace) -> List[Scenario]:
     for streams in args.streams:
         users = streams * 2 // 5
         out.append(Scenario(users, streams - users, args.interval, args.max_rps, args.active, args.dmarc,
-                            args.gap, args.duration, args.drain, args.seed))  # fmt: skip
+                            args.rate, args.duration, args.drain, args.seed))  # fmt: skip
     return out
 
 
@@ -419,16 +419,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--max-rps", type=float, default=20, help="the service's rate limit (default 20)")
     parser.add_argument("--active", type=float, default=0.1, help="share of users active (default 0.1)")
     parser.add_argument("--dmarc", type=float, default=0.3, help="share of DMARC changes (default 0.3)")
-    parser.add_argument(
-        "--gap", type=float, default=30, help="mean seconds between an active user's actions (default 30)"
-    )
+    parser.add_argument("--rate", type=float, default=1, help="records made per second (default 1)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a smoke test: 20 streams, a few seconds")
     args = parser.parse_args(argv)
     if args.quick:
-        args.streams, args.duration, args.drain, args.interval, args.gap = [20], 6, 30, 2, 0.5
-    if min(args.duration, args.interval, args.max_rps, args.gap) <= 0 or args.drain < 0:
-        parser.error("--duration, --interval, --max-rps and --gap must be positive, --drain not negative")
+        args.streams, args.duration, args.drain, args.interval = [20], 6, 30, 2
+    if min(args.duration, args.interval, args.max_rps, args.rate) <= 0 or args.drain < 0:
+        parser.error("--duration, --interval, --max-rps and --rate must be positive, --drain not negative")
     if not (0 < args.active <= 1 and 0 <= args.dmarc <= 1):
         parser.error("--active must be in (0, 1] and --dmarc in [0, 1]")
     for scenario in scenarios(args):
