@@ -19,7 +19,9 @@ Measured: the records created in the ``--duration`` seconds after the warm-up (t
 run, which meets every stream for the first time), the runs started and the API calls (every
 request, 429s included) in those seconds; then the runs go on (for ``--drain`` seconds at most)
 until every measured record has arrived. A record that never arrives counts as infinitely late.
-Sizes: ``--streams`` (2/5 users, 3/5 domains: 1,000 is 400 users and 600 domains).
+Sizes: ``--streams`` (2/5 users, 3/5 domains: 1,000 is 400 users and 600 domains). With
+``--org-wide`` the simulator answers a name-less ``object_type=user``/``domain`` query with every
+user's or domain's records (``audit-forwarder check`` says whether a service does).
 
     python bench/freshness.py [--streams 100,1000] [--duration 90] [--interval 10] [--max-rps 20]
     python bench/freshness.py --quick     # a smoke test: 20 streams, 2 s interval, a few seconds
@@ -76,6 +78,7 @@ class Scenario:
     active: float
     dmarc: float
     rate: float
+    org_wide: bool
     duration: float
     drain: float
     seed: int
@@ -293,7 +296,10 @@ def measure(scenario: Scenario, tmp: Path) -> None:
     org = generate_wide_org(scenario.users, scenario.domains, scenario.seed)
     domains = ",".join(d.name for d in org.domains)
     with contextlib.ExitStack() as stack:
-        sim, ideal = (stack.enter_context(Simulator(org, max_rps=scenario.max_rps)) for _ in "12")
+        nameless = "org-wide" if scenario.org_wide else "refuse"
+        sim, ideal = (
+            stack.enter_context(Simulator(org, max_rps=scenario.max_rps, nameless=nameless)) for _ in "12"
+        )
         hec, ideal_hec = (stack.enter_context(ArrivalLog()) for _ in "12")
         env = env_for(sim.base_url, hec.url, str(tmp / "state"), FORWARDER_INITIAL_LOOKBACK="14d")
         env.update(FORWARDER_DOMAINS=domains, FORWARDER_MAX_RPS=f"{scenario.max_rps:g}")
@@ -371,6 +377,8 @@ def report(
     print(f"== {s.users + s.domains} streams ({s.users} users, {s.domains} domains): FORWARDER_MAX_RPS="
           f"{s.max_rps:g}, a run every {s.interval:g} s, {s.rate:g} records/s by {s.active_users} users "
           f"({s.active:.0%}), {s.dmarc:.0%} of them DMARC changes")  # fmt: skip
+    if s.org_wide:
+        print("the simulator answers name-less (org-wide) queries")
     print(f"warm-up: the first run took {first.ended - first.started:.1f} s (exit {first.code})")
     dmarc = sum(1 for c in measured if len(c.streams) > 1)
     print(f"measured span: {s.duration:g} s, records created: {len(measured)} ({dmarc} DMARC changes)")
@@ -396,7 +404,7 @@ def scenarios(args: argparse.Namespace) -> List[Scenario]:
     for streams in args.streams:
         users = streams * 2 // 5
         out.append(Scenario(users, streams - users, args.interval, args.max_rps, args.active, args.dmarc,
-                            args.rate, args.duration, args.drain, args.seed))  # fmt: skip
+                            args.rate, args.org_wide, args.duration, args.drain, args.seed))  # fmt: skip
     return out
 
 
@@ -420,6 +428,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--active", type=float, default=0.1, help="share of users active (default 0.1)")
     parser.add_argument("--dmarc", type=float, default=0.3, help="share of DMARC changes (default 0.3)")
     parser.add_argument("--rate", type=float, default=1, help="records made per second (default 1)")
+    parser.add_argument("--org-wide", action="store_true", help="the simulator serves name-less queries")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a smoke test: 20 streams, a few seconds")
     args = parser.parse_args(argv)
