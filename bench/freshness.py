@@ -438,10 +438,18 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.error("--duration, --interval, --max-rps and --rate must be positive, --drain not negative")
     if not (0 < args.active <= 1 and 0 <= args.dmarc <= 1):
         parser.error("--active must be in (0, 1] and --dmarc in [0, 1]")
-    for scenario in scenarios(args):
-        with tempfile.TemporaryDirectory() as tmp:
-            measure(scenario, Path(tmp))
-        sys.stdout.flush()
+    signal.signal(signal.SIGTERM, stopped)  # as Ctrl-C: the runs started are stopped too
+    try:
+        for scenario in scenarios(args):
+            with tempfile.TemporaryDirectory() as tmp:
+                measure(scenario, Path(tmp))
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def stopped(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
