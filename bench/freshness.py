@@ -23,7 +23,7 @@ Sizes: ``--streams`` (2/5 users, 3/5 domains: 1,000 is 400 users and 600 domains
 ``--org-wide`` the simulator answers a name-less ``object_type=user``/``domain`` query with every
 user's or domain's records (``audit-forwarder check`` says whether a service does).
 
-    python bench/freshness.py [--streams 100,1000] [--duration 90] [--interval 10] [--max-rps 20]
+    python bench/freshness.py [--streams 100,1000] [--duration 60] [--interval 10] [--max-rps 20]
     python bench/freshness.py --quick     # a smoke test: 20 streams, 2 s interval, a few seconds
 """
 
@@ -421,7 +421,7 @@ def streams_list(text: str) -> List[int]:
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=streams_list, default=[100, 1000], help="sizes (default 100,1000)")
-    parser.add_argument("--duration", type=float, default=90, help="measured seconds per size (default 90)")
+    parser.add_argument("--duration", type=float, default=60, help="measured seconds per size (default 60)")
     parser.add_argument("--drain", type=float, default=120, help="most seconds to wait for the last records")
     parser.add_argument("--interval", type=float, default=10, help="seconds between runs (default 10)")
     parser.add_argument("--max-rps", type=float, default=20, help="the service's rate limit (default 20)")
