@@ -208,6 +208,7 @@ class Oracle:
         self.delivered: Set[str] = set()
         self.ticks: queue.Queue[Optional[float]] = queue.Queue()
         self.ticked: List[float] = []  # each tick served (time.monotonic())
+        self.failed: Optional[Exception] = None
         self.thread = threading.Thread(target=self._run, name="oracle", daemon=True)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -226,9 +227,12 @@ class Oracle:
         self.thread.start()
 
     def _run(self) -> None:
-        while (tick := self.ticks.get()) is not None:
-            self.ticked.append(tick)
-            self.poll()
+        try:
+            while (tick := self.ticks.get()) is not None:
+                self.ticked.append(tick)
+                self.poll()
+        except Exception as exc:  # reported by stop(): a dead oracle must not pass for a slow one
+            self.failed = exc
 
     def poll(self) -> None:
         pending: Dict[Tuple[str, str], float] = {}
@@ -249,12 +253,16 @@ class Oracle:
         if fresh:
             body = b"\n".join(dumps({"event": {"event": {"id": i}, "raw": r}}) for i, r in fresh.items())
             headers = {"Authorization": f"Splunk {self.hec.token}"}
-            self.sink.post(self.hec.http_url + EVENT_PATH, data=body, headers=headers, timeout=30)
+            self.sink.post(
+                self.hec.http_url + EVENT_PATH, data=body, headers=headers, timeout=30
+            ).raise_for_status()
             self.delivered.update(fresh)
 
     def stop(self) -> None:
         self.ticks.put(None)
         self.thread.join()
+        if self.failed is not None:
+            raise SystemExit(f"the oracle failed: {self.failed!r}")
 
 
 @dataclass
@@ -287,14 +295,26 @@ def lags(measured: List[Created], hec: ArrivalLog) -> List[float]:
     return [hec.arrived.get(c.id, math.inf) - c.at for c in measured]
 
 
-def calls_between(sim: Simulator, start: float, end: float) -> Counter[str]:
-    """The requests that reached a simulator (stopped: its log no longer grows) in a span, by path."""
-    return Counter(request.path for at, request in zip(sim.arrivals, sim.requests) if start <= at < end)
+def calls_between(sim: Simulator, span: Span) -> Counter[str]:
+    """The requests that reached a simulator (stopped: its log no longer grows) in the span, by path."""
+    return Counter(request.path for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
+
+
+@dataclass
+class Span:
+    """The measured seconds: from the end of the forwarder's first run, ``duration`` long."""
+
+    start: float = 0.0  # time.monotonic()
+    end: float = 0.0
+    wall: Tuple[float, float] = (0.0, 0.0)  # the same in wall-clock seconds, for the records' times
+    throttled: Tuple[int, int] = (0, 0)  # 429s in the span: the forwarder's simulator, the oracle's
+
+    def holds(self, at: float) -> bool:
+        return self.start <= at < self.end
 
 
 def measure(scenario: Scenario, tmp: Path) -> None:
     org = generate_wide_org(scenario.users, scenario.domains, scenario.seed)
-    domains = ",".join(d.name for d in org.domains)
     with contextlib.ExitStack() as stack:
         nameless = "org-wide" if scenario.org_wide else "refuse"
         sim, ideal = (
@@ -302,59 +322,65 @@ def measure(scenario: Scenario, tmp: Path) -> None:
         )
         hec, ideal_hec = (stack.enter_context(ArrivalLog()) for _ in "12")
         env = env_for(sim.base_url, hec.url, str(tmp / "state"), FORWARDER_INITIAL_LOOKBACK="14d")
-        env.update(FORWARDER_DOMAINS=domains, FORWARDER_MAX_RPS=f"{scenario.max_rps:g}")
-        env.update(FORWARDER_BATCH_EVENTS="500", FORWARDER_LOG_LEVEL="WARNING")
+        env.update(FORWARDER_DOMAINS=",".join(d.name for d in org.domains))
+        env.update(FORWARDER_MAX_RPS=f"{scenario.max_rps:g}", FORWARDER_BATCH_EVENTS="500")
+        env.update(FORWARDER_LOG_LEVEL="WARNING")
         cron, activity = Cron(env, tmp), Activity(sim, scenario)
         oracle = Oracle(ideal, ideal_hec, activity, scenario.max_rps)
         activity.thread.start()
         oracle.start()
-        began = time.monotonic()
-        tick = began
-        window: List[float] = []  # monotonic start and end of the measured span
-        wall: List[float] = []  # the same in wall-clock seconds, for the records' times
-        throttled = [0, 0]
         try:
-            while True:
-                cron.start(tick)
-                oracle.ticks.put(tick)
-                tick += scenario.interval
-                while time.monotonic() < tick:
-                    time.sleep(min(0.2, max(0.0, tick - time.monotonic())))
-                    cron.reap()
-                    first = cron.runs[0]
-                    if first.code is not None and first.code not in DONE:
-                        raise SystemExit(f"the first run failed (exit {first.code}):\n{tail(first.stderr)}")
-                    if not window and first.code is not None:
-                        window, wall = [time.monotonic()], [time.time()]
-                        throttled = [sim.throttled, ideal.throttled]
-                    elif len(window) == 1 and time.monotonic() >= window[0] + scenario.duration:
-                        window.append(time.monotonic())
-                        wall.append(time.time())
-                        throttled = [sim.throttled - throttled[0], ideal.throttled - throttled[1]]
-                        activity.stopped.set()
-                if len(window) == 2:
-                    measured = activity.since(*wall)
-                    ends = window[1] + scenario.drain
-                    arrived = all(c.id in hec.arrived and c.id in ideal_hec.arrived for c in measured)
-                    ended = all(run.code is not None for run in cron.runs if run.started < window[1])
-                    if (arrived and ended) or time.monotonic() >= ends:
-                        break
-                elif time.monotonic() - began > 20 * 60:
-                    raise SystemExit("the first run has not ended in 20 minutes")
+            span = drive(scenario, cron, sim, hec, oracle)
         finally:
             activity.stopped.set()
             cron.stop()
             oracle.stop()
-    runs = [run for run in cron.runs if window[0] <= run.started < window[1]]
-    forwarder = Figures(lags(measured, hec), calls_between(sim, *window), throttled[0], len(runs))
-    ideal_runs = sum(1 for at in oracle.ticked if window[0] <= at < window[1])
-    best = Figures(lags(measured, ideal_hec), calls_between(ideal, *window), throttled[1], ideal_runs)
+    measured = activity.since(*span.wall)
+    runs = [run for run in cron.runs if span.holds(run.started)]
+    forwarder = Figures(lags(measured, hec), calls_between(sim, span), span.throttled[0], len(runs))
+    ideal_runs = sum(1 for at in oracle.ticked if span.holds(at))
+    best = Figures(lags(measured, ideal_hec), calls_between(ideal, span), span.throttled[1], ideal_runs)
     report(scenario, cron.runs[0], runs, measured, forwarder, best)
     made = activity.since(0)
     shipped = sum(1 for c in made if c.id in hec.arrived)
     fetched = sim.audit_records_served
     print(f"whole bench: audit records fetched {fetched} to ship {shipped} of the {len(made)} records "
           f"created; events delivered twice {hec.again}")  # fmt: skip
+
+
+def drive(scenario: Scenario, cron: Cron, sim: Simulator, hec: ArrivalLog, oracle: Oracle) -> Span:
+    """Tick every ``interval`` (a run and an oracle poll) through the warm-up and the span, then
+    until the span's runs have ended and its records have arrived on both sides, or ``drain`` ends."""
+    ideal, activity = oracle.sim, oracle.activity
+    span: Optional[Span] = None
+    tick = began = time.monotonic()
+    while True:
+        cron.start(tick)
+        oracle.ticks.put(tick)
+        tick += scenario.interval
+        while time.monotonic() < tick:
+            time.sleep(min(0.2, max(0.0, tick - time.monotonic())))
+            cron.reap()
+            first = cron.runs[0]
+            if first.code is not None and first.code not in DONE:
+                raise SystemExit(f"the first run failed (exit {first.code}):\n{tail(first.stderr)}")
+            now = time.monotonic()
+            if span is None and first.code is not None:
+                span = Span(now, math.inf, (time.time(), math.inf), (sim.throttled, ideal.throttled))
+            elif span is not None and span.end == math.inf and now >= span.start + scenario.duration:
+                span.end, span.wall = now, (span.wall[0], time.time())
+                span.throttled = (sim.throttled - span.throttled[0], ideal.throttled - span.throttled[1])
+                activity.stopped.set()
+        if span is None:
+            if time.monotonic() - began > 20 * 60:
+                raise SystemExit("the first run has not ended in 20 minutes")
+        elif span.end < math.inf:
+            ended = all(run.code is not None for run in cron.runs if run.started < span.end)
+            arrived = all(
+                c.id in hec.arrived and c.id in oracle.hec.arrived for c in activity.since(*span.wall)
+            )
+            if (arrived and ended) or time.monotonic() >= span.end + scenario.drain:
+                return span
 
 
 def tail(path: Path, lines: int = 20) -> str:

@@ -6,9 +6,9 @@ out, cross-checking the answer against per-stream reads; only where it is honour
 ``changed_since`` say which streams hold records newer than a time, with the records, in one or a few
 calls instead of one per stream.
 
-The query is sent as it is, never with parameters given up on a 400 as the per-stream reads do: a
-refusal of the query must not make the client stop sending ``sort`` or ``start_date`` to every
-stream for the rest of the run.
+The query never gives up a parameter on a 400 as the per-stream reads do (a refusal of the query
+must not stop ``sort`` or ``start_date`` for every stream for the rest of the run); it leaves out
+those the per-stream reads have found refused.
 """
 
 from __future__ import annotations
