@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from .api.orgwide import probe_org_wide
 from .api.probe import probe
 from .app import build_client, plan
 from .config import Settings
@@ -11,6 +12,7 @@ from .errors import ForwarderError
 from .logs import redact, register_secrets
 from .sinks import open_sink
 from .state import open_store_for
+from .timeutil import now_us
 
 
 def check(settings: Settings, out: TextIO) -> bool:
@@ -47,9 +49,16 @@ def check(settings: Settings, out: TextIO) -> bool:
         step = "audits"
         findings = probe(client, streams, page_limit=settings.page_limit)
         if findings is None:
-            return say(True, f"audits: the first streams hold no records yet ({streams[0].key}, ...)")
-        for line in findings.lines():
-            say(True, line)
+            say(True, f"audits: the first streams hold no records yet ({streams[0].key}, ...)")
+        else:
+            for line in findings.lines():
+                say(True, line)
+        since_us = now_us() - settings.initial_lookback_s * 1_000_000
+        for object_type in settings.object_types:
+            found = probe_org_wide(
+                client, object_type, streams, since_us=since_us, page_limit=settings.page_limit
+            )
+            say(True, found.line())
         return True
     except ForwarderError as exc:
         return say(False, f"{step}: {exc}")

@@ -24,6 +24,10 @@ class Listing(NamedTuple):
     key: str  # the envelope's list member: "audits", "users", "domains"
     payload: Any
 
+    @property
+    def items(self) -> List[Any]:
+        return self.payload[self.key] if isinstance(self.payload, dict) else list(self.payload)
+
 
 class Endpoints:
     def __init__(
@@ -79,12 +83,26 @@ class Endpoints:
         object_type, name, prefix = (one(query, k) for k in ("object_type", "name", "filter"))
         if object_type not in ("user", "domain"):
             raise BadRequest("object_type must be user or domain")
-        if not name:
-            raise BadRequest("name is required")
-        records = self.records_for(object_type, name, *self.service.time_bounds(query))
-        if self.service.case_sensitive_names:
-            field = "user" if object_type == "user" else "object"
-            records = [r for r in records if r.get(field) == name]
+        records = self._scope(object_type, name or "", query)
         if prefix:  # a "starts with" match, as the product's activity search does
             records = [r for r in records if r["filterable_action"].startswith(prefix)]
         return self.service.order(records, query)
+
+    def _scope(self, object_type: str, name: str, query: Query) -> List[Record]:
+        """The records a query names, or what a name-less query gets from this service."""
+        bounds = self.service.time_bounds(query)
+        if name:
+            records = self.records_for(object_type, name, *bounds)
+            if self.service.case_sensitive_names:
+                field = "user" if object_type == "user" else "object"
+                records = [r for r in records if r.get(field) == name]
+            return records
+        nameless = self.service.nameless
+        if nameless == "refuse":
+            raise BadRequest("name is required")
+        if nameless == "empty":
+            return []
+        if nameless == "one-trail":
+            first = self.org.users[0].email if object_type == "user" else self.org.domains[0].name
+            return self.records_for(object_type, first, *bounds)
+        return self.records_for(object_type, "", *bounds)  # org-wide

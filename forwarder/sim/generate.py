@@ -146,3 +146,23 @@ def generate_shallow_org(users: int, records_each: int, seed: int = 7, now_us: O
     plan = [(rng.randrange(now - DAY_US, now), user) for user in people for _ in range(records_each)]
     plan.sort(key=lambda step: step[0])
     return Org(seed, history, [history.login(ts, user) for ts, user in plan])
+
+
+def generate_wide_org(users: int, domains: int, seed: int = 7, now_us: Optional[int] = None) -> Org:
+    """Many users and domains with one old record each (a login, a domain's creation, 30 days
+    ago): many streams and no recent activity, for benchmarks that add it as they run."""
+    if users <= max(DOMAIN_ADMINS):
+        raise ValueError(
+            f"a wide organization needs more than {max(DOMAIN_ADMINS)} users (its domain admins)"
+        )
+    now = _clock_now_us() if now_us is None else now_us
+    rng = random.Random(seed)
+    people = [SimUser(f"user{i:05d}@{ORG_DOMAIN}", f"User {i}", ["DataAccessRole"]) for i in range(users)]
+    people[OWNER].roles = ["OrganizationAdminRole", "PolicyAdminRole", "UserAdminRole"]
+    born = now - 30 * DAY_US
+    names = [SimDomain(f"d{i:05d}.example", born, dmarc={"v": "DMARC1", "p": "none"}) for i in range(domains)]
+    history = History(rng, people, names)
+    records = [history.login(born + 1 + i, user) for i, user in enumerate(people)]
+    records += [history.create(born + 1 + i, dom) for i, dom in enumerate(names)]
+    records.sort(key=lambda r: str(r["created_at"]))
+    return Org(seed, history, records)

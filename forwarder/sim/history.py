@@ -109,8 +109,16 @@ class History:
         changes = {"roles": [before, list(target.roles)]}
         return audit_record("user.update_roles", "user.update_roles", actor.email, target.email, changes, ts)
 
-    def _domain_record(self, ts: int, dom: SimDomain, phrase: str, action: str, changes: Record) -> Record:
-        actor = self.users[self.rng.choice(DOMAIN_ADMINS)]
+    def _domain_record(
+        self,
+        ts: int,
+        dom: SimDomain,
+        phrase: str,
+        action: str,
+        changes: Record,
+        actor: Optional[SimUser] = None,
+    ) -> Record:
+        actor = actor or self.users[self.rng.choice(DOMAIN_ADMINS)]
         return audit_record(phrase, action, actor.email, dom.name, changes, ts)
 
     def create(self, ts: int, dom: SimDomain) -> Record:
@@ -121,7 +129,7 @@ class History:
     def destroy(self, ts: int, dom: SimDomain) -> Record:
         return self._domain_record(ts, dom, "Domain Deleted", "domain.destroy", {"name": [dom.name, None]})
 
-    def dmarc_update(self, ts: int, dom: SimDomain, how: str = "") -> Record:
+    def dmarc_update(self, ts: int, dom: SimDomain, how: str = "", actor: Optional[SimUser] = None) -> Record:
         before = dmarc_text(dom.dmarc)
         _mutate_dmarc(self.rng, dom.dmarc, how)
         changes = {
@@ -129,7 +137,7 @@ class History:
             "dmarc_updated_at": [format_us(dom.dmarc_updated_us), format_us(ts)],
         }
         dom.dmarc_updated_us = ts
-        return self._domain_record(ts, dom, "DMARC Record Updated", "domain.update", changes)
+        return self._domain_record(ts, dom, "DMARC Record Updated", "domain.update", changes, actor)
 
     def spf_update(self, ts: int, dom: SimDomain) -> Record:
         rng = self.rng

@@ -10,7 +10,7 @@ import bisect
 import calendar
 import random
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..timeutil import format_us, from_us, to_us
 from .entities import DAY_US, Record, SimDomain, SimUser
@@ -87,10 +87,11 @@ class Org:
     ) -> List[Record]:
         """A trail as the API scopes it, oldest first: the actor's actions for ``user`` (any case),
         the actions on a domain given in Unicode form for ``domain``, only back 13 months; with
-        ``start``/``end`` (canonical created_at text, inclusive) only the records between them."""
+        ``start``/``end`` (canonical created_at text, inclusive) only the records between them.
+        An empty ``name`` is the whole organization's: every user's, or every domain's, records."""
         key = name.casefold()
         if object_type not in ("user", "domain") or (
-            object_type == "domain" and key not in self._domain_keys
+            object_type == "domain" and key and key not in self._domain_keys
         ):
             return []
         trail, times, odd = self._trail(object_type, key)
@@ -109,12 +110,12 @@ class Org:
             cached = self._trails.get((object_type, key))
             if cached is None:
                 if object_type == "user":
-                    trail = [r for r in everything if str(r.get("user", "")).casefold() == key]
+                    trail = [r for r in everything if _names(r, "user", {key} if key else None)]
                 else:
                     trail = [
                         r
                         for r in everything
-                        if str(r.get("object", "")).casefold() == key
+                        if _names(r, "object", {key} if key else self._domain_keys)
                         and not str(r.get("filterable_action", "")).startswith("user.")
                     ]
                 timed = [r for r in trail if isinstance(r.get("created_at"), str)]
@@ -143,6 +144,16 @@ class Org:
             self._records.extend(added)
             self._changed()
         return added
+
+    def add_action(self, ts: int, actor: SimUser, domain: Optional[SimDomain] = None) -> Record:
+        """One record by ``actor`` at ``ts``: a DMARC change of ``domain`` (in the actor's trail and
+        the domain's), else a login."""
+        with self._lock:
+            h = self._history
+            record = h.login(ts, actor) if domain is None else h.dmarc_update(ts, domain, actor=actor)
+            self._records.append(record)
+            self._changed()
+        return record
 
     def add_raw_record(self, record: Record) -> Record:
         """Any object as a record of its ``user``'s trail, as it is: hostile inputs for tests."""
@@ -178,6 +189,12 @@ class Org:
             self._records.extend(added)
             self._changed()
         return user
+
+
+def _names(record: Record, field: str, keys: Optional[Set[str]]) -> bool:
+    """Whether ``record``'s ``field`` is one of ``keys`` (any case), or any name at all for None."""
+    value = str(record.get(field, "")).casefold()
+    return bool(value) if keys is None else value in keys
 
 
 def _created_text(record: Record) -> str:

@@ -9,6 +9,7 @@ from typing import List, Optional
 
 from .generate import generate_org
 from .simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from .styles import NAMELESS
 
 
 def serve(argv: Optional[List[str]] = None) -> int:
@@ -21,13 +22,22 @@ def serve(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated organization")
     parser.add_argument("--style", choices=("envelope", "bare"), default="envelope", help="response shape")
     parser.add_argument(
+        "--max-rps", type=float, help="answer 429 (with Retry-After) past this many requests/s"
+    )
+    parser.add_argument(
+        "--nameless",
+        choices=NAMELESS,
+        default="refuse",
+        help="how an audits query without name is answered (default refuse: 400)",
+    )
+    parser.add_argument(
         "--scenarios", action="store_true", help="serve the detection scenarios (forwarder/sim/scenarios.py)"
     )
     args = parser.parse_args(argv)
     from .scenarios import seeded_org  # only when asked: the scenarios are a test aid
 
     org = seeded_org(args.seed)[0] if args.scenarios else generate_org(args.seed)
-    simulator = Simulator(org, style=args.style)
+    simulator = Simulator(org, style=args.style, max_rps=args.max_rps, nameless=args.nameless)
     try:
         url = simulator.start(args.host, args.port)
     except OSError as exc:

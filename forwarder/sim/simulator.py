@@ -19,10 +19,11 @@ from .endpoints import AUDITS_PATH, Endpoints, Listing
 from .entities import Record
 from .faults import FaultInjection
 from .generate import generate_org
-from .messages import error_reply
+from .messages import Reply, error_reply
 from .org import Org
 from .server import Listener, Outgoing
 from .styles import ServiceStyle
+from .throttle import ServerBucket
 from .tokens import TokenIssuer
 
 DEMO_CLIENT_ID = "demo-client"
@@ -55,9 +56,11 @@ class Simulator(FaultInjection):
         token_created_ms: bool = False,
         token_path: str = "/v1/ep/token",
         clock: Callable[[], float] = time.time,  # wall-clock seconds; tests pass a fake to expire tokens
+        max_rps: Optional[float] = None,  # a server-side rate limit: 429 with Retry-After past it
         **style: Any,
     ) -> None:
         super().__init__()
+        self.throttle = ServerBucket(max_rps) if max_rps else None
         self.org = org if org is not None else generate_org()
         self.token_path = token_path
         self.tokens = TokenIssuer(
@@ -78,6 +81,7 @@ class Simulator(FaultInjection):
         )
         self.requests: List[LoggedRequest] = []
         self.arrivals: List[float] = []  # time.monotonic() at each request's arrival, in order
+        self.audit_records_served = 0  # records in the audits answers given (before any garbling)
         # Guards the request log: handler threads append while a test counts.
         self._log_lock = threading.Lock()
         self._listener = Listener()
@@ -126,6 +130,11 @@ class Simulator(FaultInjection):
         """The trail the audits endpoint scopes for this query now, oldest first, before paging."""
         return self.endpoints.records_for(object_type, name, start, end)
 
+    @property
+    def throttled(self) -> int:
+        """Requests answered 429 by the ``max_rps`` limit."""
+        return self.throttle.refused if self.throttle is not None else 0
+
     def calls(self, path: str = AUDITS_PATH, **query: str) -> int:
         """How many requests reached ``path`` (with these query values, e.g. ``name=...``)."""
         with self._log_lock:
@@ -140,7 +149,8 @@ class Simulator(FaultInjection):
     def respond(
         self, method: str, target: str, header: Callable[[str], Optional[str]], body: bytes
     ) -> Outgoing:
-        """Log the request, then let an armed failure, the endpoints and the wire faults answer it."""
+        """Log the request, then let the rate limit, an armed failure, the endpoints and the wire
+        faults answer it."""
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
         query = parse_qs(url.query, keep_blank_values=True)
@@ -149,11 +159,18 @@ class Simulator(FaultInjection):
             self.requests.append(LoggedRequest(method, path, logged))
             self.arrivals.append(time.monotonic())
         echo = self._echo(body, header("Authorization"))
-        reply = self._failure(path, echo)
+        wait = self.throttle.admit() if self.throttle is not None else None
+        if wait is not None:
+            reply: Optional[Reply] = error_reply(429, "rate limit exceeded", {"Retry-After": str(wait)})
+        else:
+            reply = self._failure(path, echo)
         if path == AUDITS_PATH and self._revoke_due():
             self.tokens.revoke_all()
         if reply is None:
             answer = self.endpoints.route(method, path, query, header, body)
+            if isinstance(answer, Listing) and answer.key == "audits":
+                with self._log_lock:
+                    self.audit_records_served += len(answer.items)
             reply = self._encode(path, answer) if isinstance(answer, Listing) else answer
             if echo and path == self.token_path and reply.status >= 400:
                 reply = error_reply(reply.status, "token request refused" + echo)

@@ -14,6 +14,7 @@ from .entities import Record
 from .messages import BadRequest, Query, int_param, one, time_param
 
 _AUDIT_PARAMS = frozenset({"object_type", "name", "filter"})
+NAMELESS = ("refuse", "org-wide", "empty", "one-trail")
 
 
 @dataclass
@@ -30,6 +31,10 @@ class ServiceStyle:
     takes_limit: bool = True  # False: pages are always default_limit long (strict: 400 on limit)
     max_offset: Optional[int] = None  # an offset ceiling: 400 beyond it
     ignore_offset: bool = False  # limit honoured, offset not: every page is the first page again
+    # An audits query without ``name`` (the spec leaves it optional or not): "refuse" (400),
+    # "org-wide" (every user's or every domain's records), "empty" (an empty list), "one-trail"
+    # (the first user's or domain's trail, as a service that ignores the missing name wrongly).
+    nameless: str = "refuse"
     _shuffler: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
     # Guards the shuffler: handler threads shuffle at once, and a shared Random is not thread-safe.
     _shuffle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -37,6 +42,8 @@ class ServiceStyle:
     def __post_init__(self) -> None:
         if self.style not in ("envelope", "bare"):
             raise ValueError(f"style must be 'envelope' or 'bare', not {self.style!r}")
+        if self.nameless not in NAMELESS:
+            raise ValueError(f"nameless must be one of {', '.join(NAMELESS)}, not {self.nameless!r}")
 
     @staticmethod
     def unordered(time_bounds: bool = False, **knobs: Any) -> Dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 
+from forwarder.jsonutil import canonical
 from forwarder.sim.endpoints import AUDITS_PATH
 from forwarder.sim.entities import IDN_DOMAIN, ORG_DOMAIN
 from forwarder.sim.generate import generate_org
@@ -134,3 +135,48 @@ def test_request_log_holds_no_secrets(make_sim, org):
     assert (method, path, query["object_type"]) == ("GET", AUDITS_PATH, "user")
     assert query["client_secret"] == "<redacted>"
     assert bearer not in repr(sim.requests) and DEMO_CLIENT_SECRET not in repr(sim.requests)
+
+
+def _ids(records):
+    return sorted(canonical(r) for r in records)
+
+
+def test_a_nameless_query_is_refused_unless_the_knob_serves_it(make_sim, org):
+    since = format_us(NOW_US - 30 * DAY_US)
+    refused = audits(make_sim(), object_type="user", start_date=since)
+    assert refused.status_code == 400 and "name is required" in refused.text
+
+    sim = make_sim(nameless="org-wide", paging=False)
+    newer = [r for r in org.all_records() if r["created_at"] >= since]
+    users = audits(sim, object_type="user", start_date=since, sort="created_at ASC").json()["audits"]
+    assert _ids(users) == _ids(newer) and users == sorted(users, key=lambda r: r["created_at"])
+    domains = audits(sim, object_type="domain", start_date=since).json()["audits"]
+    assert _ids(domains) == _ids(r for r in newer if not r["filterable_action"].startswith("user."))
+    assert {r["object"] for r in domains} > {ORG_DOMAIN}  # every domain's, not one
+
+
+def test_a_nameless_query_pages_and_filters_like_a_named_one(make_sim, org):
+    sim = make_sim(nameless="org-wide")
+    oldest = format_us(domain_history_start_us(NOW_US))
+    everything = [
+        r
+        for r in org.all_records()
+        if r["filterable_action"].startswith("domain.update") and r["created_at"] >= oldest
+    ]
+    pages, offset = [], 0
+    while True:
+        query = {"filter": "domain.update", "sort": "created_at ASC", "limit": 20, "offset": offset}
+        page = audits(sim, object_type="domain", **query).json()["audits"]
+        pages.append(page)
+        offset += len(page)
+        if len(page) < 20:
+            break
+    served = [r for page in pages for r in page]
+    assert len(pages) > 2 and _ids(served) == _ids(everything) and len(served) == len(everything)
+
+
+def test_a_service_may_answer_a_nameless_query_wrongly(make_sim, org):
+    first_user = org.users[0].email
+    wrong = audits(make_sim(nameless="one-trail", paging=False), object_type="user").json()["audits"]
+    assert wrong and _ids(wrong) == _ids(r for r in org.all_records() if r["user"] == first_user)
+    assert audits(make_sim(nameless="empty"), object_type="user").json()["audits"] == []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import collections
 
+import pytest
+
 from forwarder.sim.entities import ADMIN_ROLES, DESTROYED_DOMAIN, IDN_DOMAIN, ORG_DOMAIN
-from forwarder.sim.generate import generate_org
+from forwarder.sim.generate import generate_org, generate_wide_org
 from forwarder.timeutil import format_us, parse_duration, parse_iso
-from tests.sim.helpers import NOW_US
+from tests.sim.helpers import DAY_US, NOW_US
 
 
 def test_generation_is_deterministic_for_a_seed():
@@ -103,3 +105,13 @@ def test_shared_timestamps_within_and_across_users(org):
     shared = [actors for actors in by_time.values() if len(actors) > 1]
     assert any(len(set(actors)) == 1 for actors in shared)
     assert any(len(set(actors)) > 1 for actors in shared)
+
+
+def test_a_wide_org_has_a_stream_per_user_and_domain_and_nothing_recent():
+    org = generate_wide_org(12, 30, now_us=NOW_US)
+    assert len(org.user_list()) == 12 and len(org.domain_list()) == 30
+    records = org.all_records()
+    assert len(records) == 42 and max(r["created_at"] for r in records) < format_us(NOW_US - 29 * DAY_US)
+    assert all(org.records_for("domain", d.name, NOW_US) for d in org.domains)
+    with pytest.raises(ValueError, match="more than 3 users"):
+        generate_wide_org(3, 5)
