@@ -21,18 +21,26 @@ _secrets: List[str] = []
 _lock = threading.Lock()  # _secrets: a new token is registered while other threads redact
 
 
-def secret_forms(secret: str) -> List[str]:
-    """Every way a secret shows up in text: as it is, JSON-escaped, and URL-encoded as a form field
-    or a query (quote_plus) or a path (quote) encodes it."""
-    forms = [
-        secret,
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        quote_plus(secret),
-        quote(secret, safe=""),
-        quote(secret),
+def _escaped(text: str) -> List[str]:
+    """``text`` as a Python quote (``repr``, ``ascii``) or a JSON string (both ways) writes it."""
+    return [
+        repr(text)[1:-1],
+        ascii(text)[1:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
     ]
-    return list(dict.fromkeys(forms))
+
+
+def secret_forms(secret: str) -> List[str]:
+    """Every way a secret shows up in text: as it is, URL-encoded as a form field or a query
+    (quote_plus) or a path (quote) encodes it, and any of those escaped up to three times over (an
+    exception quoting a header value, a message quoting that exception's args, a log line's JSON)."""
+    forms = dict.fromkeys([secret, quote_plus(secret), quote(secret, safe=""), quote(secret)])
+    latest = list(forms)
+    for _ in range(3):
+        latest = [e for form in latest for e in _escaped(form) if e not in forms]  # only what is new
+        forms.update(dict.fromkeys(latest))
+    return list(forms)
 
 
 def register_secrets(values: Iterable[Optional[str]]) -> None:

@@ -19,7 +19,7 @@ from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
 from .paging import PageOutcome, extract_items, pages_to_ceiling
 from .ratelimit import RateLimiter
-from .token import TokenProvider, parse_token, reuse_key
+from .token import TokenProvider, parse_token, reuse_key, token_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ class ApiClient:
         self._tokens = TokenProvider(
             self._request_token,
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
+            endpoint=self._token_endpoint(),
         )
         self._unsupported: set[tuple[str, str]] = set()  # optional parameters the service rejected this run
         self._lock = threading.Lock()  # requests_sent and _unsupported: every stream thread shares the client
@@ -91,7 +92,7 @@ class ApiClient:
 
     def request_token(self) -> None:
         """Ask the token endpoint now, even if a token is cached (a credential check before saving)."""
-        parse_token(self._request_token(), time.time())
+        parse_token(self._request_token(), time.time(), self._token_endpoint())
 
     # -- transport ------------------------------------------------------------------------------
 
@@ -134,14 +135,20 @@ class ApiClient:
 
         return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait)
 
+    def _token_endpoint(self) -> str:
+        return token_endpoint(self.base_url + self._token_path)
+
     def _request_token(self) -> Any:
         form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
         headers = {"Accept": "application/json"}
-        response = self._send("POST", self._token_path, data=form, headers=headers)
-        if response.status_code == 400:
-            # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
-            form["grant_type"] = "client_credentials"
+        try:
             response = self._send("POST", self._token_path, data=form, headers=headers)
+            if response.status_code == 400:
+                # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
+                form["grant_type"] = "client_credentials"
+                response = self._send("POST", self._token_path, data=form, headers=headers)
+        except ApiError as exc:  # no answer within FORWARDER_HTTP_TIMEOUT, FORWARDER_MAX_ATTEMPTS times
+            raise ApiError(f"{self._token_endpoint()} did not answer: {exc}") from None
         if response.status_code in (400, 401, 403):
             raise AuthError(
                 f"token request refused (HTTP {response.status_code}: {_error_text(response)}); "
@@ -156,7 +163,8 @@ class ApiClient:
             )
         if response.status_code != 200:
             raise ApiError(
-                f"token request failed: HTTP {response.status_code}: {_error_text(response)}",
+                f"token request failed: HTTP {response.status_code}: {_error_text(response)}, "
+                f"from {self._token_endpoint()}",
                 response.status_code,
             )
         return self._decode(response, self._token_path)

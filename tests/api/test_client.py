@@ -197,3 +197,19 @@ def test_a_get_sends_the_very_query_requests_makes_of_its_parameters():
     expected.update(limit=200, offset=400)
     url = "https://api.example/v1/cp/audits"
     assert session.urls[-1] == requests.Request("GET", url, params=expected).prepare().url
+
+
+@pytest.mark.parametrize("planted", [b"ab\\r\\nX-Injected: 1", b"ab\\u4e2d\\u00e9"], ids=["crlf", "non-latin-1"])
+def test_a_token_no_bearer_header_can_carry_is_refused_on_receipt(planted, caplog, waits):
+    """A token endpoint answering a token with CR LF (or characters outside Latin-1): one clear
+    error naming the endpoint and its settings, no retries, and the token in no output."""
+    with Simulator(ORG) as sim:
+        sim.rewrite_next(1, b'"access_token":"', b'"access_token":"' + planted, path_prefix=sim.token_path)
+        with pytest.raises(MalformedResponse) as info:
+            trail(client_for(sim), "domain", IDN_DOMAIN)
+        message = str(info.value)
+        assert "FORWARDER_TOKEN_PATH" in message and sim.base_url + sim.token_path in message
+        assert sim.calls() == 0 and not waits  # never sent, nothing retried
+        (issued,) = sim.issued_tokens
+        outputs = message + caplog.text
+        assert issued not in outputs and "ab" not in message

@@ -1,0 +1,53 @@
+"""Masking: every registered secret, in every form text may carry it, is replaced in log lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from forwarder import logs
+
+SECRETS = ["tok\r\nen-with-crlf", "tök€n-non-latin-1", "quote'and\"both", "back\\slash\ttab"]
+
+
+@pytest.fixture(autouse=True)
+def registered():
+    logs.register_secrets(SECRETS)
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+@pytest.mark.parametrize(
+    "shown",
+    [
+        lambda s: s,
+        repr,  # an exception's message quotes a header value with !r
+        ascii,
+        lambda s: json.dumps(s),
+        lambda s: json.dumps(s, ensure_ascii=False),
+        lambda s: repr(repr(s)),  # a repr inside a repr (an exception's args)
+    ],
+    ids=["raw", "repr", "ascii", "json", "json-unicode", "repr-of-repr"],
+)
+def test_every_escaped_form_is_masked_in_text_and_in_a_json_log_line(secret, shown):
+    text = f"header value: {shown(secret)}"
+    assert "***" in logs.redact(text)
+    assert not [form for form in _pieces(secret) if form in logs.redact(text)]
+    out = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    logs.configure(stream=out)
+    try:
+        logging.getLogger("test").warning("failed", extra={"error": text})
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    line = out.getvalue()
+    assert "***" in line and not [form for form in _pieces(secret) if form in line], line
+
+
+def _pieces(secret: str) -> list[str]:
+    """The runs of the secret between the characters an escape rewrites: none may survive."""
+    return [p for p in secret.replace("\r\n", "\0").replace("'", "\0").split("\0") if len(p) >= 4]
