@@ -132,6 +132,8 @@ def run_once(
     own_sink = sink is None
     try:
         client = api = build_client(settings)
+        # The token first: a token endpoint that fails fails the run here, once, not every stream.
+        client.authenticate()
         planned = planner(settings, client)
         streams = order(planned)  # e.g. the streams that waited longest first
         observer.started(streams, lambda: api.requests_sent)

@@ -1,0 +1,75 @@
+"""One run wired by forwarder.app against the simulator: what a failing platform costs a run."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from forwarder import retry
+from forwarder.app import run_once
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import Simulator
+from tests.e2e.helpers import settings_for
+
+ORG = generate_org(5)
+USERS = ",".join(f"user{i}@example.com" for i in range(20))
+
+
+@pytest.fixture(autouse=True)
+def no_waits(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+
+
+def twenty_streams(api_url, tmp_path, **extra):
+    sink = (tmp_path / "events.ndjson").as_uri()
+    env = dict(FORWARDER_USERS=USERS, FORWARDER_OBJECT_TYPES="user", FORWARDER_MAX_ATTEMPTS="2", **extra)
+    return settings_for(api_url, sink, str(tmp_path / "state"), **env)
+
+
+def test_a_failing_token_endpoint_fails_the_run_once_after_one_token_request(tmp_path):
+    """Before: each of the 20 streams asked again (40 token requests) and failed on its own."""
+    with Simulator(ORG) as sim:
+        sim.fail_next(1000, status=503, path_prefix=sim.token_path)
+        report = run_once(twenty_streams(sim.base_url, tmp_path))
+        token_requests = sim.calls(sim.token_path)
+        assert token_requests == 2  # one request, FORWARDER_MAX_ATTEMPTS tries
+        assert sim.calls() == 0
+    assert not report.ok
+    assert "HTTP 503" in report.error and "FORWARDER_TOKEN_PATH" in report.error
+    assert not [s for s in report.streams if s.error]  # one error for the run, not one per stream
+
+
+class Silent:
+    """A loopback server that accepts connections and never answers; counts them."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)  # held open, never read
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+def test_a_token_endpoint_that_never_answers_is_waited_for_once(tmp_path):
+    silent = Silent()
+    try:
+        report = run_once(twenty_streams(silent.url, tmp_path, FORWARDER_HTTP_TIMEOUT="1"))
+    finally:
+        silent.close()
+    assert len(silent.accepted) == 2  # before: 40, one request per stream, each tried twice
+    assert "did not answer" in report.error and "FORWARDER_API_URL" in report.error
+    assert not report.streams
