@@ -199,7 +199,9 @@ def test_a_get_sends_the_very_query_requests_makes_of_its_parameters():
     assert session.urls[-1] == requests.Request("GET", url, params=expected).prepare().url
 
 
-@pytest.mark.parametrize("planted", [b"ab\\r\\nX-Injected: 1", b"ab\\u4e2d\\u00e9"], ids=["crlf", "non-latin-1"])
+@pytest.mark.parametrize(
+    "planted", [b"ab\\r\\nX-Injected: 1", b"ab\\u4e2d\\u00e9"], ids=["crlf", "non-latin-1"]
+)
 def test_a_token_no_bearer_header_can_carry_is_refused_on_receipt(planted, caplog, waits):
     """A token endpoint answering a token with CR LF (or characters outside Latin-1): one clear
     error naming the endpoint and its settings, no retries, and the token in no output."""
