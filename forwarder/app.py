@@ -60,7 +60,7 @@ def build_client(settings: Settings) -> ApiClient:
 def plan(settings: Settings, client: ApiClient) -> List[Stream]:
     users: List[str] = list(settings.users)
     if "user" in settings.object_types and not users:
-        listed = client.users(settings.page_limit, settings.max_pages)
+        listed = client.users(settings.page_limit, settings.max_pages, settings.max_users)
         emails = [user_email(item) for item in listed]
         users = [e for e in emails if e]
         if len(users) < len(listed):

@@ -9,9 +9,11 @@ import pytest
 
 from forwarder import retry
 from forwarder.app import run_once
+from forwarder.config import load_settings
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
-from tests.e2e.helpers import settings_for
+from tests.e2e.helpers import env_for, settings_for
+from tests.receivers.users_api import UsersApi
 
 ORG = generate_org(5)
 USERS = ",".join(f"user{i}@example.com" for i in range(20))
@@ -73,3 +75,18 @@ def test_a_token_endpoint_that_never_answers_is_waited_for_once(tmp_path):
     assert len(silent.accepted) == 2  # before: 40, one request per stream, each tried twice
     assert "did not answer" in report.error and "FORWARDER_API_URL" in report.error
     assert not report.streams
+
+
+def test_a_users_listing_over_the_cap_fails_the_run_before_any_stream(tmp_path):
+    with UsersApi("endless") as api:
+        env = env_for(api.url, (tmp_path / "events.ndjson").as_uri(), str(tmp_path / "state"))
+        env.update(
+            FORWARDER_OBJECT_TYPES="user",
+            FORWARDER_MAX_USERS="100",
+            FORWARDER_PAGE_LIMIT="50",
+            FORWARDER_MAX_PAGES="4",
+        )
+        report = run_once(load_settings(env))
+        assert "FORWARDER_MAX_USERS" in report.error and not report.streams
+        assert api.requests["/v1/cp/audits"] == 0  # before: 200 streams, each asking
+        assert api.requests["/v1/ep/users"] == 3

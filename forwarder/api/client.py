@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Set, Union
 from urllib.parse import urlencode
 
 import requests
@@ -28,6 +28,15 @@ USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec: used only with FORWARDER_DISCOVER_DOMAINS
 # Optional parameters, in the order they are given up when the service answers 400 to them.
 _OPTIONAL = ("sort", "end_date", "start_date", "limit", "offset")
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The most elements a listing may hold, the setting that says so, and the one that lists them."""
+
+    most: int
+    setting: str
+    listed_in: str
 
 
 @dataclass
@@ -267,12 +276,28 @@ class ApiClient:
             base["filter"] = stream.filter
         return self.page(AUDITS_PATH, "audits", base, optional, limit, offset)
 
-    def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
-        """Every element of a list endpoint (users, domains)."""
+    def listing(
+        self, path: str, plural: str, limit: int, max_pages: int, cap: Optional[Cap] = None
+    ) -> List[Any]:
+        """Every element of a list endpoint (users, domains), each once. A page that brings no element
+        not read before ends the listing (a service that ignores offset, or cycles through its pages);
+        more elements than ``cap`` allows fail it (a service listing new ones at every offset)."""
         outcome = PageOutcome()
         items: List[Any] = []
+        seen: Set[str] = set()
         for page in pages_to_ceiling(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
-            items.extend(page)
+            before = len(seen)
+            for item in page:
+                text = jsonutil.ascii_text(item)  # any item: one with a lone surrogate is skipped later
+                if text not in seen:
+                    seen.add(text)
+                    items.append(item)
+            outcome.added = len(seen) - before  # 0 ends the paging
+            if cap is not None and len(items) > cap.most:
+                raise ApiError(
+                    f"GET {path} lists more than {cap.most} {plural} ({cap.setting}): raise it, "
+                    f"or name the {plural} to pull in {cap.listed_in}"
+                )
         if outcome.truncated:  # keep what was read rather than fail the whole run
             log.warning(
                 "paging stopped before the end",
@@ -280,8 +305,10 @@ class ApiClient:
             )
         return items
 
-    def users(self, limit: int, max_pages: int) -> List[Any]:
-        return self.listing(USERS_PATH, "users", limit, max_pages)
+    def users(self, limit: int, max_pages: int, max_users: int) -> List[Any]:
+        """Every user of the users endpoint; ApiError naming FORWARDER_MAX_USERS past ``max_users``."""
+        cap = Cap(max_users, "FORWARDER_MAX_USERS", "FORWARDER_USERS")
+        return self.listing(USERS_PATH, "users", limit, max_pages, cap)
 
     def domains(self, limit: int, max_pages: int) -> List[Any]:
         return self.listing(DOMAINS_PATH, "domains", limit, max_pages)

@@ -25,6 +25,7 @@ class Settings:
     token_path: str
     object_types: Tuple[str, ...]
     users: Tuple[str, ...]
+    max_users: int
     domains: Tuple[str, ...]
     discover_domains: bool
     filters: Tuple[str, ...]

@@ -141,6 +141,15 @@ VARIABLES: Tuple[Variable, ...] = (
         tenant=TENANT_ONLY,
     ),
     V(
+        "FORWARDER_MAX_USERS",
+        "the most users the users endpoint may list when `FORWARDER_USERS` is empty (a stream each); "
+        "a longer listing fails the run with a message naming this setting",
+        Integer(1),
+        "10000",
+        field="max_users",
+        tenant=PER_TENANT,
+    ),
+    V(
         "FORWARDER_DOMAINS",
         "comma list of domains, in any form (`xn--bcher-kva.example` or `bücher.example`); sent in "
         "Unicode form",
