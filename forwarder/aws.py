@@ -10,11 +10,11 @@ import gzip
 import os
 import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set, Tuple, Type, TypeVar
-from urllib.parse import urlsplit
 
 from . import deadline
 from .errors import SinkError
 from .timeutil import from_us
+from .urls import parse_s3_uri as parse_s3_uri  # its home is urls: the configuration checks it too
 
 T = TypeVar("T")
 
@@ -163,14 +163,6 @@ def reason(exc: Exception) -> str:
     if isinstance(exc, (aws_deadline.DeadlineExceeded, aws_deadline.NoProgress)):
         return str(exc)
     return error_code(exc) or type(exc).__name__
-
-
-def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
-    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
-    return parts.netloc, parts.path.strip("/")
 
 
 def sink_error(exc: Exception, doing: str) -> SinkError:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from ..normalize import formats
+from ..quarantine import location_problem as quarantine_location_problem
 from ..sinks import schemes as sink_schemes
+from ..state import location_problem as state_location_problem
 from .kinds import Choice, Duration, Flag, Integer, Kind, Rate, Seconds, Text
 from .lists import Choices, Domains, Emails, Filters
 from .places import Headers, Location, SinkUri, Url
@@ -211,7 +213,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "state location: a directory, `s3://bucket/prefix`, `dynamodb://table` or "
         "`kvstore://host:8089/<app>/<collection>/<scope>` (Splunk KV store, see "
         "[Delivery state](#delivery-state-kv-store))",
-        Location(state=True),
+        Location(state_location_problem),
         "./state",
         field="state",
     ),
@@ -233,7 +235,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_QUARANTINE",
         "where events the sink refused for good, and records that cannot be placed in time, are kept: "
         "a directory or `s3://bucket/prefix` (see `quarantine list` / `replay`)",
-        Location(),
+        Location(quarantine_location_problem),
         "./quarantine",
         field="quarantine",
     ),
