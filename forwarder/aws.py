@@ -12,7 +12,8 @@ import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 from . import deadline
-from .errors import SinkError
+from .errors import ConfigError, SinkError
+from .extras import INSTALL_AWS
 from .timeutil import from_us
 from .urls import parse_s3_uri as parse_s3_uri  # its home is urls: the configuration checks it too
 
@@ -50,10 +51,15 @@ def client(service: str, timeout_seconds: float = 60.0, attempts: int = 6) -> An
         made = _clients.get(key)
     if made is not None:
         return made
-    import boto3
-    from botocore.config import Config
+    try:
+        import boto3
+        from botocore.config import Config
 
-    from . import aws_deadline
+        from . import aws_deadline
+    except ImportError:  # a setting the configuration check did not know reached AWS
+        raise ConfigError(
+            [f"AWS {service} needs boto3, which this installation lacks: {INSTALL_AWS}"]
+        ) from None
 
     config = Config(
         retries={"mode": "standard", "total_max_attempts": attempts},

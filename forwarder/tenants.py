@@ -34,6 +34,7 @@ from .config import VARIABLES, Settings, Variable, default_of, load_settings, re
 from .config.lists import LISTS
 from .config.table import TENANT_ONLY
 from .errors import ConfigError
+from .extras import aws_problems
 
 VARIABLE = "FORWARDER_TENANTS"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")  # a path segment, a DynamoDB key part, an SQS group id
@@ -262,6 +263,9 @@ def load_tenants(env: Mapping[str, str]) -> Optional[List[Tenant]]:
     ref = (env.get(VARIABLE) or "").strip()
     if not ref:
         return None
+    missing = aws_problems(env, [VARIABLE])
+    if missing:
+        raise ConfigError(missing)
     return parse_tenants(read_document(ref, read(env, "FORWARDER_HTTP_TIMEOUT")), env)
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-
 import pytest
 
 from forwarder import retry
@@ -13,6 +10,7 @@ from forwarder.config import load_settings
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from tests.e2e.helpers import env_for, settings_for
+from tests.receivers.silent import Silent
 from tests.receivers.users_api import UsersApi
 
 ORG = generate_org(5)
@@ -43,35 +41,9 @@ def test_a_failing_token_endpoint_fails_the_run_once_after_one_token_request(tmp
     assert not [s for s in report.streams if s.error]  # one error for the run, not one per stream
 
 
-class Silent:
-    """A loopback server that accepts connections and never answers; counts them."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.accepted = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)  # held open, never read
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.accepted:
-            conn.close()
-
-
 def test_a_token_endpoint_that_never_answers_is_waited_for_once(tmp_path):
-    silent = Silent()
-    try:
+    with Silent() as silent:
         report = run_once(twenty_streams(silent.url, tmp_path, FORWARDER_HTTP_TIMEOUT="1"))
-    finally:
-        silent.close()
     assert len(silent.accepted) == 2  # before: 40, one request per stream, each tried twice
     assert "did not answer" in report.error and "FORWARDER_API_URL" in report.error
     assert not report.streams
