@@ -15,7 +15,7 @@ from .api.trail import TrailReader
 from .config import Settings
 from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
-from .logs import redact, register_secrets
+from .logs import clip, redact, register_secrets
 from .normalize import Formatter, NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
@@ -87,7 +87,7 @@ def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
         try:
             found.append(to_unicode_domain(name or ""))
         except (UnicodeError, ValueError):
-            log.warning("a listed domain has no usable name; skipped", extra={"item": str(item)[:200]})
+            log.warning("a listed domain has no usable name; skipped", extra={"item": clip(str(item))})
     return found
 
 

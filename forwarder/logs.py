@@ -66,6 +66,35 @@ def redact(text: str) -> str:
     return text
 
 
+QUOTE_LIMIT = 200  # characters a message shows of one value a user or a peer gave
+
+
+def _masked_start(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text`` with every secret masked, masked before the cut
+    (over ``limit`` plus the longest secret), so no part of a secret is left where the cut falls."""
+    with _lock:
+        longest = len(_secrets[0]) if _secrets else 0
+    return redact(text[: limit + longest])[:limit]
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` masked and cut to ``limit`` characters, saying how long it was: what a message or a
+    log line shows of a value of any size (a 50 MB name costs it a few hundred characters)."""
+    if len(text) <= limit:
+        return redact(text)
+    return f"{_masked_start(text, limit)}... ({len(text)} characters)"
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as ``{value!r}`` quotes it, through ``clip``: every message quoting a value that a
+    user or a peer gave quotes it this way."""
+    if not isinstance(value, str):
+        return clip(repr(value), limit)
+    if len(value) <= limit:
+        return repr(redact(value))
+    return f"{_masked_start(value, limit)!r}... ({len(value)} characters)"
+
+
 _tenant: ContextVar[str] = ContextVar("tenant", default="")
 
 

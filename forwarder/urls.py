@@ -8,6 +8,8 @@ import re
 from typing import Tuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .logs import clip, quoted
+
 
 def is_loopback(host: str) -> bool:
     if host.lower() in ("localhost", "localhost.localdomain"):
@@ -31,7 +33,7 @@ def secret_in_url(url: str) -> str | None:
     named = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(name)]
     if named:
         return (
-            f"the query parameter {named[0]!r} looks like a secret; put secrets in "
+            f"the query parameter {quoted(named[0])} looks like a secret; put secrets in "
             "FORWARDER_SINK_TOKEN or FORWARDER_SINK_HEADERS, never in a URL"
         )
     if parts.fragment:
@@ -43,15 +45,13 @@ def url_problem(url: str, secure_scheme: str = "https") -> str | None:
     """What is wrong with ``url`` as a peer's address, or None. Plain HTTP only for loopback."""
     parts = urlsplit(url)
     if not parts.scheme or not parts.hostname:
-        return f"must be an absolute URL like {secure_scheme}://host (got {redact_url(url)!r})"
+        return f"must be an absolute URL like {secure_scheme}://host (got {quoted(redact_url(url))})"
     problem = secret_in_url(url)
     if problem or parts.scheme == secure_scheme:
         return problem
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
-    return (
-        f"must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {parts.scheme}://)"
-    )
+    return f"must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {clip(parts.scheme)}://)"
 
 
 def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
@@ -86,8 +86,8 @@ def local_path(location: str) -> str:
     parts = urlsplit(location)
     if parts.netloc not in ("", "localhost"):
         raise ValueError(
-            f"a file: URI names a path on this machine, not on {parts.netloc!r}: use file:///absolute/path "
-            "or a plain path"
+            f"a file: URI names a path on this machine, not on {quoted(parts.netloc)}: use "
+            "file:///absolute/path or a plain path"
         )
     if parts.query or parts.fragment:
         raise ValueError("a file: URI takes no query string or fragment")
@@ -100,5 +100,5 @@ def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
     """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
     parts = urlsplit(uri)
     if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
+        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {quoted(uri)})")
     return parts.netloc, parts.path.strip("/")

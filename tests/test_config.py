@@ -250,3 +250,16 @@ def test_a_location_that_names_nothing_usable_is_a_problem_of_its_variable(varia
 )
 def test_locations_that_name_a_place_are_accepted(variable, value):
     assert getattr(load_settings({**BASE, variable: value}), variable[len("FORWARDER_") :].lower()) == value
+
+
+HUGE = "x" * 2_000_000
+
+
+@pytest.mark.parametrize("variable", [v.name for v in VARIABLES])
+@pytest.mark.parametrize("value", [HUGE, "a@b.example," + HUGE, "s3://" + HUGE, HUGE + "://x"])
+def test_a_huge_value_of_any_variable_is_quoted_cut_short(variable, value):
+    """Every problem quotes what it was given in a few hundred characters, whatever its size."""
+    try:
+        load_settings({**BASE, variable: value})
+    except ConfigError as exc:
+        assert sum(map(len, exc.problems)) < 2000, [p[:300] for p in exc.problems]

@@ -15,6 +15,7 @@ import requests
 from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
+from ..logs import clip
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
 from .paging import PageOutcome, extract_items, pages_to_ceiling
@@ -54,8 +55,8 @@ def _error_text(response: requests.Response) -> str:
     if isinstance(body, dict):
         parts = [str(body[k]) for k in ("error", "error_description", "message") if body.get(k)]
         if parts:
-            return ": ".join(parts)[:300]
-    return (response.text or response.reason or "")[:200].strip()
+            return clip(": ".join(parts), 300)
+    return clip((response.text or response.reason or "").strip())
 
 
 class ApiClient:
@@ -185,7 +186,7 @@ class ApiClient:
             kind = response.headers.get("Content-Type", "unknown content type")
             raise MalformedResponse(
                 f"GET {path}: HTTP {response.status_code} body is not JSON "
-                f"({kind}, {len(response.content)} bytes: {str(exc)[:200]})"
+                f"({clip(kind)}, {len(response.content)} bytes: {clip(str(exc))})"
             ) from None
 
     def get_json(self, path: str, params: Mapping[str, Union[str, int]]) -> Any:

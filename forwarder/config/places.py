@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 from ..http_headers import parse_headers
+from ..logs import quoted
 from ..sinks import scheme_of
 from ..sinks import schemes as sink_schemes
 from ..urls import redact_url, secret_in_url, url_problem
@@ -45,7 +46,7 @@ class SinkUri:
             )
         if not known:
             shown = redact_url(text)
-            raise ValueError(f"{shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
+            raise ValueError(f"{quoted(shown)} is not supported (schemes: {', '.join(sink_schemes())})")
         problem = secret_in_url(text)
         if problem:
             raise ValueError(problem)

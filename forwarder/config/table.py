@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from ..logs import quoted
 from ..normalize import formats
 from ..quarantine import location_problem as quarantine_location_problem
 from ..sinks import schemes as sink_schemes
@@ -44,11 +45,15 @@ def _credentials_ref(text: str) -> Optional[str]:
 
 
 def _fifo_queue(text: str) -> Optional[str]:
-    return None if text.rstrip("/").endswith(".fifo") else f"expected an SQS FIFO queue (.fifo), got {text!r}"
+    return (
+        None
+        if text.rstrip("/").endswith(".fifo")
+        else f"expected an SQS FIFO queue (.fifo), got {quoted(text)}"
+    )
 
 
 def _absolute_path(text: str) -> Optional[str]:
-    return None if text.startswith("/") else f"must start with / (got {text!r})"
+    return None if text.startswith("/") else f"must start with / (got {quoted(text)})"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import importlib
 from typing import Any, Callable, Dict, Iterator, Optional, Protocol, Sequence, Set
 
 from ..events import Rejection
+from ..logs import quoted
 from ..urls import local_path, location_scheme, parse_s3_uri
 from .entries import Entry, quarantine_lines, unplaceable
 from .local import LocalQuarantine
@@ -55,7 +56,7 @@ def location_problem(location: str) -> Optional[str]:
         elif scheme == "file":
             local_path(location)
         else:
-            return f"unknown scheme {scheme!r} (use a directory, file:///path or s3://bucket/prefix)"
+            return f"unknown scheme {quoted(scheme)} (use a directory, file:///path or s3://bucket/prefix)"
     except ValueError as exc:
         return str(exc)
     return None

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..files import fsync_dir
+from ..logs import quoted
 from ..urls import local_path
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
@@ -37,9 +38,9 @@ def path_from_uri(uri: str) -> str:
     try:
         path = local_path(uri)
     except ValueError as exc:
-        raise ValueError(f"FORWARDER_SINK {uri!r}: {exc}") from None
+        raise ValueError(f"FORWARDER_SINK {quoted(uri)}: {exc}") from None
     if path.endswith("/"):
-        raise ValueError(f"FORWARDER_SINK {uri!r} must name a file, like file:///var/log/audit.ndjson")
+        raise ValueError(f"FORWARDER_SINK {quoted(uri)} must name a file, like file:///var/log/audit.ndjson")
     return os.path.abspath(path)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Callable, Dict, Optional
 
+from ..logs import quoted
 from ..urls import location_scheme
 from .locations import location_problem
 from .model import StreamState
@@ -47,7 +48,7 @@ def open_store(
     store whole. Raises ValueError for an unusable or unavailable location."""
     problem = location_problem(location)
     if problem:
-        raise ValueError(f"state location {location!r}: {problem}")
+        raise ValueError(f"state location {quoted(location)}: {problem}")
     scheme = location_scheme(location)
     target = _OPENERS[scheme]
     module_name, function = target.split(":")
@@ -55,7 +56,8 @@ def open_store(
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(
-            f"state location {location!r}: the {scheme} state store is not available in this build ({exc})"
+            f"state location {quoted(location)}: the {scheme} state store is not available in this "
+            f"build ({exc})"
         ) from None
     opener: Callable[..., StateStore] = getattr(module, function)
     if scheme == "kvstore":

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional, Tuple
 from urllib.parse import unquote, urlsplit
 
+from ..logs import quoted
 from ..urls import local_path, location_scheme, parse_s3_uri
 
 
@@ -48,7 +49,7 @@ def location_problem(location: str) -> Optional[str]:
     read = _READERS.get(scheme)
     if read is None:
         return (
-            f"unknown scheme {scheme!r} (use a directory path, file://, s3://bucket/prefix, "
+            f"unknown scheme {quoted(scheme)} (use a directory path, file://, s3://bucket/prefix, "
             "dynamodb://table or kvstore://host:port/app/collection/scope)"
         )
     try:
