@@ -15,7 +15,7 @@ from .api.trail import TrailReader
 from .config import Settings
 from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
-from .logs import redact, register_secrets
+from .logs import clip, redact, register_secrets
 from .normalize import Formatter, NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
@@ -60,7 +60,7 @@ def build_client(settings: Settings) -> ApiClient:
 def plan(settings: Settings, client: ApiClient) -> List[Stream]:
     users: List[str] = list(settings.users)
     if "user" in settings.object_types and not users:
-        listed = client.users(settings.page_limit, settings.max_pages)
+        listed = client.users(settings.page_limit, settings.max_pages, settings.max_users)
         emails = [user_email(item) for item in listed]
         users = [e for e in emails if e]
         if len(users) < len(listed):
@@ -87,7 +87,7 @@ def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
         try:
             found.append(to_unicode_domain(name or ""))
         except (UnicodeError, ValueError):
-            log.warning("a listed domain has no usable name; skipped", extra={"item": str(item)[:200]})
+            log.warning("a listed domain has no usable name; skipped", extra={"item": clip(str(item))})
     return found
 
 
@@ -132,6 +132,8 @@ def run_once(
     own_sink = sink is None
     try:
         client = api = build_client(settings)
+        # The token first: a token endpoint that fails fails the run here, once, not every stream.
+        client.authenticate()
         planned = planner(settings, client)
         streams = order(planned)  # e.g. the streams that waited longest first
         observer.started(streams, lambda: api.requests_sent)

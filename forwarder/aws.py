@@ -10,11 +10,12 @@ import gzip
 import os
 import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Set, Tuple, Type, TypeVar
-from urllib.parse import urlsplit
 
 from . import deadline
-from .errors import SinkError
+from .errors import ConfigError, SinkError
+from .extras import INSTALL_AWS
 from .timeutil import from_us
+from .urls import parse_s3_uri as parse_s3_uri  # its home is urls: the configuration checks it too
 
 T = TypeVar("T")
 
@@ -50,10 +51,15 @@ def client(service: str, timeout_seconds: float = 60.0, attempts: int = 6) -> An
         made = _clients.get(key)
     if made is not None:
         return made
-    import boto3
-    from botocore.config import Config
+    try:
+        import boto3
+        from botocore.config import Config
 
-    from . import aws_deadline
+        from . import aws_deadline
+    except ImportError:  # a setting the configuration check did not know reached AWS
+        raise ConfigError(
+            [f"AWS {service} needs boto3, which this installation lacks: {INSTALL_AWS}"]
+        ) from None
 
     config = Config(
         retries={"mode": "standard", "total_max_attempts": attempts},
@@ -163,14 +169,6 @@ def reason(exc: Exception) -> str:
     if isinstance(exc, (aws_deadline.DeadlineExceeded, aws_deadline.NoProgress)):
         return str(exc)
     return error_code(exc) or type(exc).__name__
-
-
-def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
-    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {uri!r})")
-    return parts.netloc, parts.path.strip("/")
 
 
 def sink_error(exc: Exception, doing: str) -> SinkError:

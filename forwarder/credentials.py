@@ -16,6 +16,7 @@ from typing import Callable, Dict, Tuple
 from .api.client import Credentials
 from .errors import ConfigError
 from .jsonutil import loads
+from .logs import clip
 
 CACHE_SECONDS = 300.0
 KINDS = ("secretsmanager", "ssm")
@@ -57,7 +58,7 @@ def load_secret(
     try:
         value = _fetch(kind, name, timeout_seconds)
     except ValueError as exc:
-        raise ConfigError([f"{variable}: cannot read {ref}: {exc}"]) from None
+        raise ConfigError([f"{variable}: cannot read {clip(ref)}: {clip(str(exc))}"]) from None
     with _lock:
         _cache[ref] = (now, value)
     return value
@@ -74,9 +75,8 @@ def load_credentials(
         doc = None  # the parser's message may quote the secret
     values = [doc.get(k) if isinstance(doc, dict) else None for k in ("client_id", "client_secret")]
     if not all(isinstance(v, str) and v for v in values):
-        raise ConfigError(
-            [f'FORWARDER_CREDENTIALS: {ref} must hold JSON {{"client_id": "...", "client_secret": "..."}}']
-        )
+        shape = '{"client_id": "...", "client_secret": "..."}'
+        raise ConfigError([f"FORWARDER_CREDENTIALS: {clip(ref)} must hold JSON {shape}"])
     return Credentials(str(values[0]), str(values[1]))
 
 
@@ -90,10 +90,10 @@ def load_token(ref: str, clock: Callable[[], float] = time.monotonic, timeout_se
             doc = None
         token = doc.get("token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
-            raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {ref} holds JSON without a token field"])
+            raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {clip(ref)} holds JSON without a token field"])
         return token
     if not text:
-        raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {ref} is empty"])
+        raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {clip(ref)} is empty"])
     return text
 
 

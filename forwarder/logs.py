@@ -21,18 +21,26 @@ _secrets: List[str] = []
 _lock = threading.Lock()  # _secrets: a new token is registered while other threads redact
 
 
-def secret_forms(secret: str) -> List[str]:
-    """Every way a secret shows up in text: as it is, JSON-escaped, and URL-encoded as a form field
-    or a query (quote_plus) or a path (quote) encodes it."""
-    forms = [
-        secret,
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        quote_plus(secret),
-        quote(secret, safe=""),
-        quote(secret),
+def _escaped(text: str) -> List[str]:
+    """``text`` as a Python quote (``repr``, ``ascii``) or a JSON string (both ways) writes it."""
+    return [
+        repr(text)[1:-1],
+        ascii(text)[1:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
     ]
-    return list(dict.fromkeys(forms))
+
+
+def secret_forms(secret: str) -> List[str]:
+    """Every way a secret shows up in text: as it is, URL-encoded as a form field or a query
+    (quote_plus) or a path (quote) encodes it, and any of those escaped up to three times over (an
+    exception quoting a header value, a message quoting that exception's args, a log line's JSON)."""
+    forms = dict.fromkeys([secret, quote_plus(secret), quote(secret, safe=""), quote(secret)])
+    latest = list(forms)
+    for _ in range(3):
+        latest = [e for form in latest for e in _escaped(form) if e not in forms]  # only what is new
+        forms.update(dict.fromkeys(latest))
+    return list(forms)
 
 
 def register_secrets(values: Iterable[Optional[str]]) -> None:
@@ -56,6 +64,35 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
+
+
+QUOTE_LIMIT = 200  # characters a message shows of one value a user or a peer gave
+
+
+def _masked_start(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text`` with every secret masked, masked before the cut
+    (over ``limit`` plus the longest secret), so no part of a secret is left where the cut falls."""
+    with _lock:
+        longest = len(_secrets[0]) if _secrets else 0
+    return redact(text[: limit + longest])[:limit]
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` masked and cut to ``limit`` characters, saying how long it was: what a message or a
+    log line shows of a value of any size (a 50 MB name costs it a few hundred characters)."""
+    if len(text) <= limit:
+        return redact(text)
+    return f"{_masked_start(text, limit)}... ({len(text)} characters)"
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as ``{value!r}`` quotes it, through ``clip``: every message quoting a value that a
+    user or a peer gave quotes it this way."""
+    if not isinstance(value, str):
+        return clip(repr(value), limit)
+    if len(value) <= limit:
+        return repr(redact(value))
+    return f"{_masked_start(value, limit)!r}... ({len(value)} characters)"
 
 
 _tenant: ContextVar[str] = ContextVar("tenant", default="")

@@ -18,6 +18,7 @@ from http.client import HTTPException
 from typing import Any, Callable, Optional, TypeVar
 
 from . import stop
+from .logs import clip
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -113,7 +114,9 @@ def call(
         if tries >= policy.attempts:
             return give_up(failure)
         delay = policy.delay(tries, retry_after)
-        log.warning("%s failed, retrying", what, extra={"error": problem[:300], "wait_s": round(delay, 2)})
+        log.warning(
+            "%s failed, retrying", what, extra={"error": clip(problem, 300), "wait_s": round(delay, 2)}
+        )
         (wait or _plain_wait)(delay, failure)
 
 

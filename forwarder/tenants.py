@@ -34,6 +34,9 @@ from .config import VARIABLES, Settings, Variable, default_of, load_settings, re
 from .config.lists import LISTS
 from .config.table import TENANT_ONLY
 from .errors import ConfigError
+from .extras import aws_problems
+from .logs import clip, quoted
+from .urls import local_path
 
 VARIABLE = "FORWARDER_TENANTS"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")  # a path segment, a DynamoDB key part, an SQS group id
@@ -115,11 +118,12 @@ def _one(
     if not isinstance(entry, dict):
         return None, [f"tenants[{index}]: expected an object, got {type(entry).__name__}"], []
     name = entry.get("name")
-    label = f"tenant {name!r}" if isinstance(name, str) and name else f"tenants[{index}]"
+    label = f"tenant {quoted(name)}" if isinstance(name, str) and name else f"tenants[{index}]"
     own: List[str] = []
     if not isinstance(name, str) or not NAME.match(name):
         own.append(
-            f"{label}: name: required, 1-63 of a-z 0-9 _ - starting with a letter or digit (got {name!r})"
+            f"{label}: name: required, 1-63 of a-z 0-9 _ - starting with a letter or digit "
+            f"(got {quoted(name)})"
         )
     elif name in seen:
         own.append(f"{label}: name: also used by tenants[{seen[name]}]")
@@ -127,7 +131,7 @@ def _one(
         seen[name] = index
     known = sorted([*fields.variables, *_SPECIAL])
     unknown = sorted(set(entry) - set(known))
-    own.extend(f"{label}: {f}: unknown field (known: {', '.join(known)})" for f in unknown)
+    own.extend(f"{label}: {clip(str(f))}: unknown field (known: {', '.join(known)})" for f in unknown)
 
     env = {k: v for k, v in base.items() if k not in fields.only}
     given: Dict[str, str] = {}  # variable -> field, for the tenant's own values
@@ -200,9 +204,10 @@ def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) ->
     owners: Dict[str, str] = {}
     for t in tenants:  # two tenants in one namespace would share (and overwrite) each other's state
         if t.namespace in owners:
-            shown = repr(t.namespace) if t.namespace else '"" (the un-namespaced state)'
+            shown = quoted(t.namespace) if t.namespace else '"" (the un-namespaced state)'
             problems.append(
-                f"tenant {t.name!r}: state_namespace: {shown} is also tenant {owners[t.namespace]!r}'s"
+                f"tenant {quoted(t.name)}: state_namespace: {shown} is also tenant "
+                f"{quoted(owners[t.namespace])}'s"
             )
         owners.setdefault(t.namespace, t.name)
     if problems or shared:
@@ -222,20 +227,23 @@ def read_document(ref: str, timeout_seconds: float = 60.0) -> Any:
     elif kind == "s3":
         text = _read_s3(ref, timeout_seconds)
     else:
-        path = ref[len("file://") :] if ref.lower().startswith("file://") else ref
+        try:
+            path = local_path(ref)
+        except ValueError as exc:
+            raise ConfigError([f"{VARIABLE}: {exc}"]) from None
         try:
             with open(os.path.expanduser(path), encoding="utf-8") as fh:
                 text = fh.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
-                [f"{VARIABLE}: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"]
+                [f"{VARIABLE}: cannot read {clip(path)}: {getattr(exc, 'strerror', None) or clip(str(exc))}"]
             ) from None
     try:
         return json.loads(text)
     except ValueError as exc:
         # Only the position: the parser's message may quote the document, which may hold secrets.
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ConfigError([f"{VARIABLE}: {ref} is not valid JSON{where}"]) from None
+        raise ConfigError([f"{VARIABLE}: {clip(ref)} is not valid JSON{where}"]) from None
 
 
 def _read_s3(ref: str, timeout_seconds: float) -> str:
@@ -246,15 +254,17 @@ def _read_s3(ref: str, timeout_seconds: float) -> str:
     except ValueError as exc:
         raise ConfigError([str(exc)]) from None
     if not key:
-        raise ConfigError([f"{VARIABLE}: {ref} names a bucket, not an object"])
+        raise ConfigError([f"{VARIABLE}: {clip(ref)} names a bucket, not an object"])
     try:
         body, _ = aws.read_object(aws.client("s3", timeout_seconds), bucket, key, "S3 GetObject")
     except aws.failures() as exc:
-        raise ConfigError([f"{VARIABLE}: cannot read {ref}: {aws.error_code(exc) or exc}"]) from None
+        raise ConfigError(
+            [f"{VARIABLE}: cannot read {clip(ref)}: {aws.error_code(exc) or clip(str(exc))}"]
+        ) from None
     try:
         return str(body.decode("utf-8"))
     except UnicodeDecodeError:
-        raise ConfigError([f"{VARIABLE}: {ref} is not UTF-8 text"]) from None
+        raise ConfigError([f"{VARIABLE}: {clip(ref)} is not UTF-8 text"]) from None
 
 
 def load_tenants(env: Mapping[str, str]) -> Optional[List[Tenant]]:
@@ -262,6 +272,9 @@ def load_tenants(env: Mapping[str, str]) -> Optional[List[Tenant]]:
     ref = (env.get(VARIABLE) or "").strip()
     if not ref:
         return None
+    missing = aws_problems(env, [VARIABLE])
+    if missing:
+        raise ConfigError(missing)
     return parse_tenants(read_document(ref, read(env, "FORWARDER_HTTP_TIMEOUT")), env)
 
 
@@ -272,7 +285,7 @@ def select(tenants: Sequence[Tenant], name: Optional[str]) -> List[Tenant]:
     chosen = [t for t in tenants if t.name == name]
     if not chosen:
         known = ", ".join(t.name for t in tenants)
-        raise ConfigError([f"--tenant: no tenant {name!r} in {VARIABLE} (tenants: {known})"])
+        raise ConfigError([f"--tenant: no tenant {quoted(name)} in {VARIABLE} (tenants: {known})"])
     return chosen
 
 

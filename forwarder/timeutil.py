@@ -7,6 +7,8 @@ import sys
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
+from .logs import quoted
+
 _ISO = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
     r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$"
@@ -101,7 +103,7 @@ def parse_duration(text: str) -> int:
     """Parse '14d', '13mo', '1h', '90m', '30s', '1y' into seconds (a month is 31 days, a year 366)."""
     m = _DURATION.match(text.lower())
     if not m:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 90m, 1h, 14d, 2w, 13mo, 1y)")
+        raise ValueError(f"not a duration: {quoted(text)} (use e.g. 30s, 90m, 1h, 14d, 2w, 13mo, 1y)")
     n, unit = int(m.group(1)), m.group(2)
     if unit.startswith("mo"):
         return n * 31 * 86400

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, urlsplit
+from typing import Tuple
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .logs import clip, quoted
 
 
 def is_loopback(host: str) -> bool:
@@ -30,7 +33,7 @@ def secret_in_url(url: str) -> str | None:
     named = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(name)]
     if named:
         return (
-            f"the query parameter {named[0]!r} looks like a secret; put secrets in "
+            f"the query parameter {quoted(named[0])} looks like a secret; put secrets in "
             "FORWARDER_SINK_TOKEN or FORWARDER_SINK_HEADERS, never in a URL"
         )
     if parts.fragment:
@@ -42,15 +45,13 @@ def url_problem(url: str, secure_scheme: str = "https") -> str | None:
     """What is wrong with ``url`` as a peer's address, or None. Plain HTTP only for loopback."""
     parts = urlsplit(url)
     if not parts.scheme or not parts.hostname:
-        return f"must be an absolute URL like {secure_scheme}://host (got {redact_url(url)!r})"
+        return f"must be an absolute URL like {secure_scheme}://host (got {quoted(redact_url(url))})"
     problem = secret_in_url(url)
     if problem or parts.scheme == secure_scheme:
         return problem
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return None
-    return (
-        f"must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {parts.scheme}://)"
-    )
+    return f"must use {secure_scheme}:// (plain http is allowed for loopback hosts only; got {clip(parts.scheme)}://)"
 
 
 def check_url(url: str, what: str, secure_scheme: str = "https") -> str | None:
@@ -64,3 +65,40 @@ def redact_url(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?")[0].rpartition("@")[2]
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def location_scheme(location: str) -> str:
+    """The scheme of a location (state, quarantine), lower case; ``file`` for a plain path."""
+    match = _SCHEME.match(location)
+    return match.group(1).lower() if match else "file"
+
+
+def local_path(location: str) -> str:
+    """The path a plain path or a ``file:`` URI names (``file:///abs``, ``file://localhost/abs``,
+    ``file:relative``); ValueError for another host, a query or fragment, or no path at all."""
+    if not location.lower().startswith("file:"):
+        if not location:
+            raise ValueError("empty: give a path")
+        return location
+    parts = urlsplit(location)
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"a file: URI names a path on this machine, not on {quoted(parts.netloc)}: use "
+            "file:///absolute/path or a plain path"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError("a file: URI takes no query string or fragment")
+    if not parts.path:
+        raise ValueError("a file: URI must name a path, like file:///var/lib/audit-forwarder")
+    return unquote(parts.path)
+
+
+def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
+    """(bucket, prefix without end slashes) of ``s3://bucket/prefix``; ValueError naming ``what``."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {quoted(uri)})")
+    return parts.netloc, parts.path.strip("/")

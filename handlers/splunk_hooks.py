@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 import requests
 
 from forwarder.api.client import ApiClient, Credentials
+from forwarder.api.token import token_endpoint
 from forwarder.errors import ApiError, AuthError
 from forwarder.http import new_session
 from forwarder.retry import RetryPolicy
@@ -55,8 +56,11 @@ def check_account(fields: Mapping[str, Any], proxy: Optional[str]) -> None:
             f"{api_url} refused this client id and secret (HTTP {exc.status}): check both in the portal"
         ) from None
     except ApiError as exc:
-        message = str(exc).replace(
-            "check FORWARDER_API_URL and FORWARDER_TOKEN_PATH", "check the URL and token path"
+        endpoint = client.base_url + token_path  # named by its fields here, not by the variables
+        message = (
+            str(exc)
+            .replace(token_endpoint(endpoint), f"the token endpoint {endpoint}")
+            .replace("check FORWARDER_API_URL and FORWARDER_TOKEN_PATH", "check the URL and token path")
         )
         raise AccountRejected(f"no token from {api_url}: {message}") from None
     except requests.RequestException as exc:

@@ -35,7 +35,7 @@ from forwarder.app import run_once
 from forwarder.config import Settings, load_settings, splunk_fields
 from forwarder.errors import ConfigError, ForwarderError
 from forwarder.events import Event, SendResult
-from forwarder.logs import configure
+from forwarder.logs import configure, quoted
 from forwarder.sinks.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from forwarder.sinks.hec import hec_time
 from forwarder.state.kvstore import KVStore, Splunkd
@@ -176,7 +176,7 @@ def stream_events(inputs: Any, ew: EventWriter) -> None:
             # A settings or forwarder error is a message the admin can act on: no traceback.
             expected = isinstance(exc, (SettingsError, ForwarderError, ValueError))
             log.error("input failed", exc_info=not expected, extra={"error": str(exc)})
-            ew.log(EventWriter.ERROR, f"{SCHEME} input {name!r} failed: {exc}")
+            ew.log(EventWriter.ERROR, f"{SCHEME} input {quoted(name)} failed: {exc}")
 
 
 def run_input(
@@ -200,7 +200,9 @@ def run_input(
     health = {"input": name, "account": account.name, **report.to_dict()}
     sink.write(jsonutil.dumps(health).decode("utf-8"), int(time.time() * 1_000_000), HEALTH_SOURCETYPE)
     if not report.ok:
-        ew.log(EventWriter.ERROR, f"{SCHEME} input {name!r}: run finished with errors: {_errors(report)}")
+        ew.log(
+            EventWriter.ERROR, f"{SCHEME} input {quoted(name)}: run finished with errors: {_errors(report)}"
+        )
 
 
 def _errors(report: Any) -> str:

@@ -17,7 +17,7 @@ from solnlib import conf_manager
 from splunklib import binding
 
 from forwarder.config import default_of
-from forwarder.logs import register_secrets
+from forwarder.logs import quoted, register_secrets
 
 APP = "TA-fortra-emailauth"
 REST_ROOT = "ta_fortra_emailauth"
@@ -93,7 +93,7 @@ class SplunkdSettings:
             raise SettingsError("the input names no account: choose one on the Inputs page")
         fields = self._stanza(ACCOUNT_CONF, name)
         if fields is None:
-            raise SettingsError(f"account {name!r} does not exist: add it on Configuration > Accounts")
+            raise SettingsError(f"account {quoted(name)} does not exist: add it on Configuration > Accounts")
         secret = str(fields.get("client_secret") or "")
         register_secrets([secret])
         missing = [k for k in ("api_url", "client_id") if not fields.get(k)] + (
@@ -101,7 +101,7 @@ class SplunkdSettings:
         )
         if missing:
             raise SettingsError(
-                f"account {name!r} has no {', '.join(missing)}: edit it on Configuration > Accounts"
+                f"account {quoted(name)} has no {', '.join(missing)}: edit it on Configuration > Accounts"
             )
         return Account(
             name,

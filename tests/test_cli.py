@@ -146,3 +146,28 @@ def test_an_empty_quarantine_list_says_so_and_keeps_stdout_for_json(tmp_path):
     listed = cli("quarantine", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout == "" and f"no quarantined entries in {tmp_path / 'q'}" in listed.stderr
+
+
+BAD_LOCATIONS = [
+    ("FORWARDER_STATE", "file://remotehost/state"),
+    ("FORWARDER_STATE", "s3://"),
+    ("FORWARDER_STATE", "dynamodb://"),
+    ("FORWARDER_QUARANTINE", "file://remotehost/quarantine"),
+    ("FORWARDER_SINK", "file://remotehost/events.ndjson"),
+]
+# every command with a location it reads
+COMMANDS = [(["run"], v) for v in BAD_LOCATIONS] + [(["check"], v) for v in BAD_LOCATIONS]
+COMMANDS += [(["state", "show"], v) for v in BAD_LOCATIONS if v[0] == "FORWARDER_STATE"]
+COMMANDS += [(["quarantine", "list"], v) for v in BAD_LOCATIONS if v[0] == "FORWARDER_QUARANTINE"]
+
+
+@pytest.mark.parametrize("command, location", COMMANDS)
+def test_a_location_on_another_host_is_a_configuration_error_of_its_variable(tmp_path, command, location):
+    """Before: ``FORWARDER_STATE=file://remotehost/state`` ended in a raw ValueError traceback (exit 1)."""
+    variable, value = location
+    env = env_for("https://127.0.0.1:9", "stdout", str(tmp_path / "state"), FORWARDER_USERS="a@b.example")
+    env[variable] = value
+    result = cli(*command, env=env, cwd=tmp_path)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2 and variable in result.stderr, (result.returncode, result.stderr)
+    assert not (tmp_path / "remotehost").exists()

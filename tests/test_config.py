@@ -210,3 +210,56 @@ def test_the_splunk_pages_feed_the_variables_the_table_names_with_its_defaults()
         "initial_lookback",
         "event_format",
     }
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("FORWARDER_STATE", "file://remotehost/state"),
+        ("FORWARDER_STATE", "file:///srv/state?x=1"),
+        ("FORWARDER_STATE", "file:"),
+        ("FORWARDER_STATE", "s3://"),
+        ("FORWARDER_STATE", "s3:///prefix"),
+        ("FORWARDER_STATE", "dynamodb://"),
+        ("FORWARDER_STATE", "kvstore://splunk:8089/app"),
+        ("FORWARDER_QUARANTINE", "file://remotehost/quarantine"),
+        ("FORWARDER_QUARANTINE", "file:"),
+        ("FORWARDER_QUARANTINE", "s3://"),
+        ("FORWARDER_QUARANTINE", "ftp://host/quarantine"),
+        ("FORWARDER_SINK", "file://remotehost/events.ndjson"),
+    ],
+)
+def test_a_location_that_names_nothing_usable_is_a_problem_of_its_variable(variable, value):
+    """Before: a raw ValueError traceback (exit 1) when the run opened it, or a directory named
+    after the host (quarantine); now refused with the settings, before any network call."""
+    env = {variable: value, "FORWARDER_SPLUNK_TOKEN": "splunkd-session-key"}
+    assert [p for p in problems(**env) if p.startswith(variable + ":") or p.startswith(variable + " ")]
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("FORWARDER_STATE", "file:///srv/state"),
+        ("FORWARDER_STATE", "file://localhost/srv/state"),
+        ("FORWARDER_STATE", "relative/state"),
+        ("FORWARDER_STATE", "s3://bucket/prefix"),
+        ("FORWARDER_STATE", "dynamodb://table/ns"),
+        ("FORWARDER_QUARANTINE", "file:///srv/quarantine"),
+        ("FORWARDER_QUARANTINE", "s3://bucket"),
+    ],
+)
+def test_locations_that_name_a_place_are_accepted(variable, value):
+    assert getattr(load_settings({**BASE, variable: value}), variable[len("FORWARDER_") :].lower()) == value
+
+
+HUGE = "x" * 2_000_000
+
+
+@pytest.mark.parametrize("variable", [v.name for v in VARIABLES])
+@pytest.mark.parametrize("value", [HUGE, "a@b.example," + HUGE, "s3://" + HUGE, HUGE + "://x"])
+def test_a_huge_value_of_any_variable_is_quoted_cut_short(variable, value):
+    """Every problem quotes what it was given in a few hundred characters, whatever its size."""
+    try:
+        load_settings({**BASE, variable: value})
+    except ConfigError as exc:
+        assert sum(map(len, exc.problems)) < 2000, [p[:300] for p in exc.problems]

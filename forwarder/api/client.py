@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Set, Union
 from urllib.parse import urlencode
 
 import requests
@@ -15,11 +15,12 @@ import requests
 from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
+from ..logs import clip
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
 from .paging import PageOutcome, extract_items, pages_to_ceiling
 from .ratelimit import RateLimiter
-from .token import TokenProvider, parse_token, reuse_key
+from .token import TokenProvider, parse_token, reuse_key, token_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,15 @@ USERS_PATH = "/v1/ep/users"
 DOMAINS_PATH = "/v1/cp/domains"  # not in the spec: used only with FORWARDER_DISCOVER_DOMAINS
 # Optional parameters, in the order they are given up when the service answers 400 to them.
 _OPTIONAL = ("sort", "end_date", "start_date", "limit", "offset")
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The most elements a listing may hold, the setting that says so, and the one that lists them."""
+
+    most: int
+    setting: str
+    listed_in: str
 
 
 @dataclass
@@ -45,8 +55,8 @@ def _error_text(response: requests.Response) -> str:
     if isinstance(body, dict):
         parts = [str(body[k]) for k in ("error", "error_description", "message") if body.get(k)]
         if parts:
-            return ": ".join(parts)[:300]
-    return (response.text or response.reason or "")[:200].strip()
+            return clip(": ".join(parts), 300)
+    return clip((response.text or response.reason or "").strip())
 
 
 class ApiClient:
@@ -74,6 +84,7 @@ class ApiClient:
         self._tokens = TokenProvider(
             self._request_token,
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
+            endpoint=self._token_endpoint(),
         )
         self._unsupported: set[tuple[str, str]] = set()  # optional parameters the service rejected this run
         self._lock = threading.Lock()  # requests_sent and _unsupported: every stream thread shares the client
@@ -91,7 +102,7 @@ class ApiClient:
 
     def request_token(self) -> None:
         """Ask the token endpoint now, even if a token is cached (a credential check before saving)."""
-        parse_token(self._request_token(), time.time())
+        parse_token(self._request_token(), time.time(), self._token_endpoint())
 
     # -- transport ------------------------------------------------------------------------------
 
@@ -134,14 +145,20 @@ class ApiClient:
 
         return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait)
 
+    def _token_endpoint(self) -> str:
+        return token_endpoint(self.base_url + self._token_path)
+
     def _request_token(self) -> Any:
         form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
         headers = {"Accept": "application/json"}
-        response = self._send("POST", self._token_path, data=form, headers=headers)
-        if response.status_code == 400:
-            # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
-            form["grant_type"] = "client_credentials"
+        try:
             response = self._send("POST", self._token_path, data=form, headers=headers)
+            if response.status_code == 400:
+                # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
+                form["grant_type"] = "client_credentials"
+                response = self._send("POST", self._token_path, data=form, headers=headers)
+        except ApiError as exc:  # no answer within FORWARDER_HTTP_TIMEOUT, FORWARDER_MAX_ATTEMPTS times
+            raise ApiError(f"{self._token_endpoint()} did not answer: {exc}") from None
         if response.status_code in (400, 401, 403):
             raise AuthError(
                 f"token request refused (HTTP {response.status_code}: {_error_text(response)}); "
@@ -156,7 +173,8 @@ class ApiClient:
             )
         if response.status_code != 200:
             raise ApiError(
-                f"token request failed: HTTP {response.status_code}: {_error_text(response)}",
+                f"token request failed: HTTP {response.status_code}: {_error_text(response)}, "
+                f"from {self._token_endpoint()}",
                 response.status_code,
             )
         return self._decode(response, self._token_path)
@@ -168,7 +186,7 @@ class ApiClient:
             kind = response.headers.get("Content-Type", "unknown content type")
             raise MalformedResponse(
                 f"GET {path}: HTTP {response.status_code} body is not JSON "
-                f"({kind}, {len(response.content)} bytes: {str(exc)[:200]})"
+                f"({clip(kind)}, {len(response.content)} bytes: {clip(str(exc))})"
             ) from None
 
     def get_json(self, path: str, params: Mapping[str, Union[str, int]]) -> Any:
@@ -259,12 +277,28 @@ class ApiClient:
             base["filter"] = stream.filter
         return self.page(AUDITS_PATH, "audits", base, optional, limit, offset)
 
-    def listing(self, path: str, plural: str, limit: int, max_pages: int) -> List[Any]:
-        """Every element of a list endpoint (users, domains)."""
+    def listing(
+        self, path: str, plural: str, limit: int, max_pages: int, cap: Optional[Cap] = None
+    ) -> List[Any]:
+        """Every element of a list endpoint (users, domains), each once. A page that brings no element
+        not read before ends the listing (a service that ignores offset, or cycles through its pages);
+        more elements than ``cap`` allows fail it (a service listing new ones at every offset)."""
         outcome = PageOutcome()
         items: List[Any] = []
+        seen: Set[str] = set()
         for page in pages_to_ceiling(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
-            items.extend(page)
+            before = len(seen)
+            for item in page:
+                text = jsonutil.ascii_text(item)  # any item: one with a lone surrogate is skipped later
+                if text not in seen:
+                    seen.add(text)
+                    items.append(item)
+            outcome.added = len(seen) - before  # 0 ends the paging
+            if cap is not None and len(items) > cap.most:
+                raise ApiError(
+                    f"GET {path} lists more than {cap.most} {plural} ({cap.setting}): raise it, "
+                    f"or name the {plural} to pull in {cap.listed_in}"
+                )
         if outcome.truncated:  # keep what was read rather than fail the whole run
             log.warning(
                 "paging stopped before the end",
@@ -272,8 +306,10 @@ class ApiClient:
             )
         return items
 
-    def users(self, limit: int, max_pages: int) -> List[Any]:
-        return self.listing(USERS_PATH, "users", limit, max_pages)
+    def users(self, limit: int, max_pages: int, max_users: int) -> List[Any]:
+        """Every user of the users endpoint; ApiError naming FORWARDER_MAX_USERS past ``max_users``."""
+        cap = Cap(max_users, "FORWARDER_MAX_USERS", "FORWARDER_USERS")
+        return self.listing(USERS_PATH, "users", limit, max_pages, cap)
 
     def domains(self, limit: int, max_pages: int) -> List[Any]:
         return self.listing(DOMAINS_PATH, "domains", limit, max_pages)

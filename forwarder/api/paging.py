@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 from ..errors import ApiError, MalformedResponse
 from ..jsonutil import ascii_text, canonical
+from ..logs import clip
 
 # Keys that hold the list in the enveloped style; the resource's plural comes first.
 _LIST_KEYS = ("data", "items", "results", "records")
@@ -24,7 +25,7 @@ def extract_items(body: Any, plural: str) -> List[Any]:
         raise MalformedResponse(f"expected a JSON list or object, got {type(body).__name__}")
     if body.get("status") == "error" or ("error" in body and plural not in body):
         detail = body.get("error_description") or body.get("error") or "error"
-        raise ApiError(f"the API answered with an error body: {str(detail)[:200]}", status=body.get("code"))
+        raise ApiError(f"the API answered with an error body: {clip(str(detail))}", status=body.get("code"))
     for key in (plural, *_LIST_KEYS):
         value = body.get(key)
         if isinstance(value, list):

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
-from ..errors import AuthError, MalformedResponse
+from ..errors import ApiError, AuthError, MalformedResponse
 from ..logs import register_secrets
 
 DEFAULT_LIFETIME = 14400
 _MS_THRESHOLD = 100_000_000_000  # a created_at above this is milliseconds (year 5138 in seconds)
+
+
+def token_endpoint(url: str = "") -> str:
+    """What messages call the token endpoint at ``url``: by the settings that make its address."""
+    return f"the token endpoint{' ' + url if url else ''} (FORWARDER_API_URL, FORWARDER_TOKEN_PATH)"
+
+
+# RFC 6750's b64token, what an Authorization: Bearer header may carry. Anything else (CR LF, a
+# space, a quote, a character outside Latin-1) would break the header or hide in an escaped form in
+# an error: refused on receipt, never sent.
+_B64TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 
 
 @dataclass
@@ -24,8 +37,8 @@ class Token:
         return f"Token(expires_at={self.expires_at:.0f})"
 
 
-def parse_token(body: Any, received_at: float) -> Token:
-    """Turn a token response into a Token whose expiry is on the local clock.
+def parse_token(body: Any, received_at: float, endpoint: str = token_endpoint()) -> Token:
+    """Turn a token response from ``endpoint`` into a Token whose expiry is on the local clock.
 
     The server's created_at (seconds or milliseconds) only ever shortens the lifetime, so a server
     clock ahead of ours cannot make us keep a token longer than it lives.
@@ -35,7 +48,12 @@ def parse_token(body: Any, received_at: float) -> Token:
         or not isinstance(body.get("access_token"), str)
         or not body["access_token"]
     ):
-        raise MalformedResponse("token response has no access_token string")
+        raise MalformedResponse(f"{endpoint} answered no access_token string")
+    if not _B64TOKEN.fullmatch(body["access_token"]):  # never quoted: it is a secret
+        raise MalformedResponse(
+            f"{endpoint} answered an access_token with characters a bearer token cannot hold "
+            "(RFC 6750 allows A-Z a-z 0-9 - . _ ~ + / and trailing =): refused"
+        )
     lifetime = body.get("expires_in", DEFAULT_LIFETIME)
     if not isinstance(lifetime, (int, float)) or isinstance(lifetime, bool) or lifetime <= 0:
         lifetime = DEFAULT_LIFETIME
@@ -63,17 +81,28 @@ def reuse_key(*parts: str) -> str:
 
 
 class TokenProvider:
-    """Thread-safe token cache. ``fetch`` performs the token request and returns the parsed body."""
+    """Thread-safe token cache of one run. ``fetch`` performs the token request (``endpoint``, for
+    messages) and returns the parsed body.
+
+    One token request at a time, and one failure per run: once the request failed (after its own
+    retries), every later caller gets that error at once. Twenty streams that each waited out an
+    endpoint that never answers took twenty times the timeout and the attempts."""
 
     def __init__(
-        self, fetch: Callable[[], Any], clock: Callable[[], float] = time.time, key: Optional[str] = None
+        self,
+        fetch: Callable[[], Any],
+        clock: Callable[[], float] = time.time,
+        key: Optional[str] = None,
+        endpoint: str = token_endpoint(),
     ) -> None:
         self._fetch = fetch
         self._clock = clock
+        self._endpoint = endpoint
         # Held across the token request: threads that find the token expired (or refused) wait for
         # one new token instead of each asking the token endpoint.
         self._lock = threading.Lock()
         self._key = key
+        self._failure: Optional[ApiError] = None
         with _reusable_lock:
             self._token: Optional[Token] = _reusable.get(key) if key else None
 
@@ -91,8 +120,17 @@ class TokenProvider:
             return self._token.value
 
     def _new_token(self) -> Token:
+        if self._failure is not None:
+            raise copy.copy(self._failure)  # a copy: each thread's traceback is its own
+        try:
+            return self._fetched()
+        except ApiError as exc:
+            self._failure = exc
+            raise
+
+    def _fetched(self) -> Token:
         received = self._clock()
-        token = parse_token(self._fetch(), received)
+        token = parse_token(self._fetch(), received, self._endpoint)
         if not token.value:
             raise AuthError("token endpoint returned an empty token")
         register_secrets([token.value])  # an error body or a log line may quote it

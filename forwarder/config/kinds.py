@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence, Tuple
 
+from ..logs import quoted
 from ..timeutil import parse_duration
 
 
@@ -54,7 +55,7 @@ class Flag:
             return True
         if value in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {quoted(value)}")
 
     def describe(self) -> str:
         return "true/false"
@@ -74,7 +75,7 @@ class Integer:
         try:
             value = int(text)
         except ValueError:
-            raise ValueError(f"expected a whole number, got {text!r}") from None
+            raise ValueError(f"expected a whole number, got {quoted(text)}") from None
         if value < self.minimum or (self.maximum is not None and value > self.maximum):
             upper = f" and {self.maximum}" if self.maximum is not None else ""
             raise ValueError(f"must be between {self.minimum}{upper}, got {value}")
@@ -103,7 +104,7 @@ class Duration:
     def parse(self, text: str) -> int:
         value = parse_duration(text)
         if self.maximum_s is not None and value > self.maximum_s:
-            raise ValueError(f"at most {self.maximum_s // 86400} days (got {text!r})")
+            raise ValueError(f"at most {self.maximum_s // 86400} days (got {quoted(text)})")
         return value
 
     def describe(self) -> str:
@@ -123,7 +124,7 @@ class Rate:
         except ValueError:
             value = 0.0
         if not 0 < value < float("inf"):
-            raise ValueError(f"expected a positive number of requests per second, got {text!r}")
+            raise ValueError(f"expected a positive number of requests per second, got {quoted(text)}")
         return value
 
     def describe(self) -> str:
@@ -141,7 +142,7 @@ class Choice:
     def parse(self, text: str) -> str:
         value = text.upper() if self.upper else text.lower()
         if value not in self.options and not (self.optional and not value):
-            raise ValueError(f"choose from {', '.join(self.options)} (got {value!r})")
+            raise ValueError(f"choose from {', '.join(self.options)} (got {quoted(value)})")
         return value
 
     def describe(self) -> str:

@@ -9,6 +9,7 @@ from typing import List, Tuple
 import idna
 
 from ..domains import to_unicode_domain
+from ..logs import clip, quoted
 from .kinds import Problems
 
 
@@ -26,7 +27,9 @@ class Choices:
         chosen = tuple(t.lower() for t in _split(text))
         bad = [t for t in chosen if t not in self.options]
         if bad or not chosen:
-            raise ValueError(f"choose from {', '.join(self.options)} (got {', '.join(bad) or 'nothing'})")
+            raise ValueError(
+                f"choose from {', '.join(self.options)} (got {clip(', '.join(bad)) or 'nothing'})"
+            )
         return chosen
 
     def describe(self) -> str:
@@ -40,7 +43,7 @@ _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+$")
 class Emails:
     def parse(self, text: str) -> Tuple[str, ...]:
         users = tuple(_split(text))
-        bad = [f"{u!r} is not an email address" for u in users if not _EMAIL.match(u)]
+        bad = [f"{quoted(u)} is not an email address" for u in users if not _EMAIL.match(u)]
         if bad:
             raise Problems(bad)
         return users
@@ -59,7 +62,7 @@ class Domains:
             try:
                 domains.append(to_unicode_domain(name))
             except (idna.IDNAError, UnicodeError, ValueError) as exc:
-                bad.append(f"{name!r} is not a valid domain name ({exc})")
+                bad.append(f"{quoted(name)} is not a valid domain name ({clip(str(exc))})")
         if bad:
             raise Problems(bad)
         return tuple(dict.fromkeys(domains))
@@ -78,7 +81,7 @@ class Filters:
     def parse(self, text: str) -> Tuple[str, ...]:
         filters = tuple(_split(text))
         bad = [
-            f"{f!r} is not a filterable_action prefix like user.login or domain."
+            f"{quoted(f)} is not a filterable_action prefix like user.login or domain."
             for f in filters
             if not _FILTER.match(f)
         ]
@@ -86,7 +89,7 @@ class Filters:
             broader = [g for g in filters if g != f and f.startswith(g)]
             if broader:
                 bad.append(
-                    f"{f!r} is already covered by {broader[0]!r} "
+                    f"{quoted(f)} is already covered by {quoted(broader[0])} "
                     "(overlapping filters would fetch records twice)"
                 )
         if bad:

@@ -4,12 +4,12 @@ or quarantine location, and the sink's extra HTTP headers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict
+from typing import Callable, Dict, Optional
 
 from ..http_headers import parse_headers
+from ..logs import quoted
 from ..sinks import scheme_of
 from ..sinks import schemes as sink_schemes
-from ..state import location_problem
 from ..urls import redact_url, secret_in_url, url_problem
 from .kinds import Problems
 
@@ -46,7 +46,7 @@ class SinkUri:
             )
         if not known:
             shown = redact_url(text)
-            raise ValueError(f"{shown!r} is not supported (schemes: {', '.join(sink_schemes())})")
+            raise ValueError(f"{quoted(shown)} is not supported (schemes: {', '.join(sink_schemes())})")
         problem = secret_in_url(text)
         if problem:
             raise ValueError(problem)
@@ -58,13 +58,13 @@ class SinkUri:
 
 @dataclass(frozen=True)
 class Location:
-    """Where something is kept: a path or URI, with no secret in it; ``state`` adds the state store's
-    rules (a scheme it can open)."""
+    """Where something is kept: a path or URI, with no secret in it, that ``problem`` (the state
+    store's or the quarantine's rules) finds usable: a scheme it opens, naming what it needs."""
 
-    state: bool = False
+    problem: Callable[[str], Optional[str]]
 
     def parse(self, text: str) -> str:
-        problems = [secret_in_url(text), location_problem(text) if self.state else None]
+        problems = [secret_in_url(text), self.problem(text)]
         found = [p for p in problems if p]
         if found:
             raise Problems(found)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError
+from ..extras import AWS_VALUES, aws_problems
 from ..sinks import sink_problems
 from ..sinks.settings import SinkSettings
 from .kinds import Problems
@@ -25,6 +26,7 @@ class Settings:
     token_path: str
     object_types: Tuple[str, ...]
     users: Tuple[str, ...]
+    max_users: int
     domains: Tuple[str, ...]
     discover_domains: bool
     filters: Tuple[str, ...]
@@ -80,6 +82,7 @@ def read_all(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, Any]:
     fan-out); ConfigError naming each one that is wrong."""
     problems: List[str] = []
     values = {name: _parse(BY_NAME[name], env, problems) for name in names}
+    problems += aws_problems(env, [name for name in names if name in AWS_VALUES])
     if problems:
         raise ConfigError(problems)
     return values
@@ -136,6 +139,8 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
     problems += _credential_problems(env, values) + _splunk_token_problems(values)
+    # (of the variables Settings holds: forwarder/tenants.py checks FORWARDER_TENANTS)
+    problems += aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field])
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(
         **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5

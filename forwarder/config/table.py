@@ -12,8 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from ..logs import quoted
 from ..normalize import formats
+from ..quarantine import location_problem as quarantine_location_problem
 from ..sinks import schemes as sink_schemes
+from ..state import location_problem as state_location_problem
 from .kinds import Choice, Duration, Flag, Integer, Kind, Rate, Seconds, Text
 from .lists import Choices, Domains, Emails, Filters
 from .places import Headers, Location, SinkUri, Url
@@ -42,11 +45,15 @@ def _credentials_ref(text: str) -> Optional[str]:
 
 
 def _fifo_queue(text: str) -> Optional[str]:
-    return None if text.rstrip("/").endswith(".fifo") else f"expected an SQS FIFO queue (.fifo), got {text!r}"
+    return (
+        None
+        if text.rstrip("/").endswith(".fifo")
+        else f"expected an SQS FIFO queue (.fifo), got {quoted(text)}"
+    )
 
 
 def _absolute_path(text: str) -> Optional[str]:
-    return None if text.startswith("/") else f"must start with / (got {text!r})"
+    return None if text.startswith("/") else f"must start with / (got {quoted(text)})"
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,15 @@ VARIABLES: Tuple[Variable, ...] = (
         tenant=TENANT_ONLY,
     ),
     V(
+        "FORWARDER_MAX_USERS",
+        "the most users the users endpoint may list when `FORWARDER_USERS` is empty (a stream each); "
+        "a longer listing fails the run with a message naming this setting",
+        Integer(1),
+        "10000",
+        field="max_users",
+        tenant=PER_TENANT,
+    ),
+    V(
         "FORWARDER_DOMAINS",
         "comma list of domains, in any form (`xn--bcher-kva.example` or `bücher.example`); sent in "
         "Unicode form",
@@ -202,7 +218,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "state location: a directory, `s3://bucket/prefix`, `dynamodb://table` or "
         "`kvstore://host:8089/<app>/<collection>/<scope>` (Splunk KV store, see "
         "[Delivery state](#delivery-state-kv-store))",
-        Location(state=True),
+        Location(state_location_problem),
         "./state",
         field="state",
     ),
@@ -224,7 +240,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_QUARANTINE",
         "where events the sink refused for good, and records that cannot be placed in time, are kept: "
         "a directory or `s3://bucket/prefix` (see `quarantine list` / `replay`)",
-        Location(),
+        Location(quarantine_location_problem),
         "./quarantine",
         field="quarantine",
     ),

@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, List, Sequence, Tuple
 
+from ..logs import quoted
 from ..streams import Stream, plan_streams
 
 SCHEMA = 1
@@ -77,7 +78,7 @@ class WorkItem:
         )
         if len(body.encode("utf-8")) > MAX_BODY:
             raise ValueError(
-                f"tenant {self.tenant!r}: a work item is over SQS's 256 KB (too many users for one "
+                f"tenant {quoted(self.tenant)}: a work item is over SQS's 256 KB (too many users for one "
                 "message; use smaller shards or name fewer users)"
             )
         return body
@@ -104,7 +105,7 @@ class WorkItem:
                 tenant, cycle, shard, tuple(streams), _unpack(doc["users"]), _unpack(doc["domains"]), part
             )
         except KeyError as exc:
-            raise ValueError(f"the work item has no {exc.args[0]!r}") from None
+            raise ValueError(f"the work item has no {quoted(exc.args[0])}") from None
         except (zlib.error, UnicodeDecodeError, binascii.Error):
             raise ValueError("the work item's name lists are corrupt") from None
 

@@ -12,10 +12,11 @@ and a run that quarantines locally never loads it.
 from __future__ import annotations
 
 import importlib
-import re
 from typing import Any, Callable, Dict, Iterator, Optional, Protocol, Sequence, Set
 
 from ..events import Rejection
+from ..logs import quoted
+from ..urls import local_path, location_scheme, parse_s3_uri
 from .entries import Entry, quarantine_lines, unplaceable
 from .local import LocalQuarantine
 
@@ -24,12 +25,12 @@ __all__ = [
     "LocalQuarantine",
     "Quarantine",
     "S3Quarantine",
+    "location_problem",
     "open_quarantine",
     "quarantine_lines",
     "unplaceable",
 ]
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # scheme -> the module of this package whose ``open_at(location, kms_key_id, timeout_seconds)`` opens it
 _OPENERS: Dict[str, str] = {"file": "local", "s3": "s3"}
 
@@ -46,18 +47,30 @@ class Quarantine(Protocol):
         ...
 
 
+def location_problem(location: str) -> Optional[str]:
+    """What is wrong with ``location`` as a quarantine location, checked without opening it."""
+    scheme = location_scheme(location)
+    try:
+        if scheme == "s3":
+            parse_s3_uri(location, "the quarantine location")
+        elif scheme == "file":
+            local_path(location)
+        else:
+            return f"unknown scheme {quoted(scheme)} (use a directory, file:///path or s3://bucket/prefix)"
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def open_quarantine(
     location: str, kms_key_id: Optional[str] = None, timeout_seconds: float = 60.0
 ) -> Quarantine:
     """The quarantine at ``location``; ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call
     to a remote one. ValueError for a location it cannot open."""
-    match = _SCHEME.match(location)
-    scheme = match.group(1).lower() if match else "file"
-    if scheme not in _OPENERS:
-        raise ValueError(
-            f"FORWARDER_QUARANTINE: unknown scheme {scheme!r} (use a directory, file://path or "
-            "s3://bucket/prefix)"
-        )
+    problem = location_problem(location)
+    if problem:
+        raise ValueError(f"FORWARDER_QUARANTINE: {problem}")
+    scheme = location_scheme(location)
     module = importlib.import_module(f".{_OPENERS[scheme]}", __name__)
     opener: Callable[[str, Optional[str], float], Quarantine] = module.open_at
     return opener(location, kms_key_id, timeout_seconds)

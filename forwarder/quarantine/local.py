@@ -13,6 +13,7 @@ from ..errors import StateError
 from ..events import Rejection
 from ..files import fsync_dir, write_atomic
 from ..timeutil import now_us
+from ..urls import local_path
 from .entries import Entry, quarantine_lines, read_entries, without
 
 try:  # POSIX: a run appending and a replay removing, in two processes, take turns
@@ -89,7 +90,4 @@ class LocalQuarantine:
 
 def open_at(location: str, kms_key_id: Optional[str], timeout_seconds: float) -> LocalQuarantine:
     """A directory path or ``file://`` one (a local file needs no key and no timeout)."""
-    directory = location[len("file://") :] if location.lower().startswith("file://") else location
-    if not directory:
-        raise ValueError("FORWARDER_QUARANTINE: a directory or s3://bucket/prefix is required")
-    return LocalQuarantine(directory)
+    return LocalQuarantine(local_path(location))

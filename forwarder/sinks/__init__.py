@@ -6,6 +6,7 @@ import importlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
+from ..logs import quoted
 from .base import Sink
 from .settings import SinkSettings
 
@@ -46,7 +47,7 @@ def _module(settings: SinkSettings) -> Tuple[Any, str]:
         target = _REGISTRY[scheme]
     except KeyError:
         raise ValueError(
-            f"FORWARDER_SINK scheme {scheme!r} is not supported (choose from {', '.join(schemes())})"
+            f"FORWARDER_SINK scheme {quoted(scheme)} is not supported (choose from {', '.join(schemes())})"
         ) from None
     module, attr = target.split(":")
     return importlib.import_module(module), attr

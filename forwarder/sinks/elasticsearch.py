@@ -36,6 +36,7 @@ import requests
 
 from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
+from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url
 from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
@@ -54,8 +55,8 @@ def data_stream(namespace: str) -> str:
     """``logs-emailauth.audit-<namespace>``; ValueError for a namespace Elasticsearch would refuse."""
     if not _NAMESPACE.match(namespace) or namespace.startswith(("_", ".", "+")):
         raise ValueError(
-            f"Elasticsearch namespace {namespace!r} is not valid: use lowercase letters, digits, '_', '.' "
-            "or '+' (no '-'), at most 100 characters, e.g. default or production"
+            f"Elasticsearch namespace {quoted(namespace)} is not valid: use lowercase letters, digits, "
+            "'_', '.' or '+' (no '-'), at most 100 characters, e.g. default or production"
         )
     return f"logs-{DATASET}-{namespace}"
 
@@ -89,7 +90,7 @@ def es_authorization(kind: str, token: Optional[str]) -> str:
     if kind == "apikey" and ":" in token:  # id:api_key as created; the header wants it encoded
         token = base64.b64encode(token.encode("utf-8")).decode("ascii")
     if kind not in ("apikey", "basic"):
-        raise ValueError(f"Elasticsearch auth must be apikey or basic (got {kind!r})")
+        raise ValueError(f"Elasticsearch auth must be apikey or basic (got {quoted(kind)})")
     return authorization(kind, token)
 
 

@@ -21,30 +21,27 @@ import contextlib
 import os
 from typing import Optional, Sequence
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..files import fsync_dir
+from ..logs import quoted
+from ..urls import local_path
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
 
 
 def path_from_uri(uri: str) -> str:
     """The absolute path a ``file:`` URI names; ValueError naming FORWARDER_SINK otherwise."""
-    parts = urlsplit(uri)
-    if parts.scheme.lower() != "file":
+    if urlsplit(uri).scheme.lower() != "file":
         raise ValueError(f"FORWARDER_SINK {uri!r} is not a file: URI")
-    if parts.netloc not in ("", "localhost"):
-        raise ValueError(
-            f"FORWARDER_SINK {uri!r} names the host {parts.netloc!r}; use file:///absolute/path.ndjson "
-            "or file:relative/path.ndjson"
-        )
-    if parts.query or parts.fragment:
-        raise ValueError(f"FORWARDER_SINK {uri!r}: a file: URI takes no query string or fragment")
-    if not parts.path or parts.path.endswith("/"):
-        raise ValueError(f"FORWARDER_SINK {uri!r} must name a file, like file:///var/log/audit.ndjson")
-    return os.path.abspath(url2pathname(parts.path))
+    try:
+        path = local_path(uri)
+    except ValueError as exc:
+        raise ValueError(f"FORWARDER_SINK {quoted(uri)}: {exc}") from None
+    if path.endswith("/"):
+        raise ValueError(f"FORWARDER_SINK {quoted(uri)} must name a file, like file:///var/log/audit.ndjson")
+    return os.path.abspath(path)
 
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import aws, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
+from ..logs import quoted
 from .base import Bounds, ndjson_line, reject_oversized, split
 from .settings import SinkSettings
 
@@ -33,7 +34,7 @@ def stream_name(uri: str) -> str:
     name = uri[len("firehose://") :] if uri.lower().startswith("firehose://") else ""
     if not name or "/" in name or "?" in name:
         raise ValueError(
-            f"FORWARDER_SINK for Firehose must look like firehose://delivery-stream (got {uri!r})"
+            f"FORWARDER_SINK for Firehose must look like firehose://delivery-stream (got {quoted(uri)})"
         )
     return name
 

@@ -18,6 +18,7 @@ import requests
 from .. import deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
+from ..logs import quoted
 from .base import Bounds, split
 from .settings import SinkSettings
 
@@ -38,7 +39,7 @@ def authorization(kind: str, token: str) -> str:
         return "Basic " + base64.b64encode(token.encode("utf-8")).decode("ascii")
     prefixes = {"bearer": "Bearer ", "apikey": "ApiKey ", "token": ""}
     if kind not in prefixes:
-        raise ValueError(f"sink auth must be one of {', '.join(AUTH_KINDS)} (got {kind!r})")
+        raise ValueError(f"sink auth must be one of {', '.join(AUTH_KINDS)} (got {quoted(kind)})")
     return prefixes[kind] + header_token(token)
 
 

@@ -8,18 +8,26 @@ Splunk add-on) or without ``fcntl`` still opens the stores it has.
 from __future__ import annotations
 
 import importlib
-import re
 from typing import TYPE_CHECKING, Callable, Dict, Optional
 
+from ..logs import quoted
+from ..urls import location_scheme
+from .locations import location_problem
 from .model import StreamState
 from .store import Lease, Loaded, StateStore
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["Lease", "Loaded", "StateStore", "StreamState", "open_store", "open_store_for"]
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+__all__ = [
+    "Lease",
+    "Loaded",
+    "StateStore",
+    "StreamState",
+    "location_problem",
+    "open_store",
+    "open_store_for",
+]
 
 # scheme -> "module:function"; the function takes the whole location string, the KV store its token
 # too, and the stores that call AWS (_TIMED) the HTTP timeout.
@@ -32,18 +40,6 @@ _OPENERS: Dict[str, str] = {
 _TIMED = frozenset({"s3", "dynamodb"})
 
 
-def location_problem(location: str) -> Optional[str]:
-    """What is wrong with ``location`` as a state location, checked without opening it; None if fine."""
-    match = _SCHEME.match(location)
-    scheme = match.group(1).lower() if match else "file"
-    if scheme not in _OPENERS:
-        return (
-            f"unknown scheme {scheme!r} (use a directory path, file://, s3://bucket/prefix, "
-            "dynamodb://table or kvstore://host:port/app/collection/scope)"
-        )
-    return None
-
-
 def open_store(
     location: str, splunk_token: Optional[str] = None, timeout_seconds: float = 60.0
 ) -> StateStore:
@@ -52,16 +48,16 @@ def open_store(
     store whole. Raises ValueError for an unusable or unavailable location."""
     problem = location_problem(location)
     if problem:
-        raise ValueError(f"state location {location!r}: {problem}")
-    match = _SCHEME.match(location)
-    scheme = match.group(1).lower() if match else "file"
+        raise ValueError(f"state location {quoted(location)}: {problem}")
+    scheme = location_scheme(location)
     target = _OPENERS[scheme]
     module_name, function = target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(
-            f"state location {location!r}: the {scheme} state store is not available in this build ({exc})"
+            f"state location {quoted(location)}: the {scheme} state store is not available in this "
+            f"build ({exc})"
         ) from None
     opener: Callable[..., StateStore] = getattr(module, function)
     if scheme == "kvstore":

@@ -26,13 +26,13 @@ from __future__ import annotations
 import secrets
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
-from urllib.parse import urlsplit
 
 from .. import aws
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from ..timeutil import parse_iso
 from .lease import SlotLease, acquire
+from .locations import dynamodb_parts
 from .model import StreamState
 from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
@@ -206,10 +206,5 @@ def open_dynamodb(
 ) -> DynamoDBStore:
     """``dynamodb://table`` or ``dynamodb://table/namespace``; boto3 finds region and credentials;
     ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
-    parts = urlsplit(location)
-    table, namespace = parts.netloc, parts.path.strip("/")
-    if parts.scheme.lower() != "dynamodb" or not table or parts.query or "#" in namespace:
-        raise ValueError(
-            f"state location {location!r}: expected dynamodb://table or dynamodb://table/namespace"
-        )
+    table, namespace = dynamodb_parts(location)
     return DynamoDBStore(aws.client("dynamodb", timeout_seconds), table, clock, namespace)

@@ -32,6 +32,7 @@ from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from ..logs import register_secrets
 from .lease import SlotLease, acquire
+from .locations import kvstore_parts
 from .model import StreamState
 from .slots import commit_stream, load_stream
 from .store import Loaded
@@ -274,16 +275,9 @@ def open_kvstore(
     location: str, token: Optional[str] = None, clock: Callable[[], float] = time.time
 ) -> KVStore:
     """``kvstore://host:port/<app>/<collection>/<scope>`` over https; token: a splunkd session key."""
-    parts = urlsplit(location)
-    path = [unquote(p) for p in parts.path.split("/")[1:]]
-    if parts.scheme != "kvstore" or not parts.hostname or len(path) != 3 or not all(path) or parts.query:
-        raise ValueError(
-            f"state location {location!r}: FORWARDER_STATE for the KV store must look like "
-            "kvstore://host:8089/<app>/<collection>/<scope>"
-        )
+    netloc, app, collection, scope = kvstore_parts(location)
     if not token:
         raise ValueError(
             f"state location {location!r}: the KV store needs a splunkd token in {TOKEN_VARIABLE}"
         )
-    app, collection, scope = path
-    return KVStore(Splunkd(f"https://{parts.netloc}", app, collection, token), scope, clock)
+    return KVStore(Splunkd(f"https://{netloc}", app, collection, token), scope, clock)

@@ -18,6 +18,7 @@ from contextlib import suppress
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 from ..errors import ConflictError, LeaseHeld, StateError
+from ..logs import quoted
 from ..timeutil import format_us, parse_iso
 from .store import ConditionalSlot
 
@@ -51,7 +52,7 @@ class LeaseDoc(NamedTuple):
     def from_doc(cls, doc: Dict[str, Any], where: str) -> LeaseDoc:
         hint = "remove it if no run is active"
         if doc.get("schema") != LEASE_SCHEMA:
-            raise StateError(f"lease at {where} has schema version {doc.get('schema')!r}; {hint}")
+            raise StateError(f"lease at {where} has schema version {quoted(doc.get('schema'))}; {hint}")
         try:
             owner = doc["owner"]
             if not isinstance(owner, str):
@@ -75,7 +76,7 @@ def read_lease(slot: ConditionalSlot) -> Tuple[Optional[LeaseDoc], Optional[str]
 def held_error(holder: LeaseDoc, where: str, now_us: int) -> LeaseHeld:
     remaining = max(0, (holder.expires_us - now_us) // 1_000_000)
     return LeaseHeld(
-        f"the run lease at {where} is held by {holder.owner!r} until {format_us(holder.expires_us)} "
+        f"the run lease at {where} is held by {quoted(holder.owner)} until {format_us(holder.expires_us)} "
         f"({remaining}s from now): another run is active, or a stopped run's lease has not expired yet"
     )
 

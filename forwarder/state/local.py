@@ -24,11 +24,12 @@ import socket
 import time
 from contextlib import contextmanager, suppress
 from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Tuple
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from ..errors import ConflictError, StateError
 from ..files import fsync_dir, read_file, write_atomic
 from ..jsonutil import dumps, loads
+from ..urls import local_path
 from .lease import SlotLease, acquire
 from .model import StreamState
 from .names import bounded, is_bounded
@@ -188,15 +189,7 @@ class LocalStore:
 
 def open_local(location: str) -> LocalStore:
     """A plain directory path or a ``file://`` URI (``file:///abs/path``, ``file://localhost/...``)."""
-    path = location
-    if location.lower().startswith("file:"):
-        parts = urlsplit(location)
-        if parts.netloc not in ("", "localhost"):
-            raise ValueError(f"state location {location!r}: a file URI must name a local path (file:///path)")
-        path = unquote(parts.path)
-    if not path:
-        raise ValueError("state location is empty: give a directory path")
-    return LocalStore(os.path.expanduser(path))
+    return LocalStore(os.path.expanduser(local_path(location)))
 
 
 def _make_dirs(path: str) -> None:

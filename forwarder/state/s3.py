@@ -29,6 +29,7 @@ from .. import aws
 from ..errors import ConflictError, StateError
 from ..jsonutil import dumps, loads
 from .lease import SlotLease, acquire
+from .locations import s3_parts
 from .model import StreamState
 from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
@@ -178,5 +179,5 @@ class S3Store:
 def open_s3(location: str, timeout_seconds: float = 60.0, clock: Callable[[], float] = time.time) -> S3Store:
     """``s3://bucket`` or ``s3://bucket/prefix``; boto3 finds region and credentials as usual;
     ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
-    bucket, prefix = aws.parse_s3_uri(location, "FORWARDER_STATE")
+    bucket, prefix = s3_parts(location)
     return S3Store(aws.client("s3", timeout_seconds), bucket, prefix, clock)

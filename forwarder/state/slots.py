@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import StateError
+from ..logs import quoted
 from .model import StreamState
 from .store import ConditionalSlot, Loaded
 
@@ -17,7 +18,7 @@ def load_stream(slot: ConditionalSlot, key: str) -> Loaded:
         return Loaded(StreamState(), None)
     owner = doc.get("stream")
     if owner != key:
-        raise StateError(f"state at {slot.location} belongs to stream {owner!r}, not {key!r}")
+        raise StateError(f"state at {slot.location} belongs to stream {quoted(owner)}, not {quoted(key)}")
     return Loaded(StreamState.from_doc(doc, slot.location), version)
 
 

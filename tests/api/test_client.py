@@ -15,6 +15,7 @@ from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
 from forwarder.timeutil import parse_iso
+from tests.receivers.users_api import UsersApi
 
 
 @pytest.fixture(autouse=True)
@@ -167,7 +168,7 @@ def test_a_token_is_reused_by_later_clients_with_the_same_credentials():
 def test_a_listing_stopped_by_an_offset_ceiling_keeps_what_it_read_and_says_so(caplog):
     org = generate_org(12)
     with Simulator(org, max_offset=5) as sim:
-        listed = client_for(sim).users(4, 10)  # offsets 0 and 4 answer; 8 is past the ceiling
+        listed = client_for(sim).users(4, 10, 1000)  # offsets 0 and 4 answer; 8 is past the ceiling
         assert listed == org.user_list()[:8]
         assert any(r.getMessage() == "paging stopped before the end" for r in caplog.records)
 
@@ -197,3 +198,39 @@ def test_a_get_sends_the_very_query_requests_makes_of_its_parameters():
     expected.update(limit=200, offset=400)
     url = "https://api.example/v1/cp/audits"
     assert session.urls[-1] == requests.Request("GET", url, params=expected).prepare().url
+
+
+@pytest.mark.parametrize(
+    "planted", [b"ab\\r\\nX-Injected: 1", b"ab\\u4e2d\\u00e9"], ids=["crlf", "non-latin-1"]
+)
+def test_a_token_no_bearer_header_can_carry_is_refused_on_receipt(planted, caplog, waits):
+    """A token endpoint answering a token with CR LF (or characters outside Latin-1): one clear
+    error naming the endpoint and its settings, no retries, and the token in no output."""
+    with Simulator(ORG) as sim:
+        sim.rewrite_next(1, b'"access_token":"', b'"access_token":"' + planted, path_prefix=sim.token_path)
+        with pytest.raises(MalformedResponse) as info:
+            trail(client_for(sim), "domain", IDN_DOMAIN)
+        message = str(info.value)
+        assert "FORWARDER_TOKEN_PATH" in message and sim.base_url + sim.token_path in message
+        assert sim.calls() == 0 and not waits  # never sent, nothing retried
+        (issued,) = sim.issued_tokens
+        outputs = message + caplog.text
+        assert issued not in outputs and "ab" not in message
+
+
+def test_a_users_listing_that_never_ends_stops_at_the_cap_with_an_error_naming_it():
+    """A service answering a full page of new users at every offset: followed for 1,000 pages
+    before (up to 200,000 streams)."""
+    with UsersApi("endless") as api:
+        client = ApiClient(api.url, Credentials("id", "secret-for-users"))
+        with pytest.raises(ApiError, match="FORWARDER_MAX_USERS") as info:
+            client.users(200, 1000, max_users=1000)
+        assert "1000" in str(info.value)
+        assert api.requests["/v1/ep/users"] == 6  # the sixth page proves there are more than 1,000
+
+
+def test_a_users_listing_that_repeats_earlier_pages_ends_there():
+    with UsersApi("cycle") as api:
+        users = ApiClient(api.url, Credentials("id", "secret-for-users")).users(25, 1000, max_users=1000)
+        assert sorted(u["email"] for u in users) == sorted(f"user{n}@example.com" for n in range(50))
+        assert api.requests["/v1/ep/users"] == 3  # the third page repeats the first

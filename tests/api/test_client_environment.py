@@ -88,9 +88,9 @@ def test_the_proxy_of_the_environment_carries_every_api_call(monkeypatch, proxy_
         monkeypatch.delenv("no_proxy", raising=False)
         client = ApiClient(f"http://{API_HOST}", Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
         monkeypatch.delenv("HTTP_PROXY")  # read when the client was made: a run's proxy stays put
-        users = client.users(200, 10)
+        users = client.users(200, 10, 1000)
         client.close()
-        direct = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)).users(200, 10)
+        direct = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)).users(200, 10, 1000)
     assert users and users == direct
     assert [m for m, _ in proxy.seen] == ["POST"] + ["GET"] * (len(proxy.seen) - 1)
     assert all(url.startswith(f"http://{API_HOST}/v1/") for _, url in proxy.seen)
@@ -102,7 +102,7 @@ def test_no_proxy_still_sends_the_api_host_direct(monkeypatch, proxy_to):
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
-        assert client.users(200, 10)
+        assert client.users(200, 10, 1000)
         client.close()
     assert proxy.seen == []
 
@@ -114,5 +114,5 @@ def test_a_netrc_entry_for_the_api_host_never_replaces_the_bearer_token(monkeypa
     monkeypatch.setenv("NETRC", str(netrc))
     with Simulator(ORG) as sim:
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
-        assert client.users(200, 10)  # Basic auth from the file would be refused with a 401
+        assert client.users(200, 10, 1000)  # Basic auth from the file would be refused with a 401
         client.close()

@@ -43,7 +43,7 @@ def test_a_connection_closed_mid_body_is_retried_on_every_endpoint(path, waits):
     with Simulator(ORG) as sim:
         sim.break_next(1, "cut", path_prefix=path)
         client = client_for(sim)
-        assert client.users(200, 10) and audits(client) == sim.records_for("user", USER)
+        assert client.users(200, 10, 1000) and audits(client) == sim.records_for("user", USER)
         assert len(waits) == 1  # one retry, then the whole answer
 
 
@@ -51,7 +51,7 @@ def test_a_mid_body_close_that_never_heals_is_an_api_error_not_a_traceback():
     with Simulator(ORG) as sim:
         sim.break_next(10, "cut", path_prefix=USERS_PATH)
         with pytest.raises(ApiError, match=r"ChunkedEncodingError|ConnectionError|IncompleteRead"):
-            client_for(sim, retry=retry.RetryPolicy(attempts=3)).users(200, 10)
+            client_for(sim, retry=retry.RetryPolicy(attempts=3)).users(200, 10, 1000)
 
 
 def test_a_trickling_body_is_cut_at_the_total_deadline():

@@ -144,7 +144,7 @@ def test_without_a_proxy_the_call_goes_direct_and_is_cut_too(proxy, monkeypatch)
 def test_whole_answers_come_through_the_proxy(proxy):
     """The watched connections of the proxy's pools carry a normal exchange: a token, then users."""
     with Simulator(ORG) as sim:
-        assert len(client_for(sim.base_url, timeout=10).users(200, 10)) == len(ORG.users)
+        assert len(client_for(sim.base_url, timeout=10).users(200, 10, 1000)) == len(ORG.users)
     assert proxy.relayed[0] == f"POST {sim.base_url}/v1/ep/token"
     assert len(proxy.relayed) == len(sim.requests) >= 2
 

@@ -109,11 +109,11 @@ def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests(monkeypat
         limiter = RateLimiter(max_rps=4.0, concurrency=4, clock=lambda: 100.0)
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), limiter=limiter)
         sim.fail_next(1, status=429, retry_after=0.5, path_prefix=USERS_PATH)
-        assert client.users(200, 10)
+        assert client.users(200, 10, 1000)
         assert limiter.gate.limit < 4  # halved, then grown a little by the answered requests
         assert any(w == pytest.approx(0.5, abs=0.05) for w in waits)  # Retry-After, paused for all
         for _ in range(6):
-            client.users(200, 10)
+            client.users(200, 10, 1000)
         # 9 requests (token, 429, retry, 6 more) at 4/s with a burst of 4: the bucket held back the
         # rest, each a quarter second after the one before (the patched sleep does not wait).
         paced = sorted(w for w in waits if w != pytest.approx(0.5, abs=0.05))

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from forwarder.api.paging import PageOutcome, extract_items, iter_pages
@@ -31,6 +33,26 @@ def test_token_response_without_a_token_is_malformed(body):
         parse_token(body, NOW)
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["abc\r\nX-Injected: 1", "tök€n-not-latin-1", "two words", 'a"quote', "a,b", "xq=zz=w", "\x00nul"],
+)
+def test_a_token_a_bearer_header_cannot_carry_is_refused_without_quoting_it(value):
+    with pytest.raises(MalformedResponse) as info:
+        parse_token({"access_token": value}, NOW, endpoint="POST /v1/ep/token")
+    message = str(info.value)
+    assert "POST /v1/ep/token" in message and "RFC 6750" in message
+    assert not [piece for piece in (value, repr(value)[1:-1], value[:3]) if piece in message]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["eyJhbGciOi.eyJzdWIi.SflKxwRJ-_", "mF_9.B5f-4.1JqM", "a+b/c~d==", "x", "AAAA="],
+)
+def test_every_rfc6750_token_is_accepted(value):
+    assert parse_token({"access_token": value}, NOW).value == value
+
+
 def test_provider_caches_and_refreshes_only_the_rejected_token():
     clock = [NOW]
     issued = []
@@ -45,6 +67,41 @@ def test_provider_caches_and_refreshes_only_the_rejected_token():
     assert tokens.refresh("tok0") == "tok1"
     clock[0] += 600  # past expiry minus the margin
     assert tokens.get() == "tok2"
+
+
+def test_a_failed_token_request_is_made_once_and_its_error_given_to_every_caller():
+    """Stream threads that all need a token while the endpoint fails: one request in flight, and
+    once it failed nobody asks again this run (the same error, at once)."""
+    calls = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def fetch():
+        calls.append(1)
+        started.set()
+        release.wait(5)
+        raise ApiError("POST /v1/ep/token: ReadTimeout (after 2 attempts)")
+
+    tokens = TokenProvider(fetch)
+    errors = []
+
+    def stream():
+        try:
+            tokens.get()
+        except ApiError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=stream) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    started.wait(5)
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    with pytest.raises(ApiError):
+        tokens.refresh("any")
+    assert len(calls) == 1
+    assert len(errors) == 20 and len(set(errors)) == 1 and "POST /v1/ep/token" in errors[0]
 
 
 def test_envelopes_and_bare_lists():

@@ -34,7 +34,7 @@ def test_registry_opens_s3_locations(bucket):
 
 @pytest.mark.parametrize("location", ["s3://", "s3:///prefix", "s3://bucket/p?x=1"])
 def test_bad_locations_are_refused(location):
-    with pytest.raises(ValueError, match="FORWARDER_STATE for S3 must look like"):
+    with pytest.raises(ValueError, match="state location for S3 must look like"):
         open_s3(location)
 
 

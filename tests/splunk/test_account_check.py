@@ -44,7 +44,8 @@ def test_a_working_account_passes(sim):
         ({"api_url": "http://api.example.com"}, "API base URL: must use https://"),
         (
             {"api_url": "http://127.0.0.1:9"},
-            "no token from http://127.0.0.1:9: POST /v1/ep/token: ConnectionError",
+            "no token from http://127.0.0.1:9: the token endpoint http://127.0.0.1:9/v1/ep/token did not "
+            "answer: POST /v1/ep/token: ConnectionError",
         ),
     ],
 )

@@ -190,3 +190,31 @@ def test_each_tenant_sets_its_own_rate_limit_the_environments_by_default():
     assert [t.settings.max_rps for t in tenants] == [0.5, 10.0, 3.0]
     bad = problems_of({"tenants": [tenant("acme", max_rps=-1), tenant("globex", max_rps=[1])]})
     assert [p.split(":")[:2] for p in bad] == [["tenant 'acme'", " max_rps"], ["tenant 'globex'", " max_rps"]]
+
+
+HUGE = "x" * 5_000_000
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"tenants": [tenant(HUGE)]},
+        {"tenants": [tenant("acme", users=[HUGE])]},
+        {"tenants": [tenant("acme", domains=[HUGE])]},
+        {"tenants": [tenant("acme", filters=[HUGE.upper()])]},
+        {"tenants": [tenant("acme", concurrency=HUGE)]},
+        {"tenants": [tenant("acme", initial_lookback=HUGE)]},
+        {"tenants": [tenant("acme", api_url=HUGE)]},
+        {"tenants": [tenant("acme", **{HUGE: 1})]},
+    ],
+)
+def test_a_huge_value_is_quoted_cut_short(doc):
+    """Before: a 50 MB tenant name was quoted twice in its error, 105 MB on stderr."""
+    found = problems_of(doc)
+    assert found and sum(map(len, found)) < 2000, [p[:300] for p in found]
+
+
+def test_a_huge_tenant_name_asked_for_is_quoted_cut_short():
+    with pytest.raises(ConfigError) as err:
+        select(parse_tenants({"tenants": [tenant("acme")]}, BASE), HUGE)
+    assert len(str(err.value)) < 2000

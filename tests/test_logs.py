@@ -1,0 +1,73 @@
+"""Masking: every registered secret, in every form text may carry it, is replaced in log lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from forwarder import logs
+
+SECRETS = ["tok\r\nen-with-crlf", "tök€n-non-latin-1", "quote'and\"both", "back\\slash\ttab"]
+
+
+@pytest.fixture(autouse=True)
+def registered():
+    logs.register_secrets(SECRETS)
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+@pytest.mark.parametrize(
+    "shown",
+    [
+        lambda s: s,
+        repr,  # an exception's message quotes a header value with !r
+        ascii,
+        lambda s: json.dumps(s),
+        lambda s: json.dumps(s, ensure_ascii=False),
+        lambda s: repr(repr(s)),  # a repr inside a repr (an exception's args)
+    ],
+    ids=["raw", "repr", "ascii", "json", "json-unicode", "repr-of-repr"],
+)
+def test_every_escaped_form_is_masked_in_text_and_in_a_json_log_line(secret, shown):
+    text = f"header value: {shown(secret)}"
+    assert "***" in logs.redact(text)
+    assert not [form for form in _pieces(secret) if form in logs.redact(text)]
+    out = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    logs.configure(stream=out)
+    try:
+        logging.getLogger("test").warning("failed", extra={"error": text})
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    line = out.getvalue()
+    assert "***" in line and not [form for form in _pieces(secret) if form in line], line
+
+
+def _pieces(secret: str) -> list[str]:
+    """The runs of the secret between the characters an escape rewrites: none may survive."""
+    return [p for p in secret.replace("\r\n", "\0").replace("'", "\0").split("\0") if len(p) >= 4]
+
+
+def test_a_quoted_value_of_any_size_is_cut_and_says_how_long_it_was():
+    huge = "x" * 5_000_000
+    shown = logs.quoted(huge)
+    assert len(shown) < 2 * logs.QUOTE_LIMIT and "5000000 characters" in shown
+    assert shown.startswith("'xxx")
+    assert logs.quoted("alice@example.com") == "'alice@example.com'"
+    assert logs.quoted(["a", 1]) == "['a', 1]"
+    assert len(logs.quoted(list(range(1_000_000)))) < 2 * logs.QUOTE_LIMIT
+    assert logs.clip("short") == "short" and len(logs.clip("y" * 10_000, 300)) < 350
+
+
+@pytest.mark.parametrize("at", range(logs.QUOTE_LIMIT - 30, logs.QUOTE_LIMIT + 5))
+def test_a_secret_across_the_cut_leaves_no_part_of_it(at):
+    secret = "s3cr3t-token-value-of-some-length"  # registered below, longer than the overlap
+    logs.register_secrets([secret])
+    text = "a" * at + secret + "b" * 1000
+    for shown in (logs.quoted(text), logs.clip(text, logs.QUOTE_LIMIT)):
+        assert not [secret[:n] for n in range(4, len(secret)) if secret[:n] in shown], shown
