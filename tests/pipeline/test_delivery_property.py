@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import tempfile
 import threading
-import time
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forwarder.delivery.claims import Claims
 from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
@@ -30,7 +30,7 @@ from forwarder.quarantine import LocalQuarantine, unplaceable
 from forwarder.records import event_id
 from forwarder.report import RunReport
 from forwarder.selection import Limits
-from forwarder.streams import Ownership, Stream
+from forwarder.streams import Stream
 from forwarder.timeutil import format_us, now_us
 from tests.fakes import MemorySink, MemoryStore
 
@@ -186,7 +186,7 @@ def formatter(record, options) -> Event:
 
 
 def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) -> RunContext:
-    """A RunContext over these parts, with the test formatter and ownership among ``streams``."""
+    """A RunContext over these parts, with the test formatter and the tenant's delivered-ids index."""
     return RunContext(
         source=source,
         store=store,
@@ -194,7 +194,7 @@ def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) 
         formatter=lambda: formatter,
         quarantine=quarantine,
         limits=limits,
-        ownership=Ownership(streams, time.time()),
+        claims=Claims.load(store, limits.window_s),
         options=NormalizeOptions(ingest_time_us=0),
         **extra,
     )
