@@ -74,12 +74,12 @@ class Claims:
         self._broken: Optional[str] = None  # an index write failed: the run writes no more
 
     @classmethod
-    def load(cls, store: StateStore, window_s: int) -> Claims:
+    def load(cls, store: StateStore, window_s: int, clock: Callable[[], float] = time.time) -> Claims:
         """The tenant's index from ``store``; StateError naming the location if it is unreadable."""
         slot = store.slot(SLOT)
         doc, version = slot.read()
         index = None if doc is None else DeliveredIndex.from_doc(doc, slot.location)
-        return cls(slot, window_s, index, version)
+        return cls(slot, window_s, index, version, clock)
 
     def keeps(self, stream: Stream, record: AuditRecord) -> bool:
         """Whether ``stream`` ships ``record``, a record new to its state."""
