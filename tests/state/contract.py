@@ -262,7 +262,7 @@ class StoreContract:
         first.record(ids[:2])
         again = Claims.load(open_handle(clock), 3600, clock)
         assert not any(again.keeps(STREAM, make_record(i, T0_US)) for i in ids[:2])
-        with pytest.raises(StateError, match="delivered-ids index .* not saved"):
+        with pytest.raises(StateError, match=r"delivered-ids index .* not saved"):
             rival.record(ids[2:])  # it read the index before the first wrote it
         assert store.keys() == []  # not a stream
 
