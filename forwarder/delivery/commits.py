@@ -65,6 +65,7 @@ class CommitTracker:
         self._entries: Dict[int, _Entry] = {}  # id(segment) -> its entry, while pending
         self._writing: Set[int] = set()  # ids of the segments whose commit is being written
         self._commits = 0  # commits being written (some cover no segment)
+        self._ended = False  # nothing more will be queued in this run
 
     def open(self, stream: str, state: StreamState, version: Optional[str]) -> None:
         """Start tracking ``stream`` at its loaded state (later calls keep the tracked one)."""
@@ -106,17 +107,24 @@ class CommitTracker:
     def end(self) -> List[Commit]:
         """Nothing more will be queued in this run: the last commits of streams that carry ids with
         nothing else left to commit."""
+        self._ended = True
         for book in self._books.values():
             book.ended = True
         return [c for c in (self._due(s) for s in self._books) if c is not None]
 
     def accepted(self, batch: Batch) -> List[Commit]:
-        """The sink accepted ``batch``: the commits that became due."""
+        """The sink accepted ``batch`` (and its ids are recorded as delivered): the commits that
+        became due, including, once the run has queued everything, the last commits of streams that
+        skipped copies of its records."""
         for segment in batch.segments:
             entry = self._entries.get(id(segment))
             if entry is not None:
                 entry.accepted = True
-        return [c for c in (self._due(s) for s in batch.streams()) if c is not None]
+        streams = batch.streams()
+        if self._ended and self._claims is not None:
+            inside = set(streams)
+            streams += [s for s in self._books if s not in inside and self._claims.waiting(s)]
+        return [c for c in (self._due(s) for s in streams) if c is not None]
 
     def refused(self, batch: Batch, reason: str) -> List[str]:
         """The sink refused ``batch``: the streams that fail now. Their records in earlier batches

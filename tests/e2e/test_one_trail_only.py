@@ -4,11 +4,13 @@ whether or not the other trail holds it too."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict
 
 from forwarder.app import run_once
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
+from forwarder.state.local import LocalStore
 from forwarder.timeutil import format_us, now_us
 from tests.e2e.helpers import HEC_TOKEN, canonical_id, quiet_users, settings_for
 from tests.receivers.hec import HecReceiver
@@ -62,3 +64,37 @@ def test_a_record_in_one_trail_only_is_delivered_once_by_the_stream_that_returns
         again = run_once(settings)
         assert again.ok and again.totals()["shipped"] == 0
         assert sorted(i for i in hec.event_ids() if i in wanted) == sorted(wanted)
+
+
+def test_a_domain_record_is_shipped_by_the_user_stream_polled_first_and_the_domain_stream_records_it(
+    tmp_path,
+):
+    org = generate_org(5)
+    (alice,) = quiet_users(org, 1)
+    domain = org.domains[0].name
+    change = org.add_record_in(
+        audit("domain.update", alice, domain, 1), [("user", alice), ("domain", domain)]
+    )
+    state = tmp_path / "state"
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(
+            sim.base_url,
+            hec.url,
+            str(state),
+            FORWARDER_USERS=alice,
+            FORWARDER_DOMAINS=domain,
+            FORWARDER_INITIAL_LOOKBACK="1h",
+            FORWARDER_CONCURRENCY="1",
+        )
+        user_first = functools.partial(sorted, key=lambda s: s.object_type != "user")
+        report = run_once(settings, order=user_first)
+        assert report.ok and hec.event_ids().count(canonical_id(change)) == 1
+        user, domain_stream = report.streams
+        assert user.stream.startswith("user/") and user.shipped == 1
+        assert domain_stream.shipped == 0 and domain_stream.skipped == 1
+        # The domain stream's state took the copy in the same run: the next poll is idle for it.
+        assert canonical_id(change) in LocalStore(str(state)).load(domain_stream.stream).state.seen
+        files = {p.name: p.stat().st_mtime_ns for p in state.iterdir()}
+        again = run_once(settings, order=user_first)
+        assert again.ok and again.totals()["shipped"] == 0 and again.streams[1].skipped == 1
+        assert {p.name: p.stat().st_mtime_ns for p in state.iterdir()} == files
