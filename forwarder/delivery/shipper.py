@@ -232,6 +232,9 @@ class Shipper:
         if self._claims is not None:
             try:  # before any state covering these events is committed (claims.py)
                 self._claims.record([event.id for event in batch.events])
+            except Stopped as exc:
+                self._refuse(batch, f"a delivered batch was left unrecorded: {exc}", cut=True)
+                return
             except StateError as exc:
                 self._refuse(
                     batch,

@@ -98,3 +98,17 @@ def test_a_domain_record_is_shipped_by_the_user_stream_polled_first_and_the_doma
         again = run_once(settings, order=user_first)
         assert again.ok and again.totals()["shipped"] == 0 and again.streams[1].skipped == 1
         assert {p.name: p.stat().st_mtime_ns for p in state.iterdir()} == files
+
+
+def test_a_corrupt_delivered_ids_index_stops_the_run_and_names_it(tmp_path):
+    org = generate_org(5)
+    state = tmp_path / "state"
+    state.mkdir()
+    index = state / ".delivered-ids"
+    index.write_text('{"schema": 1, "count": 3, "ids": "AAAA", "revision": "r1"}')
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        report = run_once(
+            settings_for(sim.base_url, hec.url, str(state), FORWARDER_USERS=quiet_users(org, 1)[0])
+        )
+        assert not report.ok and str(index) in (report.error or "") and "corrupt" in report.error
+        assert hec.event_ids() == [] and not list(state.glob("*.json"))  # no stream state written
