@@ -9,9 +9,11 @@ that returns a record may deliver it, and the invariant is:
 where *recorded as delivered* means: in the tenant-wide index of delivered ids (state/delivered.py),
 which holds only ids of batches the sink accepted. How each part keeps it:
 
-* In a run, the first stream whose pass meets a record claims it (``keeps``): only that stream
-  ships it in this run (the stream polled first, usually the actor's user stream), every other
-  stream skips it, as it skips what the index holds (delivered by an earlier run).
+* In a run, the first stream to queue a record claims it (``claim``): only that stream ships it in
+  this run (the stream polled first, usually the actor's user stream), every other stream skips it
+  (``keeps``, while it selects; ``claim``, had it selected it meanwhile), as it skips what the index
+  holds (delivered by an earlier run). A claim is held until the index holds the record, so memory
+  follows the records in flight, not the run's.
 * An accepted batch's ids are written to the index (``record``) before any stream state covering
   them is committed: a crash in between leaves the next run finding them delivered. A batch whose
   index write fails is treated as refused (its records go again next run, same ids).
@@ -31,7 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Dict, Optional, Set
+from typing import Callable, Collection, Dict, List, Optional, Sequence, Set
 
 from ..errors import StateError
 from ..records import AuditRecord
@@ -66,7 +68,8 @@ class Claims:
         self._version = version
         self._clock = clock
         self._lock = threading.Lock()  # everything below; never held across I/O
-        self._holder: Dict[str, str] = {}  # event id -> key of the stream that claimed it in this run
+        # event id -> key of the stream that claimed it in this run, until the index holds it
+        self._holder: Dict[str, str] = {}
         self._skipped: Dict[str, Dict[str, int]] = {}  # stream key -> copies it skipped -> created_at
         self._whole: Set[str] = set()  # streams that read their whole trail in this run
         self._unwritten: Set[str] = set()  # accepted ids waiting for an index write
@@ -82,14 +85,29 @@ class Claims:
         return cls(slot, window_s, index, version, clock)
 
     def keeps(self, stream: Stream, record: AuditRecord) -> bool:
-        """Whether ``stream`` ships ``record``, a record new to its state."""
-        event_id = record.event_id
+        """Whether ``stream`` may select ``record``, a record new to its state: not if the index
+        holds it or another stream claimed it."""
         with self._lock:
-            holder = self._holder.setdefault(event_id, stream.key)
-            if holder == stream.key and not self._index.holds(event_id):
-                return True
-            self._skipped.setdefault(stream.key, {})[event_id] = record.ts_us
-            return False
+            return self._free(stream.key, record)
+
+    def claim(self, stream_key: str, records: Sequence[AuditRecord]) -> List[int]:
+        """``stream_key`` is about to queue ``records``: the places of those it ships (claimed now,
+        or by itself before); the others were claimed by another stream meanwhile, or delivered."""
+        with self._lock:
+            mine = []
+            for place, record in enumerate(records):
+                if self._free(stream_key, record):
+                    self._holder[record.event_id] = stream_key
+                    mine.append(place)
+            return mine
+
+    def _free(self, stream_key: str, record: AuditRecord) -> bool:
+        """Caller holds the lock. A copy that is not is remembered as skipped by the stream."""
+        holder = self._holder.get(record.event_id, stream_key)
+        if holder == stream_key and not self._index.holds(record.event_id):
+            return True
+        self._skipped.setdefault(stream_key, {})[record.event_id] = record.ts_us
+        return False
 
     def waiting(self, stream_key: str) -> bool:
         """``stream_key`` skipped copies its state has yet to take."""
@@ -137,3 +155,5 @@ class Claims:
                     raise StateError(self._broken) from None
             with self._lock:
                 self._index, self._version = index, version
+                for event_id in taken:  # the index answers for them now: memory stays bounded
+                    self._holder.pop(event_id, None)

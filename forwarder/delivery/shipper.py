@@ -98,6 +98,8 @@ class Shipper:
             failure = self._failure(stream)
             if failure is not None:
                 return failure
+            if self._claims is not None and records:
+                records, events = _claimed(self._claims, stream, records, events, report)
             self._tracker.carry(stream, quarantined or {})
             for batch in self._batcher.add(stream, records, events, self._clock()):
                 self._tracker.closed(batch)
@@ -327,3 +329,20 @@ class Shipper:
         for rejection in rejections:
             grouped.setdefault(owner.get(rejection.event.id, batch.segments[0].stream), []).append(rejection)
         return grouped
+
+
+def _claimed(
+    claims: Claims,
+    stream: str,
+    records: Sequence[AuditRecord],
+    events: Sequence[Event],
+    report: StreamReport,
+) -> Tuple[Sequence[AuditRecord], Sequence[Event]]:
+    """The records (and their events) ``stream`` ships: those another stream claimed since it
+    selected them are skipped copies now."""
+    mine = claims.claim(stream, records)
+    if len(mine) == len(records):
+        return records, events
+    report.new -= len(records) - len(mine)
+    report.skipped += len(records) - len(mine)
+    return [records[i] for i in mine], [events[i] for i in mine]

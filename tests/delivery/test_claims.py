@@ -43,20 +43,22 @@ def claims() -> Claims:
     return Claims.load(MemoryStore(), WINDOW_S, clock=lambda: BASE_US / 1e6)
 
 
-def test_the_first_stream_to_meet_a_record_ships_it_and_the_others_skip_it():
+def test_the_first_stream_to_queue_a_record_ships_it_and_the_others_skip_it():
     run = claims()
-    copy = record(1)
-    assert run.keeps(ALICE, copy)
-    assert not run.keeps(DOMAIN, copy) and not run.keeps(BOB, copy)
-    assert run.keeps(ALICE, copy)  # met again by its claimer (a later pass): still its own
-    assert run.waiting(DOMAIN.key) and not run.waiting(ALICE.key)
+    copy, other = record(1), record(2)
+    assert run.keeps(ALICE, copy) and run.keeps(DOMAIN, copy)  # both select it before either queues it
+    assert run.claim(ALICE.key, [copy, other]) == [0, 1]
+    assert run.claim(DOMAIN.key, [copy]) == []  # claimed meanwhile: a skipped copy now
+    assert not run.keeps(BOB, copy)  # selected after the claim: skipped at once
+    assert run.keeps(ALICE, copy) and run.claim(ALICE.key, [copy]) == [0]  # its own, in a later pass
+    assert run.waiting(DOMAIN.key) and run.waiting(BOB.key) and not run.waiting(ALICE.key)
 
 
 def test_a_record_delivered_by_an_earlier_run_is_skipped_by_every_stream():
     store = MemoryStore()
     copy = record(1)
     earlier = Claims.load(store, WINDOW_S)
-    assert earlier.keeps(ALICE, copy)
+    assert earlier.claim(ALICE.key, [copy]) == [0]
     earlier.record([copy.event_id])
     later = Claims.load(store, WINDOW_S)
     assert not later.keeps(ALICE, copy) and not later.keeps(DOMAIN, copy)
@@ -65,7 +67,7 @@ def test_a_record_delivered_by_an_earlier_run_is_skipped_by_every_stream():
 def test_a_skipped_copy_caps_the_watermark_until_recorded_then_joins_the_last_commit():
     run = claims()
     copy = record(1)
-    run.keeps(ALICE, copy)
+    run.claim(ALICE.key, [copy])
     run.keeps(DOMAIN, copy)
     waiting = run.settled(DOMAIN.key, WINDOW_US, last=True)
     assert waiting.recorded == {} and waiting.ceiling_us == copy.ts_us + WINDOW_US
@@ -79,7 +81,7 @@ def test_a_skipped_copy_caps_the_watermark_until_recorded_then_joins_the_last_co
 def test_recorded_copies_move_the_watermark_only_for_a_stream_that_read_its_whole_trail():
     run = claims()
     copy = record(1)
-    run.keeps(ALICE, copy)
+    run.claim(ALICE.key, [copy])
     run.keeps(DOMAIN, copy)
     run.record([copy.event_id])
     run.read_whole(DOMAIN.key)
@@ -115,7 +117,8 @@ def test_a_stream_that_skipped_a_copy_never_passes_it_unless_its_claim_was_deliv
     copy, later = record(1), record(2, "domain.create", BASE_US + 2 * WINDOW_US)
     tracker = CommitTracker(WINDOW_US, run)
     batcher = Batcher(1, 10**9)
-    assert run.keeps(ALICE, copy) and not run.keeps(DOMAIN, copy) and run.keeps(DOMAIN, later)
+    assert run.claim(ALICE.key, [copy]) == [0] and not run.keeps(DOMAIN, copy)
+    assert run.claim(DOMAIN.key, [later]) == [0]
     run.read_whole(DOMAIN.key)
     tracker.open(ALICE.key, StreamState(), None)
     tracker.open(DOMAIN.key, StreamState(), None)
