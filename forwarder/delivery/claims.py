@@ -18,9 +18,10 @@ which holds only ids of batches the sink accepted. How each part keeps it:
   them is committed: a crash in between leaves the next run finding them delivered. A batch whose
   index write fails is treated as refused (its records go again next run, same ids).
 * A stream that skipped a copy takes its id into its state (``settled``) in its last commit of the
-  run, if the index holds it by then (else a later run does, finding it in the index). Until then the copy caps the stream's watermark within the look-back window of the copy, so when
-  the claim comes to nothing (a refused batch, a pass cut by its cap, a stop, a failed stream) the
-  record stays new to this stream as to the claimer. A copy moves the watermark itself only in the
+  run, if the index holds it by then (else a later run does, finding it in the index). Until then
+  the copy caps the stream's watermark within the look-back window of the copy, so when the claim
+  comes to nothing (a refused batch, a pass cut by its cap, a stop, a failed stream) the record
+  stays new to this stream as to the claimer. A copy moves the watermark itself only in the
   stream's last commit of a run in which the stream read its whole trail (``read_whole``): then
   nothing the stream has not handled lies behind it.
 * Across runs the index keeps ids for the look-back window: a stream polled within that window

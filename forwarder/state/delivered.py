@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable
@@ -31,33 +32,37 @@ _FIX = "repair or remove it (the next runs may then deliver a second copy of rec
 
 @dataclass(frozen=True)
 class DeliveredIndex:
-    # id prefix (hex) -> second accepted, oldest first
-    entries: Dict[str, int] = field(default_factory=dict)
+    entries: Dict[str, int] = field(default_factory=dict)  # id prefix (hex) -> second accepted
+    packed: bytes = b""  # the same entries packed, oldest first: a write costs no repacking
 
     def holds(self, event_id: str) -> bool:
         return event_id[:_PREFIX_HEX] in self.entries
 
     def adding(self, event_ids: Iterable[str], now_s: int, window_s: int) -> DeliveredIndex:
         """This index with ``event_ids`` accepted at ``now_s``, less what is older than the window
-        and the oldest beyond ``MAX_IDS``; ``self`` is left unchanged."""
-        low = now_s - window_s
-        entries = {k: t for k, t in self.entries.items() if t >= low}
+        and the oldest beyond ``MAX_IDS``; ``self`` is left unchanged. An id held already keeps its
+        first time (a batch sent again in one run: it may leave a little early, never late)."""
+        entries = dict(self.entries)
+        added = []
         for event_id in event_ids:
             prefix = event_id[:_PREFIX_HEX]
-            entries.pop(prefix, None)  # re-accepted: it moves to the newest end
-            entries[prefix] = now_s
-        excess = len(entries) - MAX_IDS
-        if excess > 0:
-            entries = dict(list(entries.items())[excess:])
-        return DeliveredIndex(entries)
+            if prefix not in entries:
+                entries[prefix] = now_s
+                added.append(_ENTRY.pack(bytes.fromhex(prefix), now_s))
+        packed = self.packed + b"".join(added)
+        excess, low = len(entries) - MAX_IDS, now_s - window_s
+        drop = 0
+        for accepted in entries.values():  # oldest first: what goes is at the front
+            if drop >= excess and accepted >= low:
+                break
+            drop += 1
+        for prefix in list(itertools.islice(entries, drop)):
+            del entries[prefix]
+        return DeliveredIndex(entries, packed[drop * _ENTRY.size :])
 
     def to_doc(self) -> Dict[str, Any]:
-        packed = b"".join(_ENTRY.pack(bytes.fromhex(k), t) for k, t in self.entries.items())
-        return {
-            "schema": SCHEMA_VERSION,
-            "count": len(self.entries),
-            "ids": base64.b64encode(packed).decode(),
-        }
+        ids = base64.b64encode(self.packed).decode()
+        return {"schema": SCHEMA_VERSION, "count": len(self.entries), "ids": ids}
 
     @classmethod
     def from_doc(cls, doc: Any, where: str) -> DeliveredIndex:
@@ -75,8 +80,9 @@ class DeliveredIndex:
             count = doc["count"]
         except (KeyError, TypeError, ValueError, binascii.Error, struct.error) as exc:
             raise StateError(f"delivered-ids index at {where} is corrupt ({exc}); {_FIX}") from None
-        if count != len(entries):
+        if not count == len(entries) == len(packed) // _ENTRY.size:
             raise StateError(
-                f"delivered-ids index at {where} is corrupt (count {count!r}, {len(entries)} ids); {_FIX}"
+                f"delivered-ids index at {where} is corrupt (count {count!r}, "
+                f"{len(packed) // _ENTRY.size} ids, {len(entries)} different); {_FIX}"
             )
-        return cls(entries)
+        return cls(entries, packed)

@@ -267,7 +267,7 @@ class StoreContract:
         assert store.keys() == []  # not a stream
 
     def test_a_full_delivered_ids_index_fits_and_a_corrupt_one_names_its_location(self, store, clock):
-        full = DeliveredIndex({f"{n:024x}": int(clock()) for n in range(MAX_IDS)})
+        full = DeliveredIndex().adding([f"{n:024x}" for n in range(MAX_IDS)], int(clock()), 3600)
         slot = store.slot(SLOT)
         version = slot.put(full.to_doc(), None)
         loaded = Claims.load(store, 3600, clock)

@@ -23,12 +23,14 @@ def test_an_index_holds_what_was_added_until_the_window_has_passed():
     assert index.holds(ids(1)[0])  # adding leaves the index it was called on alone
 
 
-def test_past_the_size_bound_the_oldest_go_first_and_a_re_added_id_is_newest():
+def test_past_the_size_bound_the_oldest_go_first():
     index = DeliveredIndex().adding(ids(*range(MAX_IDS)), now_s=0, window_s=60)
-    index = index.adding(ids(0), now_s=1, window_s=60)  # accepted again: now the newest
-    index = index.adding(ids(MAX_IDS), now_s=2, window_s=60)
-    assert len(index.entries) == MAX_IDS
-    assert index.holds(ids(0)[0]) and not index.holds(ids(1)[0]) and index.holds(ids(MAX_IDS)[0])
+    index = index.adding(ids(0), now_s=1, window_s=60)  # held already: keeps its place
+    index = index.adding(ids(MAX_IDS, MAX_IDS + 1), now_s=2, window_s=60)
+    assert len(index.entries) == MAX_IDS and len(index.packed) == 16 * MAX_IDS
+    assert not index.holds(ids(0)[0]) and not index.holds(ids(1)[0]) and index.holds(ids(2)[0])
+    assert index.holds(ids(MAX_IDS + 1)[0])
+    assert DeliveredIndex.from_doc(index.to_doc(), "here") == index
 
 
 def test_the_document_round_trips_at_sixteen_bytes_an_id_in_base64():
@@ -47,6 +49,7 @@ def test_the_document_round_trips_at_sixteen_bytes_an_id_in_base64():
         ({"schema": 1, "count": 1, "ids": "AAAA"}, "corrupt"),  # 3 bytes: not whole entries
         ({"schema": 1, "count": 0, "ids": "!!!!"}, "corrupt"),
         ({"schema": 1, "count": 5, "ids": ""}, "count 5, 0 ids"),
+        ({"schema": 1, "count": 2, "ids": "A" * 43 + "="}, "2 ids, 1 different"),  # one id twice
     ],
 )
 def test_a_corrupt_document_is_an_error_naming_its_location(doc, problem):
