@@ -13,7 +13,6 @@ import argparse
 import functools
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import List
 
@@ -23,13 +22,14 @@ from timing import best_of
 
 from forwarder.console.progress import Progress
 from forwarder.console.screen import Screen
+from forwarder.delivery.claims import Claims
 from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.observer import IGNORE, RunObserver
 from forwarder.pipeline import RunContext, run_streams
 from forwarder.quarantine import LocalQuarantine
 from forwarder.report import RunReport
 from forwarder.selection import Limits
-from forwarder.streams import Ownership, Stream
+from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import ListSource, make_records
@@ -55,14 +55,15 @@ def main(argv: List[str] | None = None) -> None:
 
     def run(observer: RunObserver) -> None:
         with tempfile.TemporaryDirectory() as quarantine:
+            store = MemoryStore()
             ctx = RunContext(
                 source=ListSource(records, "asc", 200, 0),
-                store=MemoryStore(),
+                store=store,
                 sink=MemorySink(max_batch_events=500),
                 formatter=functools.partial(get_formatter, "ecs"),
                 quarantine=LocalQuarantine(quarantine),
                 limits=Limits(90 * 86400, 3600, 5000),
-                ownership=Ownership(plan, time.time()),
+                claims=Claims.load(store, 3600),
                 options=NormalizeOptions(ingest_time_us=0),
                 observer=observer,
             )

@@ -9,9 +9,11 @@ per peer as the forwarder keeps (a token, the users list, one audits GET per use
 ``--pairs`` (floor, run) pairs are measured back to back, each run from an empty state: the wall
 ratio is the median pair's, with the range; the counts are each run's own (every run makes the
 same ones, or the bench says otherwise). An untimed floor first warms the simulator, whose views of
-the trails the first pair's floor would otherwise build alone. Then an idle run's requests. With
-``--aws``, the same run against the moto server's S3 and Firehose: objects written and
-PutRecordBatch calls (moto's delivery stream writes one object per call).
+the trails the first pair's floor would otherwise build alone. Then an idle run's requests, and the
+state a run from an empty state writes: stream commits, and the writes and bytes of the
+delivered-ids index (DESIGN §2, Overlap). With ``--aws``, the same run against the moto server's S3
+and Firehose: objects written and PutRecordBatch calls (moto's delivery stream writes one object per
+call).
 
     python bench/shallow_streams.py [--users 2000] [--records 3] [--pairs 3] [--aws]
 """
@@ -40,10 +42,13 @@ from timing import PAIRS, Pair, median_pair, spread
 from forwarder.api import token
 from forwarder.app import run_once
 from forwarder.config import load_settings
+from forwarder.jsonutil import dumps
 from forwarder.report import RunReport
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_shallow_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.state import delivered
+from forwarder.state.local import LocalStore
 from forwarder.streams import user_email
 from tests.e2e.helpers import HEC_TOKEN, env_for
 from tests.receivers.hec import HecReceiver
@@ -167,6 +172,53 @@ def pair(sim: Simulator, hec: HecReceiver, state: str) -> Pair[Counted]:
     return Pair(floor_s, run_s, Counted(report, hec_requests, api_calls, floor_calls))
 
 
+class CountedSlot:
+    """A store document whose writes are counted, with their bytes."""
+
+    def __init__(self, slot: Any) -> None:
+        self._slot, self.location = slot, slot.location
+        self.puts = self.bytes = self.size = 0
+
+    def read(self) -> Any:
+        return self._slot.read()
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        self.puts += 1
+        self.size = len(dumps(doc))
+        self.bytes += self.size
+        return self._slot.put(doc, expected)
+
+    def delete(self, expected: str) -> None:
+        self._slot.delete(expected)
+
+
+class CountedStore(LocalStore):
+    """A local store that counts stream commits and the writes of the documents beside them."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(directory)
+        self.commits = 0
+        self.slots: Dict[str, CountedSlot] = {}
+
+    def commit(self, key: str, state: Any, version: Optional[str]) -> str:
+        self.commits += 1
+        return super().commit(key, state, version)
+
+    def slot(self, name: str) -> Any:
+        return self.slots.setdefault(name, CountedSlot(super().slot(name)))
+
+
+def state_writes(sim: Simulator, hec: HecReceiver, state: str) -> str:
+    store = CountedStore(state)
+    report = run_once(load_settings(run_env(sim.base_url, hec.url, state)), store=store)
+    index = store.slots[delivered.SLOT]
+    return (
+        f"state writes of a run from an empty state: {store.commits} stream commits; the delivered-ids "
+        f"index {index.puts} writes, {index.bytes / 1024:.0f} KB in all, {index.size / 1024:.0f} KB at the "
+        f"end ({report.totals()['shipped']} events shipped)"
+    )
+
+
 def counted(values: List[int]) -> str:
     """A count every run made alike, or the most and the fewest: a count that varies is a finding."""
     most, fewest = max(values), min(values)
@@ -190,10 +242,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         before = len(hec.seen())
         _, idle_s = timed_run(run_env(sim.base_url, hec.url, f"{tmp}/state-0"))  # nothing new
         idle_requests = len(hec.seen()) - before
+        writes = state_writes(sim, hec, f"{tmp}/state-writes")
         if args.aws:
             count_aws(sim, tmp)
     print_figures(args, pairs)
     print(f"idle run (nothing new): {idle_requests} HEC requests, wall {idle_s:.2f} s")
+    print(writes)
 
 
 def print_figures(args: argparse.Namespace, pairs: List[Pair[Counted]]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from typing import Callable, List, Optional
 
 from . import stop
@@ -13,6 +12,7 @@ from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
 from .api.trail import TrailReader
 from .config import Settings
+from .delivery.claims import Claims
 from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import clip, redact, register_secrets
@@ -27,7 +27,7 @@ from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store_for
 from .state.store import StateStore
-from .streams import Ownership, Stream, domain_name, plan_streams, user_email
+from .streams import Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
@@ -112,9 +112,9 @@ def run_once(
 ) -> RunReport:
     """One run over every stream. Errors end up in the report; the caller decides the exit status.
 
-    ``planner`` gives every stream of the organization (ownership of overlapping records is decided
-    over all of them) and ``order`` the ones this run starts, in order: a fan-out worker passes the
-    plan it was handed and its shard. ``owner`` names the lease holder (default: this process)."""
+    ``planner`` gives every stream of the organization and ``order`` the ones this run starts, in
+    order: a fan-out worker passes the plan it was handed and its shard. ``owner`` names the lease
+    holder (default: this process)."""
     register_secrets(settings.secrets())
     for notice in settings.notices:
         log.warning("configuration: %s", notice)
@@ -148,7 +148,7 @@ def run_once(
             limits=Limits(
                 settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
             ),
-            ownership=Ownership(planned, time.time()),
+            claims=Claims.load(store, settings.lookback_window_s),
             options=NormalizeOptions(
                 ingest_time_us=0,
                 vendor=settings.vendor,

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from .api.paging import PageOutcome, ReadAgain
+from .delivery.claims import Claims
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
 from .errors import ForwarderError, StreamFailed
+from .events import Event
 from .logs import redact
 from .normalize import Formatter, NormalizeOptions
 from .observer import IGNORE, RunObserver
@@ -29,7 +31,7 @@ from .sinks.base import Sink
 from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
 from .stop import Stopped
-from .streams import Ownership, Stream
+from .streams import Stream
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class RunContext:
     formatter: Callable[[], Formatter]  # asked for by each pass with records: an idle run loads none
     quarantine: Quarantine
     limits: Limits
-    ownership: Ownership
+    claims: Claims  # which stream ships a record that several return (delivery/claims.py)
     options: NormalizeOptions  # ingest time is replaced per pass
     lease: Optional[Lease] = None
     lease_ttl_s: int = 900
@@ -109,7 +111,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                     state,
                     floor_us=floor_us,
                     limits=ctx.limits,
-                    keeps=ctx.ownership.keeps,
+                    keeps=ctx.claims.keeps,
                     report=report,
                     on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report, state, kept),
                     outcome=outcome,
@@ -130,6 +132,8 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
                     "(raise FORWARDER_MAX_PAGES)"
                 )
             report.new += len(selection.records)
+            if selection.complete and not outcome.more:
+                ctx.claims.read_whole(stream.key)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
             unsaved = {k: when for k, when in kept.items() if state.seen.get(k, -1) < when}
             state, version = _ship(ctx, stream, selection.records, unsaved, state, version, report)
@@ -220,11 +224,13 @@ def _ship(
     ``quarantined`` (they join the stream's next commit). Returns the state planned once they are
     accepted, which the next pass selects from; the store is written as batches are accepted
     (forwarder/delivery). StreamFailed if an earlier batch of this stream failed."""
-    if not records and not quarantined:
+    if not records and not quarantined and not ctx.claims.waiting(stream.key):
         return state, version  # nothing new: nothing is written
-    options = replace(ctx.options, ingest_time_us=now_us())
-    format_record = ctx.formatter()
-    events = [format_record(record, options) for record in records]
+    events: List[Event] = []
+    if records:  # a pass that only skipped copies loads no formatter
+        options = replace(ctx.options, ingest_time_us=now_us())
+        format_record = ctx.formatter()
+        events = [format_record(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
         shipper.add(stream.key, records, events, state, version, report, quarantined)
@@ -249,6 +255,7 @@ def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:
         linger_s=ctx.linger_s,
         commit_threads=2 * concurrency,  # state writes overlap the fetches of the next streams
         renew=ctx.renew_lease,
+        claims=ctx.claims,
     )
 
 

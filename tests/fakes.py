@@ -4,12 +4,38 @@ thousands of examples. The real local store, sinks and API are tested over their
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, SendResult
 from forwarder.state.model import StreamState
 from forwarder.state.store import Loaded
+
+
+class MemorySlot:
+    """One document, replaced by compare-and-swap on a counter."""
+
+    def __init__(self, name: str) -> None:
+        self.location = f"memory/{name}"
+        self.doc: Optional[Dict[str, Any]] = None
+        self.version = 0
+        self.puts = 0
+        self._lock = threading.Lock()
+
+    def read(self) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        with self._lock:
+            return (None, None) if self.doc is None else (dict(self.doc), str(self.version))
+
+    def put(self, doc: Dict[str, Any], expected: Optional[str]) -> str:
+        with self._lock:
+            if (None if self.doc is None else str(self.version)) != expected:
+                raise ConflictError(f"{self.location}: version {expected} is stale")
+            self.doc, self.version, self.puts = dict(doc), self.version + 1, self.puts + 1
+            return str(self.version)
+
+    def delete(self, expected: str) -> None:
+        with self._lock:
+            self.doc = None
 
 
 class MemoryStore:
@@ -18,7 +44,12 @@ class MemoryStore:
     def __init__(self) -> None:
         self.docs: Dict[str, Any] = {}
         self.versions: Dict[str, int] = {}
+        self.slots: Dict[str, MemorySlot] = {}
         self._lock = threading.Lock()
+
+    def slot(self, name: str) -> MemorySlot:
+        with self._lock:
+            return self.slots.setdefault(name, MemorySlot(name))
 
     def load(self, key: str) -> Loaded:
         with self._lock:

@@ -71,8 +71,14 @@ def test_state_show_and_reset(sim, tmp_path):
     shown = json.loads(cli("state", "show", env=state_only).stdout)
     keys = [s["stream"] for s in shown["streams"]]
     assert keys and all(s["watermark"] for s in shown["streams"])
+    assert (tmp_path / "state" / ".delivered-ids").exists()
     reset = cli("state", "reset", keys[0], env=env)
     assert reset.returncode == 0 and keys[0] in reset.stdout
+    # The index of delivered ids goes too: the stream's recent records are re-sent as well.
+    assert (
+        "index of delivered event ids" in reset.stdout
+        and not (tmp_path / "state" / ".delivered-ids").exists()
+    )
     assert keys[0] not in [s["stream"] for s in json.loads(cli("state", "show", env=env).stdout)["streams"]]
     assert cli("state", "reset", "user/nobody@example.com", env=env).returncode == 1
 

@@ -10,6 +10,7 @@ from .. import jsonutil
 from ..config import read_all
 from ..console.session import Console
 from ..logs import register_secrets
+from ..state import delivered
 from ..state.store import StateStore
 from .options import env_of, log_format_of, opened, tables, tenants_of
 from .status import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, worst
@@ -92,4 +93,10 @@ def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log
     for key in targets:
         store.delete(key)
         sys.stdout.write(f"reset {key}: its next run starts at now minus FORWARDER_INITIAL_LOOKBACK\n")
+    # Else the records the index holds (the last FORWARDER_LOOKBACK_WINDOW's) would not be re-sent.
+    index = store.slot(delivered.SLOT)
+    _, version = index.read()
+    if version is not None:
+        index.delete(version)
+        sys.stdout.write(f"reset the index of delivered event ids ({index.location}) with it\n")
     return EXIT_OK

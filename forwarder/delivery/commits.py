@@ -11,6 +11,10 @@ The ids of unplaceable records already written to quarantine are carried, never 
 while the stream has a commit to come: they join the state in its next commit or, when nothing of it
 waits to commit once the run has queued everything, in the stream's last commit of the run (an idle
 stream carries none, so nothing is written for it).
+
+Copies of records that another stream claimed or delivered (claims.py) are settled the same way: a
+stream's commits keep its watermark under the ceiling of the copies not yet recorded as delivered,
+and the recorded ones join its state in its last commit of the run.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..records import AuditRecord
-from ..state.model import StreamState
+from ..state.model import FUTURE_SKEW_US, StreamState
+from ..timeutil import now_us
 from .batcher import Batch, Segment
+from .claims import Claims, Settled
 
 
 @dataclass
@@ -52,12 +58,14 @@ class _Book:
 
 
 class CommitTracker:
-    def __init__(self, window_us: int) -> None:
+    def __init__(self, window_us: int, claims: Optional[Claims] = None) -> None:
         self.window_us = window_us
+        self._claims = claims  # None: no stream skips a copy
         self._books: Dict[str, _Book] = {}
         self._entries: Dict[int, _Entry] = {}  # id(segment) -> its entry, while pending
         self._writing: Set[int] = set()  # ids of the segments whose commit is being written
         self._commits = 0  # commits being written (some cover no segment)
+        self._ended = False  # nothing more will be queued in this run
 
     def open(self, stream: str, state: StreamState, version: Optional[str]) -> None:
         """Start tracking ``stream`` at its loaded state (later calls keep the tracked one)."""
@@ -99,17 +107,24 @@ class CommitTracker:
     def end(self) -> List[Commit]:
         """Nothing more will be queued in this run: the last commits of streams that carry ids with
         nothing else left to commit."""
+        self._ended = True
         for book in self._books.values():
             book.ended = True
         return [c for c in (self._due(s) for s in self._books) if c is not None]
 
     def accepted(self, batch: Batch) -> List[Commit]:
-        """The sink accepted ``batch``: the commits that became due."""
+        """The sink accepted ``batch`` (and its ids are recorded as delivered): the commits that
+        became due, including, once the run has queued everything, the last commits of streams that
+        skipped copies of its records."""
         for segment in batch.segments:
             entry = self._entries.get(id(segment))
             if entry is not None:
                 entry.accepted = True
-        return [c for c in (self._due(s) for s in batch.streams()) if c is not None]
+        streams = batch.streams()
+        if self._ended and self._claims is not None:
+            inside = set(streams)
+            streams += [s for s in self._books if s not in inside and self._claims.waiting(s)]
+        return [c for c in (self._due(s) for s in streams) if c is not None]
 
     def refused(self, batch: Batch, reason: str) -> List[str]:
         """The sink refused ``batch``: the streams that fail now. Their records in earlier batches
@@ -149,14 +164,24 @@ class CommitTracker:
             del self._entries[id(entry.segment)]
             records.extend(entry.segment.records)
             covered.append(id(entry.segment))
-        if not covered and not (book.ended and book.carried and not book.pending):
+        last = book.ended and not book.pending and book.failed is None
+        copies = self._settled(stream, last)
+        if not covered and not (last and (book.carried or copies.recorded)):
             return None
         book.committing = True
         self._writing.update(covered)
         self._commits += 1
         quarantined, book.carried = book.carried, {}
-        state = book.state.advance(records, self.window_us, quarantined=quarantined)
+        ceiling = now_us() + FUTURE_SKEW_US
+        if copies.ceiling_us is not None:
+            ceiling = min(ceiling, copies.ceiling_us)
+        state = book.state.advance(
+            records, self.window_us, ceiling, quarantined, copies.recorded, recorded_move=copies.moves
+        )
         return Commit(stream, state, book.version, covered)
+
+    def _settled(self, stream: str, last: bool) -> Settled:
+        return Settled() if self._claims is None else self._claims.settled(stream, self.window_us, last)
 
     def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
         """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in

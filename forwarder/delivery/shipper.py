@@ -27,6 +27,7 @@ from ..state.model import StreamState
 from ..state.store import StateStore
 from ..stop import Stopped
 from .batcher import Batch, Batcher
+from .claims import Claims
 from .commits import Commit, CommitTracker
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,10 @@ class Shipper:
         commit_threads: int = 4,
         renew: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,  # the linger's (tests stand it still)
+        claims: Optional[Claims] = None,  # the run's, when streams may return copies of one record
     ) -> None:
         self._sink = sink
+        self._claims = claims
         self._quarantine = quarantine
         self._store = store
         self._linger_s = linger_s
@@ -56,7 +59,7 @@ class Shipper:
         self._renew = renew
         self._max_in_flight = max(1, int(getattr(sink, "max_in_flight", 1)))
         self._batcher = Batcher(sink.max_batch_events, sink.max_batch_bytes)
-        self._tracker = CommitTracker(window_us)
+        self._tracker = CommitTracker(window_us, claims)
         self._reports: Dict[str, StreamReport] = {}
         self._queue: Deque[Batch] = deque()  # closed, not yet taken by a sender
         self._in_flight = 0
@@ -95,6 +98,8 @@ class Shipper:
             failure = self._failure(stream)
             if failure is not None:
                 return failure
+            if self._claims is not None and records:
+                records, events = _claimed(self._claims, stream, records, events, report)
             self._tracker.carry(stream, quarantined or {})
             for batch in self._batcher.add(stream, records, events, self._clock()):
                 self._tracker.closed(batch)
@@ -226,6 +231,19 @@ class Shipper:
             log.exception("sending a batch failed unexpectedly")
             self._refuse(batch, f"unexpected {type(exc).__name__} while sending a batch: {exc}")
             return
+        if self._claims is not None:
+            try:  # before any state covering these events is committed (claims.py)
+                self._claims.record([event.id for event in batch.events])
+            except Stopped as exc:
+                self._refuse(batch, f"a delivered batch was left unrecorded: {exc}", cut=True)
+                return
+            except StateError as exc:
+                self._refuse(
+                    batch,
+                    f"the sink accepted a batch ({len(batch.events)} events) but the delivered-ids index "
+                    f"was not saved; its records will be sent again next run: {exc}",
+                )
+                return
         with self._cond:
             for segment in batch.segments:
                 report = self._reports[segment.stream]
@@ -311,3 +329,20 @@ class Shipper:
         for rejection in rejections:
             grouped.setdefault(owner.get(rejection.event.id, batch.segments[0].stream), []).append(rejection)
         return grouped
+
+
+def _claimed(
+    claims: Claims,
+    stream: str,
+    records: Sequence[AuditRecord],
+    events: Sequence[Event],
+    report: StreamReport,
+) -> Tuple[Sequence[AuditRecord], Sequence[Event]]:
+    """The records (and their events) ``stream`` ships: those another stream claimed since it
+    selected them are skipped copies now."""
+    mine = claims.claim(stream, records)
+    if len(mine) == len(records):
+        return records, events
+    report.new -= len(records) - len(mine)
+    report.skipped += len(records) - len(mine)
+    return [records[i] for i in mine], [events[i] for i in mine]

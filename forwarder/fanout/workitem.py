@@ -1,9 +1,9 @@
 """A work item: one shard of one tenant's streams, as it travels in an SQS message body.
 
 The item carries the tenant's whole plan (its user and domain names, compressed) besides the
-shard's stream keys: which stream ships a record that two streams return is decided over the whole
-plan (``streams.Ownership``), and a worker must decide it exactly as a single run would, without
-listing the users again. A message body is at most 256 KB: some 30,000 users compressed.
+shard's stream keys: a worker builds its streams from it exactly as a single run would, names spelled
+as listed, without listing the users again. A message body is at most 256 KB: some 30,000 users
+compressed.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class WorkItem:
     cycle: str  # the planner run that made it
     shard: int
     streams: Tuple[str, ...]  # the stream keys to run, in order
-    users: Tuple[str, ...]  # the tenant's whole plan, for ownership
+    users: Tuple[str, ...]  # the tenant's whole plan
     domains: Tuple[str, ...]
     part: int = 0  # 0 as planned; n for the n-th re-queue of what a worker did not start
 

@@ -10,7 +10,7 @@ import bisect
 import calendar
 import random
 import threading
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ..timeutil import format_us, from_us, to_us
 from .entities import DAY_US, Record, SimDomain, SimUser
@@ -46,6 +46,8 @@ class Org:
         # Sorted views, rebuilt after a change: a deep stream is asked for hundreds of pages.
         self._sorted: Optional[List[Record]] = None
         self._trails: Dict[Tuple[str, str], Tuple[List[Record], List[str], List[Record]]] = {}
+        # id() of a record served in the listed trails only, whatever its fields (add_record_in)
+        self._placed: Dict[int, FrozenSet[Tuple[str, str]]] = {}
 
     @property
     def users(self) -> List[SimUser]:
@@ -109,19 +111,22 @@ class Org:
             everything = self._sorted_records()
             cached = self._trails.get((object_type, key))
             if cached is None:
-                if object_type == "user":
-                    trail = [r for r in everything if _names(r, "user", {key} if key else None)]
-                else:
-                    trail = [
-                        r
-                        for r in everything
-                        if _names(r, "object", {key} if key else self._domain_keys)
-                        and not str(r.get("filterable_action", "")).startswith("user.")
-                    ]
+                trail = [r for r in everything if self._in_trail(r, object_type, key)]
                 timed = [r for r in trail if isinstance(r.get("created_at"), str)]
                 odd = [r for r in trail if not isinstance(r.get("created_at"), str)]
                 cached = self._trails[(object_type, key)] = (timed, [r["created_at"] for r in timed], odd)
             return cached
+
+    def _in_trail(self, record: Record, object_type: str, key: str) -> bool:
+        """Whether ``record`` is in the trail of ``key`` (every name of the type for "")."""
+        placed = self._placed.get(id(record))
+        if placed is not None:
+            return any(t == object_type and (not key or name == key) for t, name in placed)
+        if object_type == "user":
+            return _names(record, "user", {key} if key else None)
+        return _names(record, "object", {key} if key else self._domain_keys) and not str(
+            record.get("filterable_action", "")
+        ).startswith("user.")
 
     def add_activity(self, count: int, now_us: int) -> List[Record]:
         """``count`` new records after ``now_us``; every third one shares its predecessor's time."""
@@ -158,6 +163,16 @@ class Org:
     def add_raw_record(self, record: Record) -> Record:
         """Any object as a record of its ``user``'s trail, as it is: hostile inputs for tests."""
         with self._lock:
+            self._records.append(record)
+            self._changed()
+        return record
+
+    def add_record_in(self, record: Record, trails: Iterable[Tuple[str, str]]) -> Record:
+        """``record`` served in these trails only, ``(object_type, name)`` each, whatever its fields
+        say: a service is not obliged to be consistent (a domain action missing from its domain's
+        trail, a record of one user in another's)."""
+        with self._lock:
+            self._placed[id(record)] = frozenset((t, name.casefold()) for t, name in trails)
             self._records.append(record)
             self._changed()
         return record

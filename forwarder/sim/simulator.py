@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from .endpoints import AUDITS_PATH, Endpoints, Listing
@@ -125,6 +125,11 @@ class Simulator(FaultInjection):
     def add_record(self, record: Dict[str, Any]) -> None:
         """Serve ``record`` as it is in its ``user``'s trail (a hostile or odd record for tests)."""
         self.org.add_raw_record(record)
+
+    def add_record_in(self, record: Dict[str, Any], *trails: Tuple[str, str]) -> None:
+        """Serve ``record`` in these trails only (``("user", email)``, ``("domain", name)``), whatever
+        its fields say: a service that is not consistent across trails (DESIGN §2, Overlap)."""
+        self.org.add_record_in(record, trails)
 
     def records_for(self, object_type: str, name: str, start: str = "", end: str = "~") -> List[Record]:
         """The trail the audits endpoint scopes for this query now, oldest first, before paging."""

@@ -7,7 +7,8 @@ creates it). Items:
   cut and gets ``…<hash>`` (``names.bounded``), and ``keys()`` reads it from the item's document;
 * ``lease`` - the run lease, with ``lease_expires`` (epoch seconds) for the table's TTL to clear
   a lease whose run died long ago (acquiring never depends on that: TTL deletion is lazy);
-* ``run-cursor`` - where the next run starts (``forwarder.schedule``).
+* ``run-cursor`` - where the next run starts (``forwarder.schedule``);
+* ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
 
 ``dynamodb://table/<namespace>`` (a tenant, ``forwarder.tenants``) puts ``<namespace>/`` in front of
 every key above, so tenants share one table without sharing an item; plain ``dynamodb://table``

@@ -45,23 +45,29 @@ class StreamState:
         window_us: int,
         ceiling_us: Optional[int] = None,
         quarantined: Optional[Mapping[str, int]] = None,
+        recorded: Optional[Mapping[str, int]] = None,
+        recorded_move: bool = False,
     ) -> StreamState:
         """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged.
         ``ceiling_us`` (default: now plus FUTURE_SKEW_US) is as far as the watermark may go.
         ``quarantined`` maps the ids of unplaceable records already kept in quarantine to when: they
-        are remembered, and age out, like delivered ids, but neither count nor move the watermark."""
+        are remembered, and age out, like delivered ids, but neither count nor move the watermark.
+        ``recorded`` maps the ids of records another stream delivered to their created_at: remembered
+        like delivered ids, not counted, and moving the watermark only when ``recorded_move``."""
         if ceiling_us is None:
             ceiling_us = now_us() + FUTURE_SKEW_US
         seen = dict(self.seen)
         seen.update(quarantined or {})
+        seen.update(recorded or {})
         watermark = self.watermark_us
         count = 0
         for record in delivered:
             seen[record.event_id] = record.ts_us
-            placed = min(record.ts_us, ceiling_us)
-            if watermark is None or placed > watermark:
-                watermark = placed
+            watermark = _later(watermark, min(record.ts_us, ceiling_us))
             count += 1
+        if recorded_move:
+            for ts in (recorded or {}).values():
+                watermark = _later(watermark, min(ts, ceiling_us))
         if watermark is not None:
             low = watermark - window_us
             seen = {k: ts for k, ts in seen.items() if ts >= low}
@@ -107,3 +113,7 @@ class StreamState:
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"state at {where} is corrupt: {exc}") from None
+
+
+def _later(watermark: Optional[int], placed: int) -> int:
+    return placed if watermark is None or placed > watermark else watermark

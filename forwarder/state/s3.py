@@ -7,6 +7,7 @@ Layout under ``s3://bucket/prefix``:
   ``keys()`` reads such a stream's key from its document.
 * ``lease.json`` - the run lease; deleting it by hand breaks a lease whose run is known to be gone.
 * ``run-cursor.json`` - where the next run starts (``forwarder.schedule``).
+* ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
 
 The version a commit must present is the object's ETag: a write carries ``If-Match: <etag>`` (or
 ``If-None-Match: *`` to create) and a delete ``If-Match``, so S3 itself refuses a stale writer.

@@ -51,6 +51,10 @@ class StateStore(Protocol):
         """Take the run lease, or raise LeaseHeld naming the holder and its expiry."""
         ...
 
+    def slot(self, name: str) -> ConditionalSlot:
+        """A document of the namespace beside the streams' (never listed among them)."""
+        ...
+
 
 class ConditionalSlot(Protocol):
     """One stored document, replaced or removed only while its version is the expected one."""

@@ -68,6 +68,11 @@ def test_shallow_streams_reports_the_median_pair_and_exact_counts(pairs):
     assert int(wall[2]) == len(every) == pairs
     assert every == sorted(every) and (float(wall[3]), float(wall[4])) == (every[0], every[-1])
     assert float(wall[1]) == every[(pairs - 1) // 2]
+    # One batch: one commit per stream, and the delivered-ids index written once, before them.
+    writes = re.search(
+        r"^state writes .*: (\d+) stream commits; the delivered-ids index (\d+) writes", out, re.M
+    )
+    assert writes and (int(writes[1]), int(writes[2])) == (30, 1), out
 
 
 def test_shallow_streams_refuses_no_pairs():

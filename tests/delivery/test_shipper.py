@@ -9,6 +9,7 @@ from typing import List, Sequence
 import pytest
 
 from forwarder.delivery.shipper import Shipper
+from forwarder.errors import ConflictError
 from forwarder.events import Event, SendResult
 from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
@@ -111,6 +112,52 @@ def test_a_batch_cut_by_a_stop_request_leaves_its_streams_stopped_not_failed(tmp
     assert report.ok, [s.error for s in report.streams if s.error]  # a stop is not a failure
     assert all(s.stopped and s.shipped == 0 for s in report.streams)
     assert all(store.load(s.key).version is None for s in STREAMS)  # nothing committed past the cut
+
+
+class IndexFailingStore(MemoryStore):
+    """The delivered-ids index cannot be written: another writer changed it, or a stop request cuts
+    the write (``stopped``)."""
+
+    def __init__(self, stopped: bool) -> None:
+        super().__init__()
+        self.stopped = stopped
+
+    def slot(self, name):
+        slot = super().slot(name)
+
+        def put(doc, expected):
+            if self.stopped:
+                raise Stopped("stopping on request: the request in flight was cut")
+            raise ConflictError(f"{slot.location} was changed by another writer")
+
+        slot.put = put
+        return slot
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_batch_whose_ids_cannot_be_recorded_commits_nothing_for_its_streams(tmp_path, stopped):
+    """Accepted by the sink, but its ids are not in the index: no state may pass them (a stream
+    that skipped a copy would otherwise never see it again); the next run sends them again."""
+    sink = WatchingSink(max_in_flight=1, batch=100)
+    store = IndexFailingStore(stopped)
+    base_us = now_us() - 3600 * 1_000_000
+    records = [r for s in STREAMS for r in make_records(list(range(5)), base_us, s.name)]
+    ctx = run_context(
+        ListSource(records, "asc", 10, 0),
+        store,
+        sink,
+        LocalQuarantine(str(tmp_path)),
+        Limits(86400, 3600, 100),
+        STREAMS,
+    )
+    report = RunReport(started="now")
+    run_streams(ctx, STREAMS, 4, report)
+    assert sink.batches  # the sink got them
+    if stopped:
+        assert report.ok and all(s.stopped and s.shipped == 0 for s in report.streams)
+    else:
+        assert all("delivered-ids index" in (s.error or "") for s in report.streams)
+    assert all(store.load(s.key).version is None for s in STREAMS)
 
 
 class Crash(BaseException):

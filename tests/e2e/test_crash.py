@@ -1,6 +1,7 @@
 """A forwarder process killed at any point (mid-fetch, or with batches of several streams in flight
 between their delivery and the state commits) loses nothing: the next run re-sends exactly what the
-killed run delivered without committing, with the same event ids, and nothing it committed.
+killed run delivered without recording it (in a stream's state, or in the tenant's delivered-ids index,
+written before the states), with the same event ids, and nothing it recorded.
 
 The two runs deliver to two receivers (one sink URL each, one state): which run sent an event is
 known whatever the timing, even for a request the first receiver stores after the kill landed (its
@@ -23,6 +24,7 @@ import pytest
 
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
+from forwarder.state import delivered
 from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import HEC_TOKEN, env_for, expected_ids
 from tests.receivers.hec import HecReceiver, Received, event_id
@@ -52,6 +54,14 @@ def committed_ids(state_dir: Path) -> Set[str]:
     for path in state_dir.glob("*.json"):
         found.update(json.loads(path.read_text())["seen"])
     return found
+
+
+def delivered_index(state_dir: Path) -> delivered.DeliveredIndex:
+    """The tenant's delivered-ids index as stored (empty before the first write)."""
+    path = state_dir / ("." + delivered.SLOT)
+    if not path.exists():
+        return delivered.DeliveredIndex()
+    return delivered.DeliveredIndex.from_doc(json.loads(path.read_text()), str(path))
 
 
 def by_request(received: List[Received]) -> Dict[int, Set[str]]:
@@ -102,6 +112,7 @@ def test_killed_run_loses_nothing_and_resends_only_the_batches_in_flight(
             threading.Thread(target=watch, daemon=True).start()
         assert proc.wait(timeout=120) == -signal.SIGKILL
         committed = committed_ids(state)  # the killed process writes nothing more
+        index = delivered_index(state)
 
         second = start_run(env_for(sim.base_url, hec2.url, str(state), **extra), concurrency)
         _, err = second.communicate(timeout=120)
@@ -111,6 +122,7 @@ def test_killed_run_loses_nothing_and_resends_only_the_batches_in_flight(
         first_requests = by_request(hec1.received())
         first_run = set().union(*first_requests.values())
         sent_again = Counter(str(i) for i in hec2.event_ids())
+        committed |= {i for i in first_run if index.holds(i)}  # recorded there, as the killed run left it
 
     floor = now_us() - LOOKBACK_US
     expected = expected_ids(r for r in org.all_records() if parse_iso(r["created_at"]) >= floor)

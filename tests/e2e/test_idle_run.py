@@ -18,6 +18,7 @@ from forwarder.normalize import get_formatter
 from forwarder.sim.endpoints import AUDITS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
+from forwarder.state import delivered
 from forwarder.state.local import LocalStore, key_to_filename
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, env_for, settings_for
@@ -57,7 +58,9 @@ def test_an_idle_run_writes_no_state_and_syncs_nothing(tmp_path, monkeypatch):
         busy = run_once(settings)
         assert busy.ok and busy.totals()["shipped"] == 5
         changed = {name for name, stamp in snapshot(state).items() if before.get(name) != stamp}
-        assert changed == {key_to_filename(s.stream) for s in busy.streams if s.shipped}
+        # and the tenant's delivered-ids index, once per group of accepted batches
+        index = "." + delivered.SLOT
+        assert changed == {key_to_filename(s.stream) for s in busy.streams if s.shipped} | {index}
         assert len(synced) >= 2 * len(changed)  # the file and its directory, for every commit
 
 

@@ -24,7 +24,7 @@ def test_shards_cover_the_plan_once_in_order_and_rebuild_the_whole_plan():
         back = WorkItem.from_body(item.to_body())
         assert back == item
         full, shard = back.plan(("user", "domain"), ())
-        assert full == plan  # ownership is decided over the whole plan, as a single run does
+        assert full == plan  # the whole plan, as a single run builds it
         assert [s.key for s in shard] == list(item.streams)
 
 

@@ -4,7 +4,9 @@ Whatever the order, paging, duplicates, ties and late records of the service, wh
 sink refuses or partly quarantines, whichever state writes lose their compare-and-swap, and wherever
 the process dies (before or after a send was stored, before a commit, mid-fetch), with several
 batches in flight: every record ends up delivered or quarantined (nothing lost), and a record handled
-in a run where its stream finished cleanly is never sent again (nothing twice). The sink is
+in a run where its streams finished cleanly is never sent again (nothing twice). A record may be in
+several streams' trails, or in another stream's trail only (a service is not obliged to be
+consistent): whichever stream returns it may ship it, and it is still shipped once. The sink is
 idempotent by event id, as the guarantee assumes: re-sends after a crash or a failed stream are
 allowed, and counted. Records that cannot be placed in time are mixed in: each is quarantined (the
 process may die at that write too), never before a state that remembers it is written, and once its
@@ -15,13 +17,13 @@ from __future__ import annotations
 
 import tempfile
 import threading
-import time
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forwarder.delivery.claims import Claims
 from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
@@ -30,11 +32,12 @@ from forwarder.quarantine import LocalQuarantine, unplaceable
 from forwarder.records import event_id
 from forwarder.report import RunReport
 from forwarder.selection import Limits
-from forwarder.streams import Ownership, Stream
+from forwarder.streams import Stream
 from forwarder.timeutil import format_us, now_us
 from tests.fakes import MemorySink, MemoryStore
 
 STREAM = Stream("user", "alice@example.com")
+INDEX_WINDOW_S = 7200  # longer than any example: what the index forgets is never what is asked
 USERS = ["alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"]
 
 
@@ -117,6 +120,28 @@ class WorldStore(MemoryStore):
             raise ConflictError(f"{key}: changed by another writer")
         return super().commit(key, state, version)
 
+    def slot(self, name):
+        return WorldSlot(self.world, super().slot(name))
+
+
+class WorldSlot:
+    """A document of the store (the delivered-ids index) whose writes are steps of the world: the
+    process may die between a batch's acceptance and the index write, or between that and commits."""
+
+    def __init__(self, world: World, slot: Any) -> None:
+        self.world, self._slot, self.location = world, slot, slot.location
+
+    def read(self):
+        return self._slot.read()
+
+    def put(self, doc, expected):
+        if self.world.step():
+            raise Crash()
+        return self._slot.put(doc, expected)
+
+    def delete(self, expected):
+        self._slot.delete(expected)
+
 
 class IdempotentSink:
     """Stores events by id. Send calls in ``refuse`` (1-based) fail whole; events in ``poison`` are
@@ -161,16 +186,26 @@ class IdempotentSink:
 
 
 class ListSource:
+    """``trails`` maps a record (its ``id()``) to the streams whose trails hold it; by default its
+    ``user``'s only."""
+
     def __init__(
-        self, records: List[dict], order: str, page_size: int, repeat_every: int, world=None
+        self,
+        records: List[dict],
+        order: str,
+        page_size: int,
+        repeat_every: int,
+        world=None,
+        trails: Optional[Dict[int, Set[str]]] = None,
     ) -> None:
         self.records, self.order, self.page_size, self.repeat_every = records, order, page_size, repeat_every
         self.world = world
+        self.trails = trails or {}
 
     def pages(self, stream, start_us, outcome):
         if self.world is not None and self.world.step():
             raise Crash()  # killed mid-fetch
-        items = [r for r in self.records if r["user"] == stream.name]
+        items = [r for r in self.records if stream.name in self.trails.get(id(r), {r["user"]})]
         if self.order == "asc":
             items.sort(key=lambda r: r["created_at"])
         elif self.order == "desc":
@@ -186,7 +221,7 @@ def formatter(record, options) -> Event:
 
 
 def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) -> RunContext:
-    """A RunContext over these parts, with the test formatter and ownership among ``streams``."""
+    """A RunContext over these parts, with the test formatter and the tenant's delivered-ids index."""
     return RunContext(
         source=source,
         store=store,
@@ -194,7 +229,7 @@ def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) 
         formatter=lambda: formatter,
         quarantine=quarantine,
         limits=limits,
-        ownership=Ownership(streams, time.time()),
+        claims=Claims.load(store, INDEX_WINDOW_S),
         options=NormalizeOptions(ingest_time_us=0),
         **extra,
     )
@@ -267,23 +302,41 @@ def test_nothing_lost_nothing_twice(
     bad = [unplaceable_record(i, r["user"]) for i, r in enumerate(good) if data.draw(st.integers(0, 7)) == 0]
     records = good + bad
     streams = [Stream("user", user) for user in USERS[: len(trails)]]
-    stream_of = {event_id(r): r["user"] for r in good}
-    stream_of.update({unplaceable(r, "").event.id: r["user"] for r in bad})
     names = {s.key: s.name for s in streams}
+    # Most records are in their own stream's trail only; some in another's too (copies), some in
+    # another's only (their own trail lacks them), and some copies leave their own trail after the
+    # run they arrive in (a trail is not obliged to stay consistent either).
+    placed: Dict[int, Set[str]] = {}
+    fleeting: Dict[int, Set[str]] = {}  # trails after the run the record arrives in
+    for r in good:
+        other = data.draw(st.sampled_from(sorted(names.values())))
+        kind = data.draw(st.integers(0, 4))
+        placed[id(r)] = [{r["user"]}, {r["user"]}, {r["user"], other}, {other}, {r["user"], other}][kind]
+        if kind == 4:
+            fleeting[id(r)] = {other}
+    trails_of = {event_id(r): placed[id(r)] for r in good}
+    trails_of.update({unplaceable(r, "").event.id: {r["user"]} for r in bad})
     # Each record becomes visible at some run: later ones model late-arriving records, which
     # may be older than records already delivered (the look-back window covers them).
-    arrive = [data.draw(st.integers(0, runs - 1)) for _ in records]
+    # A short window (the watermark passes a skipped copy by more than it) with no late records,
+    # which it would not cover.
+    window_s = data.draw(st.sampled_from([7200, 10]))
+    arrive = [data.draw(st.integers(0, runs - 1)) if window_s > 40 else 0 for _ in records]
+    arrived = {id(r): a for r, a in zip(records, arrive)}
     poison = {event_id(r) for r in good if data.draw(st.integers(0, 9)) == 0}
     world = World(crash_at, send_stored_first)
     quarantine = WorldQuarantine(world)
     store = WorldStore(world, lose_race, quarantine, {unplaceable(r, "").event.id for r in bad})
     sink = IdempotentSink(world, batch_events, in_flight, refuse, poison)
-    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
+    limits = Limits(initial_lookback_s=86400, window_s=window_s, max_records_per_pass=cap)
     clean: Dict[int, Set[str]] = defaultdict(set)  # run -> streams that finished it without error
 
     def one_run(run: int, visible: List[dict]) -> None:
         sink.run = store.run = quarantine.run = run
-        source = ListSource(visible, order, page_size, repeat_every, world)
+        now_in = {
+            i: fleeting[i] if i in fleeting and run > arrived[i] else where for i, where in placed.items()
+        }
+        source = ListSource(visible, order, page_size, repeat_every, world, now_in)
         ctx = run_context(source, store, sink, quarantine, limits, streams, linger_s=linger_s)
         report = RunReport(started="now")
         try:
@@ -291,18 +344,18 @@ def test_nothing_lost_nothing_twice(
         except Crash:
             return  # a dead process reports nothing
         clean[run] = {names[s.stream] for s in report.streams if s.ok}
-        refused = {stream_of[i] for r, ids in sink.refused_batches if r == run for i in ids}
+        refused = {name for r, ids in sink.refused_batches if r == run for i in ids for name in trails_of[i]}
         for s in report.streams:
-            name = names[s.stream]
             # A refused batch or a lost race fails only the streams concerned.
-            assert s.ok or name in refused or (run, s.stream) in store.lost, s.error
-            # Reports count what the sink did with each stream's events in this run.
-            assert s.shipped == sum(1 for r, i in sink.accepted if r == run and stream_of[i] == name)
-            placed = sum(1 for r, key, _ in quarantine.records if r == run and key == s.stream)
-            assert s.invalid == placed  # once per run, however often read
-            assert s.quarantined == placed + sum(
-                1 for r, i in sink.rejected if r == run and stream_of[i] == name
-            )
+            assert s.ok or names[s.stream] in refused or (run, s.stream) in store.lost, s.error
+            kept = sum(1 for r, key, _ in quarantine.records if r == run and key == s.stream)
+            assert s.invalid == kept  # once per run, however often read
+        # Reports count what the sink did with the run's events (which stream shipped a copy is the
+        # run's choice).
+        assert sum(s.shipped for s in report.streams) == sum(1 for r, _ in sink.accepted if r == run)
+        assert sum(s.quarantined for s in report.streams) == sum(
+            1 for r, _, _ in quarantine.records if r == run
+        ) + sum(1 for r, _ in sink.rejected if r == run)
 
     for run in range(runs):
         one_run(run, [r for r, a in zip(records, arrive) if a <= run])
@@ -316,16 +369,16 @@ def test_nothing_lost_nothing_twice(
     kept = [(run, rid) for run, _, rid in quarantine.records]
     # Sorted stably: in order within each run.
     handled = sorted(sink.accepted + sink.rejected + kept, key=lambda item: item[0])
-    expected = set(stream_of)
+    expected = set(trails_of)
     assert {i for _, i in handled} == expected, "a record was lost"
     assert not set(sink.stored) & poison, "a rejected event was stored"
-    # Nothing twice: once a run handled a record and its stream finished that run cleanly, no
-    # later run (nor the same one) sends or quarantines it again.
+    # Nothing twice: once a run handled a record and every stream whose trail holds it finished that
+    # run cleanly, no later run (nor the same one) sends or quarantines it again.
     first_clean: Dict[str, int] = {}
     for run, rid in handled:
         if rid in first_clean:
             raise AssertionError(f"{rid} sent again in run {run} after run {first_clean[rid]} committed it")
-        if stream_of[rid] in clean.get(run, set()):
+        if trails_of[rid] <= clean.get(run, set()):
             first_clean[rid] = run
 
 
@@ -358,3 +411,25 @@ def test_late_record_beyond_window_is_not_new() -> None:
     report = run([early, late])
     assert sink.delivered == [event_id(early)]
     assert report.skipped == 2 and report.new == 0
+
+
+def test_a_copy_whose_claim_failed_stays_new_to_the_stream_that_skipped_it() -> None:
+    """Alice's stream claims a record that Bob's trail holds too, and the sink refuses its batch;
+    Bob's stream skipped the copy and ships a record well past it. Next run only Bob's trail holds
+    the copy: his state must not have passed it (its watermark stays within the window of it)."""
+    alice, bob = (Stream("user", u) for u in USERS[:2])
+    copy, later = make_records([0, 30], now_us() - 3600 * 1_000_000, alice.name)
+    store, sink = MemoryStore(), MemorySink(max_batch_events=1, fail_sends=[1])
+    limits = Limits(initial_lookback_s=86400, window_s=10, max_records_per_pass=100)
+
+    def run(trails: Dict[int, Set[str]]) -> RunReport:
+        source = ListSource([copy, later], "asc", 10, 0, trails=trails)
+        ctx = run_context(source, store, sink, LocalQuarantine("unused"), limits, [alice, bob], linger_s=0.0)
+        report = RunReport(started="now")
+        run_streams(ctx, [alice, bob], 1, report)
+        return report
+
+    first = run({id(copy): {alice.name, bob.name}, id(later): {bob.name}})
+    assert [s.ok for s in first.streams] == [False, True] and sink.delivered == [event_id(later)]
+    second = run({id(copy): {bob.name}, id(later): {bob.name}})
+    assert second.ok and sink.delivered == [event_id(later), event_id(copy)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import tempfile
-import time
 from collections import Counter
 from typing import Any, Dict, List, Optional, Union
 
@@ -16,13 +15,13 @@ from hypothesis import strategies as st
 
 from forwarder.api.client import AUDITS_PATH
 from forwarder.api.trail import TrailReader
+from forwarder.delivery.claims import Claims
 from forwarder.errors import ApiError
 from forwarder.normalize import NormalizeOptions
 from forwarder.pipeline import RunContext, run_stream
 from forwarder.quarantine import LocalQuarantine
 from forwarder.records import event_id
 from forwarder.selection import Limits
-from forwarder.streams import Ownership
 from forwarder.timeutil import format_us, now_us, parse_iso
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import STREAM, formatter, make_records
@@ -104,7 +103,7 @@ def run_with(api: FakeService, page_limit: int, store: MemoryStore, sink: Memory
         formatter=lambda: formatter,
         quarantine=LocalQuarantine(tempfile.mkdtemp()),
         limits=limits,
-        ownership=Ownership([STREAM], time.time()),
+        claims=Claims.load(store, limits.window_s),
         options=NormalizeOptions(ingest_time_us=0),
     )
     return run_stream(ctx, STREAM)

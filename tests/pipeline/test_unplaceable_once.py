@@ -6,12 +6,12 @@ quarantined it again (one more entry, exit code 3, every run) and a pass read ag
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
 from forwarder.api.trail import TrailReader
+from forwarder.delivery.claims import Claims
 from forwarder.errors import SinkError
 from forwarder.events import Rejection
 from forwarder.normalize import NormalizeOptions
@@ -21,7 +21,6 @@ from forwarder.records import event_id
 from forwarder.report import RunReport, StreamReport
 from forwarder.selection import Limits
 from forwarder.state.model import StreamState
-from forwarder.streams import Ownership
 from forwarder.timeutil import now_us
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import STREAM, formatter, make_records
@@ -80,7 +79,7 @@ def one_run(
         formatter=lambda: formatter,
         quarantine=quarantine,
         limits=LIMITS,
-        ownership=Ownership([STREAM], time.time()),
+        claims=Claims.load(store, LIMITS.window_s),
         options=NormalizeOptions(ingest_time_us=0),
         linger_s=linger_s,
     )

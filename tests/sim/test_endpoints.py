@@ -83,6 +83,22 @@ def test_domain_records_appear_in_both_trails(make_sim, org):
     assert update in audits(sim, object_type="user", name=update["user"]).json()["audits"]
 
 
+def test_a_record_can_be_served_in_chosen_trails_only(make_sim):
+    org = generate_org(12, NOW_US)
+    sim = make_sim(org=org, paging=False)
+    update = next(r for r in reversed(org.all_records()) if r["filterable_action"] == "domain.update")
+    other = next(u.email for u in org.users if u.email.lower() != update["user"].lower())
+    stray = {**update, "changes": {"n": 1}}
+    sim.add_record_in(stray, ("user", other.upper()))
+
+    def served(object_type, name):
+        return audits(sim, object_type=object_type, name=name).json()["audits"]
+
+    assert stray in served("user", other)
+    assert stray not in served("user", update["user"]) and stray not in served("domain", update["object"])
+    assert update in served("user", update["user"]) and update in served("domain", update["object"])
+
+
 def test_bad_queries_are_400(make_sim):
     sim = make_sim()
     assert audits(sim, object_type="organization", name=ORG_DOMAIN).status_code == 400

@@ -14,15 +14,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from forwarder.errors import ConflictError, LeaseHeld
+from forwarder.delivery.claims import Claims
+from forwarder.errors import ConflictError, LeaseHeld, StateError
 from forwarder.records import AuditRecord
+from forwarder.state.delivered import MAX_IDS, SLOT, DeliveredIndex
 from forwarder.state.model import StreamState
 from forwarder.state.names import HASH_CHARS, MARK
+from forwarder.streams import Stream
 from forwarder.timeutil import format_us
 
 HOUR_US = 3600 * 1_000_000
 T0_US = 1_767_225_600 * 1_000_000  # 2026-01-01T00:00:00Z
 KEY = "user/alice@example.com"
+STREAM = Stream("user", "alice@example.com")
 UNICODE_KEYS = [
     "user/alice@example.com",
     "domain/bücher.example",
@@ -251,3 +255,25 @@ class StoreContract:
         store.acquire_lease("run-a", 60)
         with pytest.raises(LeaseHeld):
             open_handle(clock).acquire_lease("run-b", 60)
+
+    def test_the_delivered_ids_index_round_trips_by_compare_and_swap(self, store, open_handle, clock):
+        ids = [f"{n:024x}".ljust(64, "e") for n in range(3)]
+        first, rival = Claims.load(store, 3600, clock), Claims.load(open_handle(clock), 3600, clock)
+        first.record(ids[:2])
+        again = Claims.load(open_handle(clock), 3600, clock)
+        assert not any(again.keeps(STREAM, make_record(i, T0_US)) for i in ids[:2])
+        with pytest.raises(StateError, match=r"delivered-ids index .* not saved"):
+            rival.record(ids[2:])  # it read the index before the first wrote it
+        assert store.keys() == []  # not a stream
+
+    def test_a_full_delivered_ids_index_fits_and_a_corrupt_one_names_its_location(self, store, clock):
+        full = DeliveredIndex().adding([f"{n:024x}" for n in range(MAX_IDS)], int(clock()), 3600)
+        slot = store.slot(SLOT)
+        version = slot.put(full.to_doc(), None)
+        loaded = Claims.load(store, 3600, clock)
+        assert not loaded.keeps(STREAM, make_record(f"{MAX_IDS - 1:024x}" + "0" * 40, T0_US))
+        assert loaded.keeps(STREAM, make_record("f" * 64, T0_US))
+        slot.put({"schema": 1, "count": 2, "ids": "not base64!"}, version)
+        with pytest.raises(StateError, match="corrupt") as failure:
+            Claims.load(store, 3600, clock)
+        assert slot.location in str(failure.value)
