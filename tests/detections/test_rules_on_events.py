@@ -122,7 +122,9 @@ def test_splunk_tables_name_fields_as_the_add_on_extracts_them(events):
     props = (Path(__file__).resolve().parents[2] / "splunk_app/package/default/props.conf").read_text()
     stanza = props.split("[emailauth:audit]")[1].split("\n[")[0]
     assert "KV_MODE = json" in stanza
-    extracted = set().union(*(kv_mode_json_names(json.loads(line)) for line in events.read_text().splitlines()))
+    extracted = set().union(
+        *(kv_mode_json_names(json.loads(line)) for line in events.read_text().splitlines())
+    )
     aliases = set(re.findall(r" AS (\S+)", stanza)) | set(re.findall(r"(?m)^EVAL-(\S+) =", stanza))
     for item in compile_rules(splunk_backend):
         for table in re.findall(r"\| table (\S+)", item.query):
