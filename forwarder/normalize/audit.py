@@ -41,6 +41,8 @@ def audit_of(
             part = audit["roles"] = role_analysis.analyze(*roles, self_change)
             reasons += role_reasons(part)
         analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
+        if analysis is None and texts:
+            analysis = dmarc_by_content(texts)
         if analysis:
             audit["dmarc"] = analysis
             reasons += dmarc_reasons(analysis)
@@ -75,10 +77,30 @@ def dmarc_fields(change_map: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     before, after = pair
     if not ((before is None or isinstance(before, str)) and (after is None or isinstance(after, str))):
         return None
+    return _dmarc_pair(before, after, {})
+
+
+def dmarc_by_content(texts: List[Tuple[str, TextSides]]) -> Optional[Dict[str, Any]]:
+    """``emailauth.audit.dmarc`` of the first change by field name (``change`` names it) one of whose
+    sides is a DMARC record, whatever its key (``dmarc_record_source.update`` and the like): a
+    weakened policy is one under any name. None when no change holds one."""
+    found = [(name, sides) for name, sides in texts if any(side and _is_dmarc(side) for side in sides)]
+    if not found:
+        return None
+    name, (before, after) = min(found, key=lambda item: item[0])
+    return _dmarc_pair(before, after, {"change": name})
+
+
+def _is_dmarc(text: str) -> bool:
+    return text.lstrip()[:8].upper() == "V=DMARC1"
+
+
+def _dmarc_pair(before: Optional[str], after: Optional[str], out: Dict[str, Any]) -> Dict[str, Any]:
     old_tags, old = _read(before) if before else (None, None)
     new_tags, new = _read(after) if after else (None, None)
     weakened, visibility = dmarc.reasons(old, new, after)
-    out: Dict[str, Any] = {"before": old_tags.copy()} if old_tags else {}  # the cache's: copied
+    if old_tags:
+        out["before"] = old_tags.copy()  # the cache's: copied
     if new_tags:
         out["after"] = new_tags.copy()
     out["weakened"] = bool(weakened)

@@ -160,13 +160,14 @@ def flatten(
         if name != key:
             entry["key"] = str(key)
         out[name] = entry
+        dmarc_key = key == "dmarc_txt_record"  # analysed by its key; a DMARC text under another, by content
         if (  # exact str first: no call for the usual sides
             texts is not None
             and (before is None or before.__class__ is str or isinstance(before, str))
             and (after is None or after.__class__ is str or isinstance(after, str))
             and (
-                (before is not None and "=" in before and not before.startswith(_DMARC_START))
-                or (after is not None and "=" in after and not after.startswith(_DMARC_START))
+                (before is not None and "=" in before and not (dmarc_key and before.startswith(_DMARC_START)))
+                or (after is not None and "=" in after and not (dmarc_key and after.startswith(_DMARC_START)))
             )
         ):
             texts.append((name, (before, after)))

@@ -137,7 +137,12 @@ class DkimChange(NamedTuple):  # one per change record: built by new_tuple, with
         out["removed"] = self.removed
         out["weakened"] = bool(self.weakened_reasons)
         out["weakened_reasons"] = self.weakened_reasons
+        # a scalar for rules (list matching varies by SIEM): the key stays, but weaker
+        out["key_weakened"] = not _KEY_WEAKENING.isdisjoint(self.weakened_reasons)
         return out
+
+
+_KEY_WEAKENING = frozenset({"testing_enabled", "key_shortened"})
 
 
 def analyze(before: Optional[str], after: Optional[str]) -> DkimChange:

@@ -25,7 +25,8 @@ Choices beyond MAPPING.md, for whoever writes the index template or a detection 
   until a record holds something else).
 * A ``dmarc_txt_record`` pair adds ``emailauth.audit.dmarc``: the tags of each side (``before.<tag>``,
   ``after.<tag>``), ``weakened`` with ``weakened_reasons`` and ``visibility_reduced`` with
-  ``visibility_reasons`` (lost rua/ruf reports, kept apart; see ``dmarc.py``).
+  ``visibility_reasons`` (lost rua/ruf reports, kept apart; see ``dmarc.py``); a DMARC record under
+  any other key adds the same, ``change`` naming the key.
 * ``emailauth.audit.roles`` adds to ``added``/``removed`` the admin-level roles among them, whether
   the actor changed its own roles and whether the user was left with none (``roles.py``). Any change
   holding an SPF or DKIM record, whatever its key, adds ``emailauth.audit.spf`` / ``.dkim``

@@ -17,6 +17,7 @@ reason                                weight  when
 ``spf_over_lookup_limit``             70      an SPF record needs more than 10 DNS lookups
 ``domain_deleted``                    70      ``domain.destroy`` (or ``.delete``)
 ``all_roles_removed``                 60      a user was left without any role
+``audit_role_removed``                60      a user lost ``AuditingRole`` (access to this trail)
 ``dmarc_reports_removed``             60      DMARC aggregate or failure reports lost
 ``dkim_weakened``                     60      DKIM test mode enabled or a shorter key
 ====================================  ======  ===========================================
@@ -44,6 +45,7 @@ WEIGHTS: Dict[str, int] = {
     "spf_over_lookup_limit": 70,
     "domain_deleted": 70,
     "all_roles_removed": 60,
+    "audit_role_removed": 60,
     "dmarc_reports_removed": 60,
     "dkim_weakened": 60,
 }
@@ -79,6 +81,8 @@ def role_reasons(part: Part) -> List[str]:
     found = ["admin_role_granted"] if admin else []
     if part.get("all_removed"):
         found.append("all_roles_removed")
+    if part.get("audit_removed"):
+        found.append("audit_role_removed")
     if part.get("self_change"):
         if admin:
             found.append("self_admin_grant")

@@ -3,7 +3,8 @@
 The platform's admin-level roles are ``OrganizationAdminRole``, ``UserAdminRole``,
 ``PolicyAdminRole`` and ``ThreatAdminRole`` (exact names: a role that merely contains "admin" is
 not one). A *self change* is a role change whose actor is its target (compared case-insensitively,
-as the service compares addresses); *all removed* means the user held roles and now holds none.
+as the service compares addresses); *all removed* means the user held roles and now holds none;
+*audit removed* that the user lost ``AuditingRole``, the read access reviewers of this trail rely on.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 from .changes import role_diff
 
+AUDIT_ROLE = "AuditingRole"  # read access to the audit trail: losing it blinds the reviewers
 ADMIN_ROLES = frozenset({"OrganizationAdminRole", "UserAdminRole", "PolicyAdminRole", "ThreatAdminRole"})
 _IS_ADMIN = ADMIN_ROLES.__contains__
 RoleFields = Dict[str, Union[List[str], bool]]
@@ -36,4 +38,5 @@ def analyze(before: Sequence[str], after: Sequence[str], self_change: bool) -> R
         "admin_granted": bool(admin_added),  # a scalar for rules: list matching varies by SIEM
         "self_change": self_change,
         "all_removed": bool(before) and not after,
+        "audit_removed": AUDIT_ROLE in removed,
     }

@@ -13,7 +13,11 @@ A change is *weakened* for any of these reasons (codes as emitted):
 * ``record_removed`` / ``record_invalid``: a valid record is gone, or no longer an SPF record;
 * ``all_weakened``: the final qualifier is weaker than before (``-all`` -> ``~all``);
 * ``all_pass``: the record now ends in ``+all``: every host on the Internet may send as the domain;
-* ``lookup_limit_exceeded``: the record now needs more than 10 DNS lookups (it did not before).
+* ``lookup_limit_exceeded``: the record now needs more than 10 DNS lookups (it did not before);
+* ``all_redirected``: an explicit ``all`` replaced by a ``redirect=``: the end result is now another
+  domain's, whoever controls it;
+* ``broad_range``: a passing ``ip4``/``ip6`` range of a /8 (IPv6 /16) or wider now authorizes a
+  large part of the Internet (``ip4:0.0.0.0/0`` is ``+all`` under another name).
 
 A change from no record (absent or not SPF) can weaken nothing. Adding an include is ordinary
 business and only listed (``targets_added``), never a reason.
@@ -40,12 +44,27 @@ class SpfRecord:
     all: Optional[str]
     targets: Tuple[str, ...]  # "include:<domain>" and "redirect=<domain>", in record order
     lookups: int
+    broad: bool = False  # a passing ip4 range of /8 or wider, ip6 of /16 or wider
 
     def fields(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"all": self.all} if self.all else {}
         out["targets"] = list(self.targets)
         out["lookups"] = self.lookups
+        if self.broad:
+            out["broad"] = True
         return out
+
+
+_BROADEST = {"ip4": 8, "ip6": 16}  # prefix lengths at or under these authorize too much
+
+
+def _is_broad(qualifier: str, name: str, mechanism: str) -> bool:
+    """A passing ``ip4``/``ip6`` mechanism whose range is a /8 (/16) or wider."""
+    limit = _BROADEST.get(name)
+    if limit is None or qualifier != "+":
+        return False
+    _, slash, prefix = mechanism.rpartition("/")
+    return bool(slash) and prefix.isdigit() and int(prefix) <= limit
 
 
 def is_spf(value: object) -> bool:
@@ -64,7 +83,7 @@ def parse(text: str) -> Optional[SpfRecord]:
     final: Optional[str] = None
     targets: List[str] = []
     lookups = 0
-    redirect = False
+    redirect = broad = False
     for term in terms[1:]:
         lowered = term.lower()
         if lowered.startswith("redirect="):
@@ -77,13 +96,15 @@ def parse(text: str) -> Optional[SpfRecord]:
         name = mechanism.split(":", 1)[0].split("/", 1)[0]
         if name in _LOOKUP_MECHANISMS:
             lookups += 1
+        elif name in _BROADEST and final is None:
+            broad = broad or _is_broad(qualifier, name, mechanism)
         if name == "include":
             targets.append("include:" + mechanism.partition(":")[2])
         elif name == "all" and final is None:
             final = qualifier + "all"  # terms after "all" are never evaluated
     if final is None and not redirect:
         final = "?all"
-    return SpfRecord(final, tuple(targets), lookups)
+    return SpfRecord(final, tuple(targets), lookups, broad)
 
 
 class SpfChange(NamedTuple):  # one per change record: built by new_tuple, without its Python __new__
@@ -136,4 +157,8 @@ def analyze(before: Optional[str], after: Optional[str]) -> SpfChange:
             reasons.append("all_pass")
         if new.lookups > LOOKUP_LIMIT >= old.lookups:
             reasons.append("lookup_limit_exceeded")
+        if old.all is not None and new.all is None:
+            reasons.append("all_redirected")
+        if new.broad and not old.broad:
+            reasons.append("broad_range")
     return new_tuple(SpfChange, (old, new, added, removed, reasons))

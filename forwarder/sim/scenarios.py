@@ -28,6 +28,8 @@ DMARC_REPORTING = "emailauth_dmarc_reporting_removed"
 SPF_WEAKENED = "emailauth_spf_weakened"
 SPF_LOOKUPS = "emailauth_spf_over_lookup_limit"
 DKIM_REVOKED = "emailauth_dkim_key_revoked"
+DKIM_WEAKENED = "emailauth_dkim_weakened"
+AUDIT_REMOVED = "emailauth_audit_role_removed"
 DOMAIN_DELETED = "emailauth_domain_deleted"
 UNKNOWN_ACTION = "emailauth_unknown_action"
 
@@ -37,7 +39,7 @@ _RUA = f"mailto:dmarc-reports@{ORG_DOMAIN}"
 _KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAv3Scenario"
 _NEW_KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAn3wRotated"
 _NOISE_ACTIONS = frozenset({"user.login", "user.update"})
-_PLAIN = ["AuditingRole"]
+_PLAIN = ["ThreatFeedSubmissionRole"]  # a role no rule watches
 _MANY = [f"spf{n}.mail.example" for n in range(11)]
 _DM, _SP, _DK = "DMARC Record Updated", "SPF Record Updated", "DKIM Record Updated"  # action phrases
 
@@ -73,6 +75,8 @@ _ROLE_CASES: List[Tuple[Tuple[str, ...], str, int, int, List[str], List[str]]] =
     ((), "lookalike: non-admin role self-granted", 9, 9, _PLAIN, [*_PLAIN, "DataAccessRole"]),
     ((), "lookalike: a role merely named admin", 0, 10, _PLAIN, [*_PLAIN, "SuperAdminRole"]),
     ((), "lookalike: all roles removed (no rule of its own)", 1, 11, _PLAIN, []),
+    ((AUDIT_REMOVED,), "AuditingRole removed", 0, 13, ["AuditingRole", *_PLAIN], _PLAIN),
+    ((), "lookalike: AuditingRole granted", 0, 14, _PLAIN, ["AuditingRole", *_PLAIN]),
 ]
 # (rules, note, change key, before, after, domain index, action phrase) of domain.update records.
 _RECORD_CASES: List[Tuple[Tuple[str, ...], str, str, Optional[str], Optional[str], int, str]] = [
@@ -104,6 +108,16 @@ _RECORD_CASES: List[Tuple[Tuple[str, ...], str, str, Optional[str], Optional[str
      f"v=DKIM1; k=rsa; p={_KEY}", f"v=DKIM1; k=rsa; p={_NEW_KEY}", 2, _DK),
     ((), "lookalike: revoked key restored", "dkim_txt_record",
      "v=DKIM1; k=rsa; p=", f"v=DKIM1; k=rsa; p={_KEY}", 0, _DK),
+    ((DKIM_WEAKENED,), "testing flag t=y added", "dkim_txt_record",
+     f"v=DKIM1; k=rsa; p={_KEY}", f"v=DKIM1; k=rsa; t=y; p={_KEY}", 1, _DK),
+    ((), "lookalike: testing flag removed", "dkim_txt_record",
+     f"v=DKIM1; k=rsa; t=y; p={_KEY}", f"v=DKIM1; k=rsa; p={_KEY}", 2, _DK),
+    ((SPF_WEAKENED,), "-all replaced by a redirect to another domain", "spf_txt_record",
+     _spf("mailgun.org"), "v=spf1 redirect=_spf.attacker.example", 2, _SP),
+    ((SPF_WEAKENED,), "every IPv4 host authorized by a /0 range", "spf_txt_record",
+     _spf("mailgun.org"), "v=spf1 include:mailgun.org ip4:0.0.0.0/0 -all", 0, _SP),
+    ((), "lookalike: a /24 range added", "spf_txt_record",
+     _spf("mailgun.org"), "v=spf1 include:mailgun.org ip4:192.0.2.0/24 -all", 1, _SP),
 ]  # fmt: skip
 
 
@@ -155,6 +169,17 @@ def _bursts(w: _Writer) -> None:
         )
 
 
+def _grants_elsewhere(w: _Writer) -> None:
+    """Admin roles granted inside a user update and a user creation, not a role change."""
+    update = {"full_name": ["Ana Lee", "Ana Lee-Ortiz"], "roles": [_PLAIN, [*_PLAIN, "PolicyAdminRole"]]}
+    w.add((ADMIN_GRANTED,), "PolicyAdminRole granted inside a profile update", "user.update", 0, w.users[15],
+          update)  # fmt: skip
+    created = {"email": [None, w.users[16]], "roles": [[], ["ThreatAdminRole"]]}
+    w.add((ADMIN_GRANTED,), "a user created with ThreatAdminRole", "user.create", 1, w.users[16], created)
+    plain = {"email": [None, w.users[17]], "roles": [[], _PLAIN]}
+    w.add((), "lookalike: a user created with a plain role", "user.create", 1, w.users[17], plain)
+
+
 def _domain_actions(w: _Writer) -> None:
     name = f"retired.{ORG_DOMAIN}"
     created = {"name": [None, name], "dmarc_txt_record": [None, _dmarc(p="none", rua=_RUA)]}
@@ -168,11 +193,19 @@ def _domain_actions(w: _Writer) -> None:
         {"name": [name, None]},
         "Domain Deleted",
     )
-    w.add((UNKNOWN_ACTION,), "undocumented DKIM source change", "dkim_record_source.update", 2, w.domains[0],
+    w.add((), "lookalike: routine DKIM source change", "dkim_record_source.update", 2, w.domains[0],
           {"source": ["customer_dns", "hosted"]}, "DKIM Record Source Updated")  # fmt: skip
     bimi = {"bimi_txt_record": [None, "v=BIMI1; l=https://example.org/b.svg"]}
-    w.add((UNKNOWN_ACTION,), "undocumented BIMI record", "bimi_record_source.create", 3, w.domains[1], bimi,
+    w.add((), "lookalike: routine BIMI record", "bimi_record_source.create", 3, w.domains[1], bimi,
           "BIMI Record Source Created")  # fmt: skip
+    w.add((UNKNOWN_ACTION,), "an action outside the catalog", "api_client.create", 3, ORG_DOMAIN,
+          {"client_id": [None, "c-7f3a"]}, "API Client Created")  # fmt: skip
+    weaker = {"dmarc_record": [_dmarc(p="reject", rua=_RUA), _dmarc(p="none", rua=_RUA)]}
+    w.add((DMARC_WEAKENED,), "DMARC relaxed under another action and key", "dmarc_record_source.update", 1,
+          w.domains[1], weaker, "DMARC Record Source Updated")  # fmt: skip
+    stronger = {"dmarc_record": [_dmarc(p="none", rua=_RUA), _dmarc(p="reject", rua=_RUA)]}
+    w.add((), "lookalike: DMARC tightened under another key", "dmarc_record_source.update", 1, w.domains[2],
+          stronger, "DMARC Record Source Updated")  # fmt: skip
     w.add((), "lookalike: documented action, display name", "domain.update", 0, w.domains[2],
           {"dmarc_updated_at": ["2026-01-01T00:00:00.000000Z", None]}, "Domain Updated")  # fmt: skip
 
@@ -185,6 +218,7 @@ def scenarios(org: Org, now_us: int) -> List[Seeded]:
     _bursts(w)
     for rules, note, key, before, after, domain, phrase in _RECORD_CASES:
         w.add(rules, note, "domain.update", 0, w.domains[domain], {key: [before, after]}, phrase)
+    _grants_elsewhere(w)
     _domain_actions(w)
     return w.out
 

@@ -5,6 +5,7 @@ positives and none of the lookalikes. The per-rule table is printed (pytest -s) 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Dict, List
 
@@ -100,3 +101,32 @@ def test_the_burst_correlation_counts_per_bin_not_over_all_time(con, rules):
     packaged = {stem(item): item for item in compile_rules(DuckDBBackend)}[ROLE_BURST]
     assert ORG.users[2].email in matching(con, packaged.query, "user.id")
     assert matching(con, rules[ROLE_BURST].query, "user.id") == burst_actors(ORG)
+
+
+def kv_mode_json_names(value, prefix: str = "") -> set:
+    """The field names Splunk's KV_MODE = json extracts from one event: objects joined by dots, a
+    JSON array's values under `<name>{}`."""
+    if isinstance(value, dict):
+        return set().union(*(kv_mode_json_names(v, f"{prefix}{k}.") for k, v in value.items())) or set()
+    if isinstance(value, list):
+        inner = [kv_mode_json_names(v, prefix[:-1] + "{}.") for v in value]
+        return set().union(*inner) if inner else {prefix[:-1] + "{}"}
+    return {prefix[:-1]}
+
+
+def test_splunk_tables_name_fields_as_the_add_on_extracts_them(events):
+    """Every column of every alert table is a field the add-on's props.conf gives (KV_MODE = json
+    on the events the scenarios produce, or one of its aliases and evals)."""
+    from compile_detections import splunk_backend
+
+    props = (Path(__file__).resolve().parents[2] / "splunk_app/package/default/props.conf").read_text()
+    stanza = props.split("[emailauth:audit]")[1].split("\n[")[0]
+    assert "KV_MODE = json" in stanza
+    extracted = set().union(
+        *(kv_mode_json_names(json.loads(line)) for line in events.read_text().splitlines())
+    )
+    aliases = set(re.findall(r" AS (\S+)", stanza)) | set(re.findall(r"(?m)^EVAL-(\S+) =", stanza))
+    for item in compile_rules(splunk_backend):
+        for table in re.findall(r"\| table (\S+)", item.query):
+            missing = [f for f in table.split(",") if f not in extracted | aliases]
+            assert not missing, f"{stem(item)}: {missing}"
