@@ -43,11 +43,9 @@ def test_check_prints_what_a_nameless_query_gets(tmp_path, nameless, user, domai
         out = io.StringIO()
         assert check(settings, out)
     lines = out.getvalue().splitlines()
-    assert f"ok   org-wide user query (no name): {user}" in "\n".join(lines)
-    assert f"ok   org-wide domain query (no name): {domain}" in "\n".join(lines)
-    assert lines[-2].startswith("ok   org-wide user query") and lines[-1].startswith(
-        "ok   org-wide domain query"
-    )
+    assert f"ok   org-wide user: {user}" in "\n".join(lines)
+    assert f"ok   org-wide domain: {domain}" in "\n".join(lines)
+    assert lines[-2].startswith("ok   org-wide user: ") and lines[-1].startswith("ok   org-wide domain: ")
 
 
 def test_check_asks_only_for_the_object_types_pulled(tmp_path):
@@ -57,5 +55,5 @@ def test_check_asks_only_for_the_object_types_pulled(tmp_path):
         )
         out = io.StringIO()
         assert check(settings, out)
-    assert "org-wide user query" in out.getvalue() and "org-wide domain" not in out.getvalue()
+    assert "org-wide user: " in out.getvalue() and "org-wide domain" not in out.getvalue()
     assert sim.calls(object_type="domain") == 0

@@ -115,7 +115,7 @@ class OrgWide:
     finding: str
 
     def line(self) -> str:
-        return f"org-wide {self.object_type} query (no name): {self.finding}"
+        return f"org-wide {self.object_type}: {self.finding} (a query without a name)"
 
 
 def probe_org_wide(

@@ -51,7 +51,7 @@ def test_an_honoured_query_names_every_stream_with_newer_records(org, object_typ
         client = _client(sim)
         found = probe_org_wide(client, object_type, _streams(org), since_us=since, page_limit=200)
         assert found.honoured, found.finding
-        assert found.line().startswith(f"org-wide {object_type} query (no name): honoured (")
+        assert found.line().startswith(f"org-wide {object_type}: honoured (")
         changes = changed_since(client, object_type, since, page_limit=7, max_pages=100)
     assert changes.complete and changes.stray == 0
     assert changes.calls == len(expected) // 7 + 1  # pages of 7 until a short one

@@ -57,8 +57,10 @@ def test_check_at_a_terminal_is_a_table_and_json_keeps_the_lines(sim, tmp_path):
     assert lines[0].split() == ["step", "result"]
     assert len(lines) == 1 + len(steps)
     assert lines[4].split(None, 2) == ["ok", "token", "obtained"]
-    assert "records probed" in lines[-2] and lines[-2].split()[1:3] == ["service", "behaviour"]
-    assert lines[-1].split()[:2] == ["ok", "strategy"]
+    probed = next(line for line in lines if "records probed" in line)
+    assert probed.split()[1:3] == ["service", "behaviour"]
+    assert any(line.split()[:2] == ["ok", "org-wide"] for line in lines)  # its step named, as every row's
+    assert [line.split()[1] for line in lines[-3:]] == ["strategy", "org-wide", "org-wide"]
     column = lines[0].index("result")
     assert all(line[column - 1] == " " != line[column] for line in lines[1:])  # results line up
     assert in_terminal("check", "--json", env=env).raw.replace("\r\n", "\n") == machine.stdout
