@@ -16,25 +16,25 @@ section 3.4.1 and RFC 5425 section 4.3): the receiver reads exactly that many by
 * TLS: the server certificate is checked against ``settings.ca_bundle`` (a PEM file) or the system
   CAs, and its name against the URI's host; TLS 1.2 or newer. ``verify_tls=false`` turns checking
   off (test set-ups only).
-* Failures: refused connections, resets and timeouts close the connection and retry the whole batch
-  on a new one with ``forwarder.retry`` backoff; when the attempts run out the SinkError is
-  retryable. A certificate problem is not retried.
+* Failures: refused connections, resets and timeouts retry the whole batch on a new connection with
+  ``forwarder.retry`` backoff; when the attempts run out the SinkError is retryable. A certificate
+  problem is not retried.
 
-Delivery semantics, honestly: syslog over TCP has no application-level acknowledgement. ``send``
-returns once every byte was handed to the kernel (TLS: encrypted and handed over), not once the
-receiver stored it. Before each batch the sink checks whether the receiver closed the connection
-(a restart between runs or batches) and reconnects first, so that common case loses nothing; a
-receiver that dies while records are in flight can lose them silently, and a batch re-sent after an
-error can arrive twice (the event id, ``cs6`` in CEF, lets a SIEM drop duplicates). Where that is
-not good enough, use a sink with acknowledgements (HEC with acks, Elasticsearch) or a local relay
-that speaks RELP.
+Delivery semantics, honestly: syslog over TCP has no application-level acknowledgement. The only proof
+is a clean end: each batch has a connection of its own, which the sink ends (TLS close_notify, then its
+write side) and whose end it waits for, the receiver's close_notify or end of stream, before the batch
+counts as delivered. A receiver ends its side only after reading ours, so that proves it read every
+byte; not that it stored them. A reset or no end within the timeout fails the batch, which is sent
+again (the event id, ``cs6`` in CEF, lets a SIEM drop the duplicates). Where a read is not proof
+enough, use RELP (``forwarder.sinks.relp``) or a sink with acknowledgements.
 """
 
 from __future__ import annotations
 
-import select
+import contextlib
 import socket
 import ssl
+import time
 from typing import Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
@@ -96,22 +96,49 @@ def tls_context(settings: SinkSettings) -> ssl.SSLContext:
     return context
 
 
-def _peer_closed(sock: socket.socket, timeout: float) -> bool:
-    """True when the receiver closed its side. A syslog receiver never talks, so anything readable is
-    the end of the stream, an error, or (TLS 1.3) a session ticket, which the TLS layer consumes."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return False
-    sock.settimeout(0)
+def connect(host: str, port: int, context: Optional[ssl.SSLContext], timeout: float) -> socket.socket:
+    """A new connection to ``host:port``, TLS when ``context`` is given (SSLCertVerificationError when
+    the receiver's certificate does not check out)."""
+    sock = socket.create_connection((host, port), timeout=timeout)
+    if context is None:
+        return sock
     try:
-        sock.recv(1)
-    except (ssl.SSLWantReadError, BlockingIOError):
-        return False
-    except OSError:
-        return True
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def end_cleanly(sock: socket.socket, timeout: float) -> None:
+    """End a connection so that no byte sent is lost, within ``timeout`` seconds in all, and close it.
+
+    TLS: our close_notify, then the receiver's (RFC 5425 section 4.4) or its end of the stream. Then the
+    write side is closed and everything the receiver still sends is read up to its end. Closing a socket
+    with unread bytes in it (a TLS 1.3 receiver's session tickets) makes the kernel send a reset, and a
+    reset makes the receiver's kernel drop what the receiver had not read yet: a receiver that reads
+    late lost the end of every batch. The receiver ends its side only once it has read ours, so its end
+    is the proof that it read everything. OSError (a reset, a timeout) when it did not end cleanly.
+    """
+    deadline = time.monotonic() + timeout
+
+    def remaining() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout(f"the receiver did not end the connection within {timeout:g} s")
+        return left
+
+    try:
+        if isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(remaining())
+            with contextlib.suppress(ssl.SSLEOFError):  # TCP ended without a close_notify: still its end
+                sock.unwrap()
+        sock.shutdown(socket.SHUT_WR)
+        while True:
+            sock.settimeout(remaining())
+            if not sock.recv(4096):
+                return
     finally:
-        sock.settimeout(timeout)
-    return True  # end of stream, or bytes a receiver should not send: start a fresh connection
+        sock.close()
 
 
 class SyslogSink:
@@ -132,7 +159,6 @@ class SyslogSink:
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
-        self._sock: Optional[socket.socket] = None
 
     def __repr__(self) -> str:
         return f"SyslogSink(host={self.host!r}, port={self.port}, tls={self.tls})"
@@ -149,17 +175,17 @@ class SyslogSink:
         return message(event, self.hostname)
 
     def _write(self, payload: bytes) -> None:
+        """The whole payload over a connection of its own, ended cleanly: the batch's only proof."""
         where = f"syslog receiver {self.host}:{self.port}"
 
         def attempt() -> None:
             try:
-                self._connected().sendall(payload)
+                sock = connect(self.host, self.port, self._context, self._timeout)
             except ssl.SSLCertVerificationError as exc:
-                self.close()
                 raise SinkError(f"TLS with the {where} failed: {exc}") from exc
-            except OSError:  # refused, reset, broken pipe, timeout: retried on a new connection
-                self.close()
-                raise
+            with sock:  # refused, reset, broken pipe, timeout: retried on a new connection
+                sock.sendall(payload)
+                end_cleanly(sock, self._timeout)
 
         def give_up(failure: retry.Failure) -> None:
             raise SinkError(
@@ -168,25 +194,8 @@ class SyslogSink:
 
         retry.call(self._retry, attempt, give_up, f"write to the {where}")
 
-    def _connected(self) -> socket.socket:
-        """The open connection, or a new one when there is none or the receiver closed it."""
-        if self._sock is not None and _peer_closed(self._sock, self._timeout):
-            self.close()
-        if self._sock is None:
-            sock = socket.create_connection((self.host, self.port), timeout=self._timeout)
-            if self._context is not None:
-                try:
-                    sock = self._context.wrap_socket(sock, server_hostname=self.host)
-                except BaseException:
-                    sock.close()
-                    raise
-            self._sock = sock
-        return self._sock
-
     def close(self) -> None:
-        if self._sock is not None:
-            sock, self._sock = self._sock, None
-            sock.close()
+        """Nothing to release: each batch had a connection of its own, ended in ``send``."""
 
 
 def validate(settings: SinkSettings) -> None:

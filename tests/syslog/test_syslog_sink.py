@@ -24,6 +24,7 @@ from tests.cef_parser import parse
 from tests.normalize import OPTIONS
 
 from .rsyslog import MAX_MESSAGE
+from .slow_tls import SlowTlsReceiver
 
 # rsyslog stores messages as C strings and writes NUL as "#000" whatever the settings: not ours to test.
 HOSTILE = st.sampled_from([*"|=\\\r\n \té例😀", "cs6=", " msg=", "CEF:0|", "10 <13>1 "])
@@ -187,3 +188,46 @@ def test_raw_line_breaks_in_a_body_cannot_split_or_forge_a_record(rsyslog, name)
     sink.send(events)
     sink.close()
     assert [got["msg"].encode("utf-8") for got in received(rsyslog, name, 2)] == [forged, b"after"]
+
+
+@pytest.fixture
+def slow_tls(tmp_path):
+    receiver = SlowTlsReceiver(tmp_path)
+    yield receiver
+    receiver.close()
+
+
+@pytest.mark.parametrize("reply", ["close_notify", "eof"])
+def test_a_slow_reading_tls13_receiver_gets_every_event_20_runs_of_20(slow_tls, reply):
+    """The receiver's session tickets wait unread in the sink's socket while it reads late: a bare close
+    answered them with a reset that discarded what the receiver had not read yet (0 runs of 20 got
+    every event). The receiver may answer the sink's close_notify with its own or just end TCP."""
+    slow_tls.reply = reply
+    events = [Event(f"id{n}", n, f"CEF:0|v|p|1|s|n|5|cs6={n}".encode()) for n in range(2000)]
+    sink = SyslogSink(SinkSettings(uri=slow_tls.uri, ca_bundle=slow_tls.ca_bundle, timeout_seconds=10))
+    for run in range(20):
+        slow_tls.start()
+        try:
+            assert sink.send(events).delivered == len(events)
+        finally:
+            sink.close()
+        messages, error = slow_tls.result()
+        assert (len(messages), error) == (len(events), None), f"run {run + 1} of 20"
+        assert messages[-1].endswith(b"cs6=1999")
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"), [("reset", "ConnectionResetError"), ("silent", "TimeoutError")]
+)
+def test_a_receiver_that_does_not_end_cleanly_fails_the_batch(slow_tls, reply, problem):
+    """Everything was read, but nothing proves it: a reset, or no end before the deadline, fails the
+    batch (it is sent again: at least once)."""
+    slow_tls.reply = reply
+    settings = SinkSettings(uri=slow_tls.uri, ca_bundle=slow_tls.ca_bundle, timeout_seconds=1)
+    sink = SyslogSink(settings, retry_policy=retry.RetryPolicy(attempts=1))
+    slow_tls.start()
+    with pytest.raises(SinkError, match=problem) as info:
+        sink.send([Event("x", 0, b"CEF:0|v|p|1|s|n|5|")])
+    assert info.value.retryable
+    (message,) = slow_tls.result()[0]
+    assert message.endswith(b" audit - CEF:0|v|p|1|s|n|5|")
