@@ -31,11 +31,11 @@ enough, use RELP (``forwarder.sinks.relp``) or a sink with acknowledgements.
 
 from __future__ import annotations
 
-import contextlib
+import select
 import socket
 import ssl
 import time
-from typing import Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from .. import retry
@@ -46,28 +46,30 @@ from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .settings import SinkSettings
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
+EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
 DEFAULT_MAX_MESSAGE_BYTES = 8192
 PRI = 13 * 8 + 5  # facility log audit, severity notice
 APP_NAME = "emailauth-audit"
 MSG_ID = "audit"
 
 
-def address(uri: str) -> Tuple[str, int, bool]:
-    """(host, port, use_tls) of a syslog URI; ValueError naming FORWARDER_SINK."""
+def address(
+    uri: str, default_ports: Mapping[str, int] = DEFAULT_PORTS, example: str = EXAMPLE, what: str = "syslog"
+) -> Tuple[str, int, bool]:
+    """(host, port, use_tls) of a ``<what>+tcp``/``<what>+tls`` URI; ValueError naming FORWARDER_SINK."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
-    example = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
-    if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"FORWARDER_SINK for syslog must look like {example}")
+    if scheme not in default_ports:
+        raise ValueError(f"FORWARDER_SINK for {what} must look like {example}")
     if parts.path.strip("/") or parts.query or parts.fragment or parts.username or parts.password:
-        raise ValueError(f"FORWARDER_SINK for syslog takes a host and a port only, like {example}")
+        raise ValueError(f"FORWARDER_SINK for {what} takes a host and a port only, like {example}")
     try:
-        port = parts.port or DEFAULT_PORTS[scheme]
+        port = parts.port or default_ports[scheme]
     except ValueError:
         raise ValueError(f"FORWARDER_SINK has an invalid port; use {example}") from None
     if not parts.hostname:
         raise ValueError(f"FORWARDER_SINK names no host; use {example}")
-    return parts.hostname, port, scheme == "syslog+tls"
+    return parts.hostname, port, scheme.endswith("+tls")
 
 
 def header_hostname(name: str) -> str:
@@ -109,15 +111,16 @@ def connect(host: str, port: int, context: Optional[ssl.SSLContext], timeout: fl
         raise
 
 
-def end_cleanly(sock: socket.socket, timeout: float) -> None:
+def end_cleanly(sock: socket.socket, timeout: float, receiver_first: bool = False) -> None:
     """End a connection so that no byte sent is lost, within ``timeout`` seconds in all, and close it.
 
-    TLS: our close_notify, then the receiver's (RFC 5425 section 4.4) or its end of the stream. Then the
-    write side is closed and everything the receiver still sends is read up to its end. Closing a socket
-    with unread bytes in it (a TLS 1.3 receiver's session tickets) makes the kernel send a reset, and a
-    reset makes the receiver's kernel drop what the receiver had not read yet: a receiver that reads
-    late lost the end of every batch. The receiver ends its side only once it has read ours, so its end
-    is the proof that it read everything. OSError (a reset, a timeout) when it did not end cleanly.
+    Our end first (TLS: a close_notify; then the write side closed), unless the receiver is ending it
+    already (``receiver_first``); then everything the receiver still sends is read up to its own end:
+    its close_notify (RFC 5425 section 4.4) and end of stream. Closing
+    a socket with unread bytes in it (a TLS 1.3 receiver's session tickets) makes the kernel send a
+    reset, and a reset makes the receiver's kernel drop what the receiver had not read yet: a receiver
+    that reads late lost the end of every batch. A receiver ends its side only once it has read ours,
+    so its end proves that it read everything. OSError (a reset, a timeout) when it did not end cleanly.
     """
     deadline = time.monotonic() + timeout
 
@@ -128,17 +131,31 @@ def end_cleanly(sock: socket.socket, timeout: float) -> None:
         return left
 
     try:
-        if isinstance(sock, ssl.SSLSocket):
-            sock.settimeout(remaining())
-            with contextlib.suppress(ssl.SSLEOFError):  # TCP ended without a close_notify: still its end
-                sock.unwrap()
-        sock.shutdown(socket.SHUT_WR)
+        if not receiver_first:
+            if isinstance(sock, ssl.SSLSocket):
+                _send_close_notify(sock, remaining)
+            sock.shutdown(socket.SHUT_WR)  # an SSLSocket is a plain socket from here on
         while True:
             sock.settimeout(remaining())
-            if not sock.recv(4096):
+            if not sock.recv(65536):
                 return
     finally:
         sock.close()
+
+
+def _send_close_notify(sock: ssl.SSLSocket, remaining: Callable[[], float]) -> None:
+    """Send our close_notify without waiting for the receiver's: that comes with whatever else the
+    receiver still sends (a RELP server's last hint), read as bytes up to the end of the stream."""
+    sock.setblocking(False)
+    while True:
+        try:
+            sock.unwrap()  # the close_notify, then an attempt to read the receiver's
+            return
+        except (ssl.SSLWantReadError, ssl.SSLEOFError):  # ours is out; the receiver's comes later or ended
+            return
+        except ssl.SSLWantWriteError:  # a full send buffer: the receiver is still reading the batch
+            if not select.select([], [sock], [], remaining())[1]:
+                remaining()
 
 
 class SyslogSink:
@@ -150,7 +167,7 @@ class SyslogSink:
         retry_policy: Optional[retry.RetryPolicy] = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        self.host, self.port, self.tls = address(settings.uri)
+        self.host, self.port, self.tls = self._address(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 1  # one connection, in order
@@ -160,32 +177,46 @@ class SyslogSink:
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
 
+    def _address(self, uri: str) -> Tuple[str, int, bool]:
+        return address(uri)
+
     def __repr__(self) -> str:
-        return f"SyslogSink(host={self.host!r}, port={self.port}, tls={self.tls})"
+        return f"{type(self).__name__}(host={self.host!r}, port={self.port}, tls={self.tls})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
         _, messages, rejected = reject_oversized(
             batch, self._message, self.max_message_bytes, "syslog message"
         )
         if messages:
-            self._write(b"".join(frame(data) for data in messages))
+            self._deliver(messages)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
     def _message(self, event: Event) -> bytes:
         return message(event, self.hostname)
 
-    def _write(self, payload: bytes) -> None:
-        """The whole payload over a connection of its own, ended cleanly: the batch's only proof."""
-        where = f"syslog receiver {self.host}:{self.port}"
+    def _deliver(self, messages: List[bytes]) -> None:
+        """Every message over a connection of its own, ended cleanly: the batch's only proof."""
+        payload = b"".join(frame(data) for data in messages)
+
+        def over(sock: socket.socket) -> None:
+            sock.sendall(payload)
+            end_cleanly(sock, self._timeout)
+
+        self._retried(over)
+
+    def _retried(self, attempt_over: Callable[[socket.socket], None]) -> None:
+        """``attempt_over`` a new connection, again on a new one after a refusal, a reset, a timeout or a
+        TryAgain, as ``forwarder.retry`` says; then a retryable SinkError. A certificate problem is not
+        retried."""
+        where = f"{self.name} receiver {self.host}:{self.port}"
 
         def attempt() -> None:
             try:
                 sock = connect(self.host, self.port, self._context, self._timeout)
             except ssl.SSLCertVerificationError as exc:
                 raise SinkError(f"TLS with the {where} failed: {exc}") from exc
-            with sock:  # refused, reset, broken pipe, timeout: retried on a new connection
-                sock.sendall(payload)
-                end_cleanly(sock, self._timeout)
+            with sock:
+                attempt_over(sock)
 
         def give_up(failure: retry.Failure) -> None:
             raise SinkError(
