@@ -222,16 +222,18 @@ class Rsyslog:
 
     def records(self, name: str, count: int) -> List[dict]:
         """The first ``count`` records the input wrote, waiting (up to a deadline) until they are there."""
-        path = self.dir / f"{name}.jsonl"
 
         def ready() -> Optional[List[dict]]:
-            if not path.exists():
-                return None
-            data = path.read_bytes()
-            lines = data.split(b"\n")[:-1]  # a line without its newline is still being written
-            return [json.loads(line) for line in lines] if len(lines) >= count else None
+            records = self.stored(name)
+            return records if len(records) >= count else None
 
-        return _wait_for(ready, f"{count} records in {path.name}", self._process)[:count]  # type: ignore[no-any-return]
+        return _wait_for(ready, f"{count} records in {name}.jsonl", self._process)[:count]  # type: ignore[no-any-return]
+
+    def stored(self, name: str) -> List[dict]:
+        """Every record the input wrote so far (a line without its newline is still being written)."""
+        path = self.dir / f"{name}.jsonl"
+        lines = path.read_bytes().split(b"\n")[:-1] if path.exists() else []
+        return [json.loads(line) for line in lines]
 
     def log(self) -> str:
         path = self.dir / "rsyslogd.log"

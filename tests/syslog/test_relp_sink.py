@@ -4,31 +4,23 @@ receiver killed mid-batch loses nothing."""
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import threading
 from collections import Counter
-from typing import Callable, List, Optional, Sequence, Set
+from typing import Callable, List, Optional
 
 import pytest
 
 from forwarder import retry
-from forwarder.app import run_once
 from forwarder.errors import SinkError
-from forwarder.events import Event, SendResult
-from forwarder.sim.generate import generate_org
-from forwarder.sim.simulator import Simulator
+from forwarder.events import Event
 from forwarder.sinks import open_sink, sink_problems
 from forwarder.sinks.relp import EXAMPLE, WINDOW, Frame, RelpSink, address, encode, parse, status
 from forwarder.sinks.settings import SinkSettings
-from forwarder.timeutil import now_us, parse_iso
-from tests.cef_parser import parse as parse_cef
-from tests.e2e.helpers import expected_ids, settings_for
 
 from .rsyslog import MAX_MESSAGE
 
-LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 OPEN_OK = b"200 OK\nrelp_version=0\nrelp_software=test\ncommands=syslog"
 
 
@@ -273,11 +265,6 @@ def test_at_most_a_window_of_messages_is_unanswered(receiver):
 # --- a real rsyslogd with imrelp ------------------------------------------------------------------
 
 
-def stored(rsyslog, name: str) -> List[dict]:
-    path = rsyslog.dir / f"{name}.jsonl"
-    return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]] if path.exists() else []
-
-
 @pytest.mark.parametrize("name", ["relp", "relptls"])
 def test_every_event_is_answered_and_stored_once(relp_rsyslog, name, caplog):
     caplog.set_level(logging.INFO, logger="forwarder.sinks.relp")
@@ -286,7 +273,7 @@ def test_every_event_is_answered_and_stored_once(relp_rsyslog, name, caplog):
     assert sink.send(batch).delivered == len(batch)
     assert sink.send(batch[:10]).delivered == 10  # a second batch, a second session
     sink.close()
-    records = stored(relp_rsyslog, name)  # answered means written: nothing to wait for
+    records = relp_rsyslog.stored(name)  # answered means written: nothing to wait for
     assert [r["msg"].encode() for r in records] == [e.body for e in batch + batch[:10]]
     assert {(r["hostname"], r["app_name"], r["msgid"], r["pri"]) for r in records} == {
         ("forwarder.test", "emailauth-audit", "audit", "109")
@@ -320,58 +307,11 @@ def test_a_receiver_killed_mid_batch_loses_nothing(relp_rsyslog, waits, name):
     relp_rsyslog.kill()
     sender.join(timeout=60)
     assert failure and failure[0].retryable  # not every message was answered
-    before = Counter(r["msg"] for r in stored(relp_rsyslog, name))
+    before = Counter(r["msg"] for r in relp_rsyslog.stored(name))
     assert 300 <= len(before) < len(batch) and max(before.values()) == 1
 
     relp_rsyslog.start()
     assert sink.send(batch).delivered == len(batch)
-    after = Counter(r["msg"] for r in stored(relp_rsyslog, name))
+    after = Counter(r["msg"] for r in relp_rsyslog.stored(name))
     assert set(after) == {e.body.decode() for e in batch}
     assert {msg for msg, n in after.items() if n > 1} <= set(before) and max(after.values()) <= 2
-
-
-class FailedBatches(RelpSink):
-    """A RELP sink that notes the ids of every batch it failed to deliver."""
-
-    def __init__(self, settings: SinkSettings) -> None:
-        super().__init__(settings, retry.RetryPolicy(attempts=2), settings.syslog_max_message_bytes)
-        self.failed: List[Set[str]] = []
-
-    def send(self, batch: Sequence[Event]) -> SendResult:
-        try:
-            return super().send(batch)
-        except SinkError:
-            self.failed.append({event.id for event in batch})
-            raise
-
-
-def test_a_run_whose_receiver_is_killed_moves_no_state_past_it(relp_rsyslog, tmp_path, waits):
-    """A whole CEF run over RELP; the receiver is killed mid-run: the run fails, the next run (receiver
-    back) completes, every record is stored, and the only ones stored twice were in the batch in flight
-    at the kill."""
-    org = generate_org(23)
-    floor = now_us() - LOOKBACK_US
-    expected = expected_ids(r for r in org.all_records() if parse_iso(r["created_at"]) >= floor)
-    with Simulator(org) as sim:
-        settings = settings_for(
-            sim.base_url,
-            relp_rsyslog.uri("relp"),
-            str(tmp_path / "state"),
-            FORWARDER_FORMAT="cef",
-            FORWARDER_SYSLOG_MAX_MESSAGE="65536",
-            FORWARDER_BATCH_EVENTS="100",
-        )
-        sink = FailedBatches(settings.sink)
-        reports = []
-        first = threading.Thread(target=lambda: reports.append(run_once(settings, sink=sink)))
-        first.start()
-        relp_rsyslog.records("relp", 250)
-        relp_rsyslog.kill()
-        first.join(timeout=120)
-        assert not reports[0].ok and sink.failed
-        relp_rsyslog.start()
-        second = run_once(settings)
-        assert second.ok, second.to_dict()
-    ids = Counter(parse_cef(r["msg"]).labelled()["eventId"] for r in stored(relp_rsyslog, "relp"))
-    assert sorted(ids) == expected
-    assert {i for i, n in ids.items() if n > 1} <= sink.failed[0] and max(ids.values()) <= 2
