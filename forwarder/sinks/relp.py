@@ -9,8 +9,9 @@ transaction number counting from 1 in the session:
   ``rsp`` must be ``200`` and offer ``syslog`` among its commands.
 * ``syslog`` with one message each, at most ``WINDOW`` of them unanswered at a time; each ``rsp``
   answers the oldest unanswered one (RELP answers in order).
-* ``close``, its ``rsp``, then the connection ends cleanly as the syslog sink's do. Every message was
-  answered by then, so a failure there costs nothing.
+* ``close`` and its ``rsp``; then the receiver ends the connection (librelp sends a last
+  ``serverclose`` hint) and the sink reads up to that end before closing, so no reset is provoked.
+  Every message was answered by then: a failure there costs nothing.
 
 Messages are the syslog sink's (RFC 5424 header, then the event body; no octet counting, the frame
 carries the length), under the same size limit (FORWARDER_SYSLOG_MAX_MESSAGE; imrelp's maxDataSize

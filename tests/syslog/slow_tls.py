@@ -22,7 +22,7 @@ from .rsyslog import make_certificates
 READ_DELAY_SECONDS = 0.15  # long enough for a client to have closed, never a measurement
 
 
-def count_frames(data: bytes) -> List[bytes]:
+def messages_in(data: bytes) -> List[bytes]:
     """The messages of octet-counted frames (``<length> <message>``); a cut-off last frame is dropped."""
     messages, at = [], 0
     while True:
@@ -37,7 +37,7 @@ def count_frames(data: bytes) -> List[bytes]:
 
 
 class SlowTlsReceiver:
-    """Serves one connection at a time (``serve_one`` in a thread, ``result`` after the client is done).
+    """Serves one connection per ``start`` (in a thread); ``result`` once the client is done.
 
     ``reply``: ``close_notify`` answers the client's close_notify with its own, as RFC 5425 asks;
     ``eof`` closes TCP without one; ``reset`` ends it with a reset; ``silent`` never answers and keeps
@@ -96,7 +96,7 @@ class SlowTlsReceiver:
                     self._release.wait(timeout=20)
         except (OSError, ValueError) as exc:
             self.error = exc
-        self.messages = count_frames(bytes(data))
+        self.messages = messages_in(bytes(data))
 
     def close(self) -> None:
         self._release.set()
