@@ -202,7 +202,7 @@ class RelpSink(SyslogSink):
             session.send(unanswered)
             try:
                 session.close()
-                end_cleanly(sock, self._timeout, receiver_first=True)
+                end_cleanly(sock, receiver_first=True)
             except (OSError, retry.TryAgain) as exc:  # every message was answered: nothing is lost
                 problem = f"{type(exc).__name__}: {exc}"[:300]
                 log.info("the RELP session did not end cleanly", extra={"error": problem})

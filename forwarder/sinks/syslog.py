@@ -34,11 +34,10 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import time
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from .. import retry
+from .. import deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
@@ -100,8 +99,12 @@ def tls_context(settings: SinkSettings) -> ssl.SSLContext:
 
 def connect(host: str, port: int, context: Optional[ssl.SSLContext], timeout: float) -> socket.socket:
     """A new connection to ``host:port``, TLS when ``context`` is given (SSLCertVerificationError when
-    the receiver's certificate does not check out)."""
+    the receiver's certificate does not check out), which the watchdog of the call in progress
+    (``deadline.watching``) cuts from the start."""
     sock = socket.create_connection((host, port), timeout=timeout)
+    call = deadline.current()
+    if call is not None:
+        call.attach_descriptor(sock, None)  # the descriptor outlives the TLS layer put over the socket
     if context is None:
         return sock
     try:
@@ -111,51 +114,46 @@ def connect(host: str, port: int, context: Optional[ssl.SSLContext], timeout: fl
         raise
 
 
-def end_cleanly(sock: socket.socket, timeout: float, receiver_first: bool = False) -> None:
-    """End a connection so that no byte sent is lost, within ``timeout`` seconds in all, and close it.
+def end_cleanly(sock: socket.socket, *, receiver_first: bool = False) -> None:
+    """End a connection so that no byte sent is lost, and close it. Each wait is bounded by the
+    socket's timeout; the caller's watchdog bounds them all.
 
     Our end first (TLS: a close_notify; then the write side closed), unless the receiver is ending it
     already (``receiver_first``); then everything the receiver still sends is read up to its own end:
-    its close_notify (RFC 5425 section 4.4) and end of stream. Closing
-    a socket with unread bytes in it (a TLS 1.3 receiver's session tickets) makes the kernel send a
-    reset, and a reset makes the receiver's kernel drop what the receiver had not read yet: a receiver
-    that reads late lost the end of every batch. A receiver ends its side only once it has read ours,
-    so its end proves that it read everything. OSError (a reset, a timeout) when it did not end cleanly.
+    its close_notify (RFC 5425 section 4.4) and end of stream. Closing a socket with unread bytes in it
+    (a TLS 1.3 receiver's session tickets) makes the kernel send a reset, and a reset makes the
+    receiver's kernel drop what the receiver had not read yet: a receiver that reads late lost the end
+    of every batch. A receiver ends its side only once it has read ours, so its end proves that it read
+    everything. OSError (a reset, a timeout) when it did not end cleanly.
     """
-    deadline = time.monotonic() + timeout
-
-    def remaining() -> float:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise socket.timeout(f"the receiver did not end the connection within {timeout:g} s")
-        return left
-
     try:
         if not receiver_first:
             if isinstance(sock, ssl.SSLSocket):
-                _send_close_notify(sock, remaining)
+                _send_close_notify(sock)
             sock.shutdown(socket.SHUT_WR)  # an SSLSocket is a plain socket from here on
-        while True:
-            sock.settimeout(remaining())
-            if not sock.recv(65536):
-                return
+        while sock.recv(65536):
+            pass
     finally:
         sock.close()
 
 
-def _send_close_notify(sock: ssl.SSLSocket, remaining: Callable[[], float]) -> None:
+def _send_close_notify(sock: ssl.SSLSocket) -> None:
     """Send our close_notify without waiting for the receiver's: that comes with whatever else the
     receiver still sends (a RELP server's last hint), read as bytes up to the end of the stream."""
+    timeout = sock.gettimeout()
     sock.setblocking(False)
-    while True:
-        try:
-            sock.unwrap()  # the close_notify, then an attempt to read the receiver's
-            return
-        except (ssl.SSLWantReadError, ssl.SSLEOFError):  # ours is out; the receiver's comes later or ended
-            return
-        except ssl.SSLWantWriteError:  # a full send buffer: the receiver is still reading the batch
-            if not select.select([], [sock], [], remaining())[1]:
-                remaining()
+    try:
+        while True:
+            try:
+                sock.unwrap()  # the close_notify, then an attempt to read the receiver's
+                return
+            except (ssl.SSLWantReadError, ssl.SSLEOFError):  # ours is out; the receiver's comes later
+                return
+            except ssl.SSLWantWriteError:  # a full send buffer: the receiver is still reading the batch
+                if not select.select([], [sock], [], timeout)[1]:
+                    raise TimeoutError("the receiver read nothing more of the batch") from None
+    finally:
+        sock.settimeout(timeout)
 
 
 class SyslogSink:
@@ -200,23 +198,30 @@ class SyslogSink:
 
         def over(sock: socket.socket) -> None:
             sock.sendall(payload)
-            end_cleanly(sock, self._timeout)
+            end_cleanly(sock)
 
         self._retried(over)
 
     def _retried(self, attempt_over: Callable[[socket.socket], None]) -> None:
         """``attempt_over`` a new connection, again on a new one after a refusal, a reset, a timeout or a
         TryAgain, as ``forwarder.retry`` says; then a retryable SinkError. A certificate problem is not
-        retried."""
+        retried. Each attempt, connection to end, has FORWARDER_HTTP_TIMEOUT in all, and a stop request
+        cuts it (stop.Stopped): the batch stays undelivered."""
         where = f"{self.name} receiver {self.host}:{self.port}"
 
         def attempt() -> None:
-            try:
-                sock = connect(self.host, self.port, self._context, self._timeout)
-            except ssl.SSLCertVerificationError as exc:
-                raise SinkError(f"TLS with the {where} failed: {exc}") from exc
-            with sock:
-                attempt_over(sock)
+            what = f"delivery to the {where}"
+            with deadline.watching(what, self._timeout) as call:
+                try:
+                    with connect(self.host, self.port, self._context, self._timeout) as sock:
+                        attempt_over(sock)
+                except ssl.SSLCertVerificationError as exc:
+                    raise SinkError(f"TLS with the {where} failed: {exc}") from exc
+                except (OSError, retry.TryAgain):
+                    if not call.cut.is_set():
+                        raise
+            if call.cut.is_set():  # whatever the attempt made of its socket being shut, it was cut
+                raise TimeoutError(deadline.cut_message(call, what, self._timeout))
 
         def give_up(failure: retry.Failure) -> None:
             raise SinkError(

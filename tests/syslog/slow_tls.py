@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 from .rsyslog import make_certificates
 
 READ_DELAY_SECONDS = 0.15  # long enough for a client to have closed, never a measurement
+TRICKLE_SECONDS = 0.1  # between two bytes of a receiver that never ends: less than any timeout
 
 
 def messages_in(data: bytes) -> List[bytes]:
@@ -41,7 +42,8 @@ class SlowTlsReceiver:
 
     ``reply``: ``close_notify`` answers the client's close_notify with its own, as RFC 5425 asks;
     ``eof`` closes TCP without one; ``reset`` ends it with a reset; ``silent`` never answers and keeps
-    the connection open."""
+    the connection open; ``trickle`` keeps sending a byte now and then instead of ending. ``read_all``
+    is set once the client's end was read."""
 
     def __init__(self, directory: Path) -> None:
         make_certificates(directory)
@@ -58,6 +60,7 @@ class SlowTlsReceiver:
         self.error: Optional[BaseException] = None
         self._thread: Optional[threading.Thread] = None
         self._release = threading.Event()
+        self.read_all = threading.Event()
 
     @property
     def uri(self) -> str:
@@ -66,6 +69,7 @@ class SlowTlsReceiver:
     def start(self) -> None:
         self.messages, self.error = [], None
         self._release.clear()
+        self.read_all.clear()
         self._thread = threading.Thread(target=self._serve_one, daemon=True)
         self._thread.start()
 
@@ -88,12 +92,16 @@ class SlowTlsReceiver:
                     if not chunk:
                         break
                     data += chunk
+                self.read_all.set()
                 if self.reply == "close_notify":
                     conn.unwrap().close()
                 elif self.reply == "reset":
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 elif self.reply == "silent":
                     self._release.wait(timeout=20)
+                elif self.reply == "trickle":
+                    while not self._release.wait(TRICKLE_SECONDS):
+                        conn.send(b".")
         except (OSError, ValueError) as exc:
             self.error = exc
         self.messages = messages_in(bytes(data))

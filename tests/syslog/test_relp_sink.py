@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections import Counter
 from typing import Callable, List, Optional
 
 import pytest
 
-from forwarder import retry
+from forwarder import retry, stop
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.sinks import open_sink, sink_problems
@@ -208,9 +209,27 @@ def test_a_refused_message_fails_the_batch_after_the_attempts(receiver, waits):
 
 def test_a_receiver_that_never_answers_fails_the_batch(receiver, waits):
     fake = receiver(lambda frame, count: answer_all(frame, count) if frame.command == "open" else b"")
-    with pytest.raises(SinkError, match="timed out") as info:
+    with pytest.raises(SinkError, match="TimeoutError") as info:
         sink_for(fake.uri, attempts=1, timeout=0.5).send(events(3))
     assert info.value.retryable and len(fake.messages[0]) == 3
+
+
+def test_a_stop_cuts_the_wait_for_answers(receiver):
+    """One attempt: without the cut, the timeout would end it in a SinkError."""
+    fake = receiver(lambda frame, count: answer_all(frame, count) if frame.command == "open" else b"")
+    sink = sink_for(fake.uri, attempts=1, timeout=20)
+
+    def stop_once_sent() -> None:
+        while not (fake.messages and fake.messages[0]):
+            time.sleep(0.01)
+        stop.request()
+
+    threading.Thread(target=stop_once_sent, daemon=True).start()
+    try:
+        with pytest.raises(stop.Stopped, match="relp receiver"):
+            sink.send(events(3))
+    finally:
+        stop.reset()
 
 
 @pytest.mark.parametrize(
