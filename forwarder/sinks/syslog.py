@@ -18,7 +18,8 @@ section 3.4.1 and RFC 5425 section 4.3): the receiver reads exactly that many by
   off (test set-ups only).
 * Failures: refused connections, resets and timeouts retry the whole batch on a new connection with
   ``forwarder.retry`` backoff; when the attempts run out the SinkError is retryable. A certificate
-  problem is not retried.
+  problem is not retried. An attempt, connection to end, has the timeout in all (the HTTP deadline
+  watchdog, ``forwarder.deadline``), and a stop request cuts it.
 
 Delivery semantics, honestly: syslog over TCP has no application-level acknowledgement. The only proof
 is a clean end: each batch has a connection of its own, which the sink ends (TLS close_notify, then its
@@ -168,7 +169,7 @@ class SyslogSink:
         self.host, self.port, self.tls = self._address(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
-        self.max_in_flight = 1  # one connection, in order
+        self.max_in_flight = 1  # one batch at a time, in order
         self.max_message_bytes = max_message_bytes
         self.hostname = header_hostname(settings.host or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
