@@ -25,8 +25,8 @@ from .rsyslog import MAX_MESSAGE
 OPEN_OK = b"200 OK\nrelp_version=0\nrelp_software=test\ncommands=syslog"
 
 
-def events(n: int, tag: str = "") -> List[Event]:
-    return [Event(f"id{i}", i, f"CEF:0|v|p|1|s|n|5|cs6={tag}{i}".encode()) for i in range(n)]
+def events(n: int) -> List[Event]:
+    return [Event(f"id{i}", i, f"CEF:0|v|p|1|s|n|5|cs6={i}".encode()) for i in range(n)]
 
 
 def sink_for(uri: str, ca_bundle: Optional[str] = None, attempts: int = 5, timeout: float = 10) -> RelpSink:
