@@ -343,8 +343,8 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_SYSLOG_MAX_MESSAGE",
-        "largest syslog message in bytes; larger events go to quarantine (raise rsyslog "
-        "`maxMessageSize` to match)",
+        "largest syslog message in bytes (syslog and RELP sinks); larger events go to quarantine "
+        "(raise rsyslog `maxMessageSize` to match)",
         Integer(480, 16 * 1024 * 1024, unit="bytes"),
         "8192",
         field="sink.syslog_max_message_bytes",

@@ -28,6 +28,8 @@ _REGISTRY: Dict[str, str] = {
     "firehose": "forwarder.sinks.firehose:open_firehose",
     "syslog+tcp": "forwarder.sinks.syslog:open_syslog",
     "syslog+tls": "forwarder.sinks.syslog:open_syslog",
+    "relp+tcp": "forwarder.sinks.relp:open_relp",
+    "relp+tls": "forwarder.sinks.relp:open_relp",
 }
 
 

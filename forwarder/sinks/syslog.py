@@ -16,18 +16,18 @@ section 3.4.1 and RFC 5425 section 4.3): the receiver reads exactly that many by
 * TLS: the server certificate is checked against ``settings.ca_bundle`` (a PEM file) or the system
   CAs, and its name against the URI's host; TLS 1.2 or newer. ``verify_tls=false`` turns checking
   off (test set-ups only).
-* Failures: refused connections, resets and timeouts close the connection and retry the whole batch
-  on a new one with ``forwarder.retry`` backoff; when the attempts run out the SinkError is
-  retryable. A certificate problem is not retried.
+* Failures: refused connections, resets and timeouts retry the whole batch on a new connection with
+  ``forwarder.retry`` backoff; when the attempts run out the SinkError is retryable. A certificate
+  problem is not retried. An attempt, connection to end, has the timeout in all (the HTTP deadline
+  watchdog, ``forwarder.deadline``), and a stop request cuts it.
 
-Delivery semantics, honestly: syslog over TCP has no application-level acknowledgement. ``send``
-returns once every byte was handed to the kernel (TLS: encrypted and handed over), not once the
-receiver stored it. Before each batch the sink checks whether the receiver closed the connection
-(a restart between runs or batches) and reconnects first, so that common case loses nothing; a
-receiver that dies while records are in flight can lose them silently, and a batch re-sent after an
-error can arrive twice (the event id, ``cs6`` in CEF, lets a SIEM drop duplicates). Where that is
-not good enough, use a sink with acknowledgements (HEC with acks, Elasticsearch) or a local relay
-that speaks RELP.
+Delivery semantics, honestly: syslog over TCP has no application-level acknowledgement. The only proof
+is a clean end: each batch has a connection of its own, which the sink ends (TLS close_notify, then its
+write side) and whose end it waits for, the receiver's close_notify or end of stream, before the batch
+counts as delivered. A receiver ends its side only after reading ours, so that proves it read every
+byte; not that it stored them. A reset or no end within the timeout fails the batch, which is sent
+again (the event id, ``cs6`` in CEF, lets a SIEM drop the duplicates). Where a read is not proof
+enough, use RELP (``forwarder.sinks.relp``) or a sink with acknowledgements.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-from typing import Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from .. import retry
+from .. import deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
@@ -46,28 +46,30 @@ from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .settings import SinkSettings
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
+EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
 DEFAULT_MAX_MESSAGE_BYTES = 8192
 PRI = 13 * 8 + 5  # facility log audit, severity notice
 APP_NAME = "emailauth-audit"
 MSG_ID = "audit"
 
 
-def address(uri: str) -> Tuple[str, int, bool]:
-    """(host, port, use_tls) of a syslog URI; ValueError naming FORWARDER_SINK."""
+def address(
+    uri: str, default_ports: Mapping[str, int] = DEFAULT_PORTS, example: str = EXAMPLE, what: str = "syslog"
+) -> Tuple[str, int, bool]:
+    """(host, port, use_tls) of a ``<what>+tcp``/``<what>+tls`` URI; ValueError naming FORWARDER_SINK."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
-    example = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
-    if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"FORWARDER_SINK for syslog must look like {example}")
+    if scheme not in default_ports:
+        raise ValueError(f"FORWARDER_SINK for {what} must look like {example}")
     if parts.path.strip("/") or parts.query or parts.fragment or parts.username or parts.password:
-        raise ValueError(f"FORWARDER_SINK for syslog takes a host and a port only, like {example}")
+        raise ValueError(f"FORWARDER_SINK for {what} takes a host and a port only, like {example}")
     try:
-        port = parts.port or DEFAULT_PORTS[scheme]
+        port = parts.port or default_ports[scheme]
     except ValueError:
         raise ValueError(f"FORWARDER_SINK has an invalid port; use {example}") from None
     if not parts.hostname:
         raise ValueError(f"FORWARDER_SINK names no host; use {example}")
-    return parts.hostname, port, scheme == "syslog+tls"
+    return parts.hostname, port, scheme.endswith("+tls")
 
 
 def header_hostname(name: str) -> str:
@@ -96,22 +98,63 @@ def tls_context(settings: SinkSettings) -> ssl.SSLContext:
     return context
 
 
-def _peer_closed(sock: socket.socket, timeout: float) -> bool:
-    """True when the receiver closed its side. A syslog receiver never talks, so anything readable is
-    the end of the stream, an error, or (TLS 1.3) a session ticket, which the TLS layer consumes."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return False
-    sock.settimeout(0)
+def connect(host: str, port: int, context: Optional[ssl.SSLContext], timeout: float) -> socket.socket:
+    """A new connection to ``host:port``, TLS when ``context`` is given (SSLCertVerificationError when
+    the receiver's certificate does not check out), which the watchdog of the call in progress
+    (``deadline.watching``) cuts from the start."""
+    sock = socket.create_connection((host, port), timeout=timeout)
+    call = deadline.current()
+    if call is not None:
+        call.attach_descriptor(sock, None)  # the descriptor outlives the TLS layer put over the socket
+    if context is None:
+        return sock
     try:
-        sock.recv(1)
-    except (ssl.SSLWantReadError, BlockingIOError):
-        return False
-    except OSError:
-        return True
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def end_cleanly(sock: socket.socket, *, receiver_first: bool = False) -> None:
+    """End a connection so that no byte sent is lost, and close it. Each wait is bounded by the
+    socket's timeout; the caller's watchdog bounds them all.
+
+    Our end first (TLS: a close_notify; then the write side closed), unless the receiver is ending it
+    already (``receiver_first``); then everything the receiver still sends is read up to its own end:
+    its close_notify (RFC 5425 section 4.4) and end of stream. Closing a socket with unread bytes in it
+    (a TLS 1.3 receiver's session tickets) makes the kernel send a reset, and a reset makes the
+    receiver's kernel drop what the receiver had not read yet: a receiver that reads late lost the end
+    of every batch. A receiver ends its side only once it has read ours, so its end proves that it read
+    everything. OSError (a reset, a timeout) when it did not end cleanly.
+    """
+    try:
+        if not receiver_first:
+            if isinstance(sock, ssl.SSLSocket):
+                _send_close_notify(sock)
+            sock.shutdown(socket.SHUT_WR)  # an SSLSocket is a plain socket from here on
+        while sock.recv(65536):
+            pass
+    finally:
+        sock.close()
+
+
+def _send_close_notify(sock: ssl.SSLSocket) -> None:
+    """Send our close_notify without waiting for the receiver's: that comes with whatever else the
+    receiver still sends (a RELP server's last hint), read as bytes up to the end of the stream."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        while True:
+            try:
+                sock.unwrap()  # the close_notify, then an attempt to read the receiver's
+                return
+            except (ssl.SSLWantReadError, ssl.SSLEOFError):  # ours is out; the receiver's comes later
+                return
+            except ssl.SSLWantWriteError:  # a full send buffer: the receiver is still reading the batch
+                if not select.select([], [sock], [], timeout)[1]:
+                    raise TimeoutError("the receiver read nothing more of the batch") from None
     finally:
         sock.settimeout(timeout)
-    return True  # end of stream, or bytes a receiver should not send: start a fresh connection
 
 
 class SyslogSink:
@@ -123,43 +166,63 @@ class SyslogSink:
         retry_policy: Optional[retry.RetryPolicy] = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        self.host, self.port, self.tls = address(settings.uri)
+        self.host, self.port, self.tls = self._address(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
-        self.max_in_flight = 1  # one connection, in order
+        self.max_in_flight = 1  # one batch at a time, in order
         self.max_message_bytes = max_message_bytes
         self.hostname = header_hostname(settings.host or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
-        self._sock: Optional[socket.socket] = None
+
+    def _address(self, uri: str) -> Tuple[str, int, bool]:
+        return address(uri)
 
     def __repr__(self) -> str:
-        return f"SyslogSink(host={self.host!r}, port={self.port}, tls={self.tls})"
+        return f"{type(self).__name__}(host={self.host!r}, port={self.port}, tls={self.tls})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
         _, messages, rejected = reject_oversized(
             batch, self._message, self.max_message_bytes, "syslog message"
         )
         if messages:
-            self._write(b"".join(frame(data) for data in messages))
+            self._deliver(messages)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
     def _message(self, event: Event) -> bytes:
         return message(event, self.hostname)
 
-    def _write(self, payload: bytes) -> None:
-        where = f"syslog receiver {self.host}:{self.port}"
+    def _deliver(self, messages: List[bytes]) -> None:
+        """Every message over a connection of its own, ended cleanly: the batch's only proof."""
+        payload = b"".join(frame(data) for data in messages)
+
+        def over(sock: socket.socket) -> None:
+            sock.sendall(payload)
+            end_cleanly(sock)
+
+        self._retried(over)
+
+    def _retried(self, attempt_over: Callable[[socket.socket], None]) -> None:
+        """``attempt_over`` a new connection, again on a new one after a refusal, a reset, a timeout or a
+        TryAgain, as ``forwarder.retry`` says; then a retryable SinkError. A certificate problem is not
+        retried. Each attempt, connection to end, has FORWARDER_HTTP_TIMEOUT in all, and a stop request
+        cuts it (stop.Stopped): the batch stays undelivered."""
+        where = f"{self.name} receiver {self.host}:{self.port}"
 
         def attempt() -> None:
-            try:
-                self._connected().sendall(payload)
-            except ssl.SSLCertVerificationError as exc:
-                self.close()
-                raise SinkError(f"TLS with the {where} failed: {exc}") from exc
-            except OSError:  # refused, reset, broken pipe, timeout: retried on a new connection
-                self.close()
-                raise
+            what = f"delivery to the {where}"
+            with deadline.watching(what, self._timeout) as call:
+                try:
+                    with connect(self.host, self.port, self._context, self._timeout) as sock:
+                        attempt_over(sock)
+                except ssl.SSLCertVerificationError as exc:
+                    raise SinkError(f"TLS with the {where} failed: {exc}") from exc
+                except (OSError, retry.TryAgain):
+                    if not call.cut.is_set():
+                        raise
+            if call.cut.is_set():  # whatever the attempt made of its socket being shut, it was cut
+                raise TimeoutError(deadline.cut_message(call, what, self._timeout))
 
         def give_up(failure: retry.Failure) -> None:
             raise SinkError(
@@ -168,25 +231,8 @@ class SyslogSink:
 
         retry.call(self._retry, attempt, give_up, f"write to the {where}")
 
-    def _connected(self) -> socket.socket:
-        """The open connection, or a new one when there is none or the receiver closed it."""
-        if self._sock is not None and _peer_closed(self._sock, self._timeout):
-            self.close()
-        if self._sock is None:
-            sock = socket.create_connection((self.host, self.port), timeout=self._timeout)
-            if self._context is not None:
-                try:
-                    sock = self._context.wrap_socket(sock, server_hostname=self.host)
-                except BaseException:
-                    sock.close()
-                    raise
-            self._sock = sock
-        return self._sock
-
     def close(self) -> None:
-        if self._sock is not None:
-            sock, self._sock = self._sock, None
-            sock.close()
+        """Nothing to release: each batch had a connection of its own, ended in ``send``."""
 
 
 def validate(settings: SinkSettings) -> None:

@@ -87,9 +87,10 @@ class Slamming(LoopbackServer):
         super().__init__(_Slam)
 
 
-def test_syslog_tries_as_often_as_the_setting_says(waits):
+@pytest.mark.parametrize("scheme", ["syslog+tls", "relp+tcp"])
+def test_syslog_tries_as_often_as_the_setting_says(waits, scheme):
     with Slamming() as receiver:
-        tries_until_given_up({"FORWARDER_SINK": f"syslog+tls://127.0.0.1:{receiver.port}"})
+        tries_until_given_up({"FORWARDER_SINK": f"{scheme}://127.0.0.1:{receiver.port}"})
 
         assert receiver.count == 2 and len(waits) == 1
 

@@ -1,11 +1,12 @@
-"""A real rsyslogd on loopback for the syslog sink tests: plain TCP and TLS inputs, each writing every
-record it receives to its own file, one JSON object per line (so a CR, LF or NUL inside a record
-cannot blur the line boundaries we count).
+"""A real rsyslogd on loopback for the syslog and RELP sink tests: syslog inputs (plain TCP, TLS) or RELP
+ones (imrelp, plain and TLS), each writing every record it receives to its own file, one JSON object
+per line (so a CR, LF or NUL inside a record cannot blur the line boundaries we count).
 
 Runs unprivileged-style: its own config, work directory and pid file in a temp directory, in the
-foreground (``-n``), ports chosen by rsyslog itself (``port="0"`` + ``listenPortFileName``). The TLS
-input uses a CA and a server certificate (``localhost``, ``127.0.0.1``) made at start-up with the
-``cryptography`` package. Install rsyslog with ``tests/syslog/install-rsyslog.sh``.
+foreground (``-n``), ports chosen by rsyslog itself (``port="0"`` + ``listenPortFileName``) or, for
+RELP, free ones picked just before. The TLS inputs use a CA and a server certificate (``localhost``,
+``127.0.0.1``) made at start-up with the ``cryptography`` package. Install rsyslog with
+``tests/syslog/install-rsyslog.sh``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -30,7 +31,7 @@ INPUTS = ("tcp", "tls")
 MAX_MESSAGE = 262144
 _WAIT_SECONDS = 20.0  # a deadline for rsyslog to start or write, never a measurement
 
-_CONFIG = """
+_GLOBAL = """
 global(
   workDirectory="{dir}/work"
   maxMessageSize="{max_message}"
@@ -40,7 +41,6 @@ global(
   defaultNetstreamDriverCertFile="{dir}/server.pem"
   defaultNetstreamDriverKeyFile="{dir}/server-key.pem"
 )
-module(load="imtcp" maxSessions="50")
 template(name="record" type="list") {{
   constant(value="{{")
   property(name="pri" format="jsonf" outname="pri")
@@ -60,12 +60,41 @@ template(name="record" type="list") {{
   property(name="msg" format="jsonf" outname="msg")
   constant(value="}}\\n")
 }}
-ruleset(name="tcp") {{ action(type="omfile" file="{dir}/tcp.jsonl" template="record") }}
-ruleset(name="tls") {{ action(type="omfile" file="{dir}/tls.jsonl" template="record") }}
-input(type="imtcp" port="{tcp_port}" listenPortFileName="{dir}/tcp.port" ruleset="tcp")
-input(type="imtcp" port="{tls_port}" listenPortFileName="{dir}/tls.port" ruleset="tls"
-      streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon")
 """
+_IMTCP = 'module(load="imtcp" maxSessions="50")\n'
+# imrelp answers a message once it is queued: a direct queue runs the output first, so every answered
+# message is in the file even when rsyslogd is killed. Its GnuTLS driver insists on a client
+# certificate, which the sink does not present; the OpenSSL one checks only the server's.
+_IMRELP = 'main_queue(queue.type="direct")\nmodule(load="imrelp" tls.tlslib="openssl")\n'
+_INPUT = {
+    "tcp": 'input(type="imtcp" port="{port}" listenPortFileName="{dir}/tcp.port" ruleset="tcp")',
+    "tls": 'input(type="imtcp" port="{port}" listenPortFileName="{dir}/tls.port" ruleset="tls"\n'
+    '      streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon")',
+    "relp": 'input(type="imrelp" port="{port}" ruleset="relp")',
+    "relptls": 'input(type="imrelp" port="{port}" ruleset="relptls" tls="on" tls.caCert="{dir}/ca.pem"\n'
+    '      tls.myCert="{dir}/server.pem" tls.myPrivKey="{dir}/server-key.pem")',
+}
+_RULESET = 'ruleset(name="{name}") {{ action(type="omfile" file="{dir}/{name}.jsonl" template="record") }}\n'
+_SCHEMES = {"tcp": "syslog+tcp", "tls": "syslog+tls", "relp": "relp+tcp", "relptls": "relp+tls"}
+
+
+def _config(directory: Path, ports: Dict[str, int], inputs: Tuple[str, ...]) -> str:
+    config = _GLOBAL.format(dir=directory, max_message=MAX_MESSAGE)
+    if {"tcp", "tls"} & set(inputs):
+        config += _IMTCP
+    if {"relp", "relptls"} & set(inputs):
+        config += _IMRELP
+    for name in inputs:
+        config += _RULESET.format(name=name, dir=directory)
+        config += _INPUT[name].format(port=ports.get(name, 0), dir=directory) + "\n"
+    return config
+
+
+def _free_port() -> int:
+    """A loopback port free now, for imrelp, which cannot tell which port it chose itself."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def make_certificates(directory: Path) -> None:
@@ -135,28 +164,24 @@ def _accepts(port: int) -> bool:
 
 
 class Rsyslog:
-    """One rsyslogd. ``ports`` maps ``tcp``/``tls`` to the loopback port of that input."""
+    """One rsyslogd with the given ``inputs`` (``tcp``, ``tls``: syslog; ``relp``, ``relptls``: RELP).
+    ``ports`` maps each input to its loopback port."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, inputs: Tuple[str, ...] = INPUTS) -> None:
         self.dir = directory
+        self.inputs = inputs
         (directory / "work").mkdir(parents=True, exist_ok=True)
         make_certificates(directory)
         self.ca_bundle = str(directory / "ca.pem")
-        self.ports: Dict[str, int] = {}
+        self.ports: Dict[str, int] = {name: _free_port() for name in inputs if name.startswith("relp")}
         self._process: Optional[subprocess.Popen[bytes]] = None
 
     def start(self) -> None:
         """Start on the ports of the previous run, or on free ones chosen by rsyslog the first time."""
         binary = shutil.which("rsyslogd") or "/usr/sbin/rsyslogd"
-        for name in INPUTS:
+        for name in self.inputs:
             (self.dir / f"{name}.port").unlink(missing_ok=True)
-        config = _CONFIG.format(
-            dir=self.dir,
-            max_message=MAX_MESSAGE,
-            tcp_port=self.ports.get("tcp", 0),
-            tls_port=self.ports.get("tls", 0),
-        )
-        (self.dir / "rsyslog.conf").write_text(config, encoding="utf-8")
+        (self.dir / "rsyslog.conf").write_text(_config(self.dir, self.ports, self.inputs), encoding="utf-8")
         log = open(self.dir / "rsyslogd.log", "ab")  # noqa: SIM115 - kept open for the process
         self._process = subprocess.Popen(
             [binary, "-n", "-f", str(self.dir / "rsyslog.conf"), "-i", str(self.dir / "rsyslogd.pid")],
@@ -164,7 +189,7 @@ class Rsyslog:
             stderr=subprocess.STDOUT,
         )
         log.close()
-        for name in INPUTS:
+        for name in self.inputs:
             if name in self.ports:  # a restart on known ports: rsyslog writes no port file then
                 port = self.ports[name]
                 _wait_for(lambda p=port: _accepts(p), f"{name} listener", self._process)
@@ -185,21 +210,30 @@ class Rsyslog:
                 process.kill()
                 process.wait()
 
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or say goodbye."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
     def uri(self, name: str) -> str:
-        return f"syslog+{name}://localhost:{self.ports[name]}"
+        return f"{_SCHEMES[name]}://localhost:{self.ports[name]}"
 
     def records(self, name: str, count: int) -> List[dict]:
         """The first ``count`` records the input wrote, waiting (up to a deadline) until they are there."""
-        path = self.dir / f"{name}.jsonl"
 
         def ready() -> Optional[List[dict]]:
-            if not path.exists():
-                return None
-            data = path.read_bytes()
-            lines = data.split(b"\n")[:-1]  # a line without its newline is still being written
-            return [json.loads(line) for line in lines] if len(lines) >= count else None
+            records = self.stored(name)
+            return records if len(records) >= count else None
 
-        return _wait_for(ready, f"{count} records in {path.name}", self._process)[:count]  # type: ignore[no-any-return]
+        return _wait_for(ready, f"{count} records in {name}.jsonl", self._process)[:count]  # type: ignore[no-any-return]
+
+    def stored(self, name: str) -> List[dict]:
+        """Every record the input wrote so far (a line without its newline is still being written)."""
+        path = self.dir / f"{name}.jsonl"
+        lines = path.read_bytes().split(b"\n")[:-1] if path.exists() else []
+        return [json.loads(line) for line in lines]
 
     def log(self) -> str:
         path = self.dir / "rsyslogd.log"

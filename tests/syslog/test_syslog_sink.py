@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forwarder import retry
+from forwarder import retry, stop
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.normalize.cef import format_cef
@@ -24,6 +25,7 @@ from tests.cef_parser import parse
 from tests.normalize import OPTIONS
 
 from .rsyslog import MAX_MESSAGE
+from .slow_tls import SlowTlsReceiver
 
 # rsyslog stores messages as C strings and writes NUL as "#000" whatever the settings: not ours to test.
 HOSTILE = st.sampled_from([*"|=\\\r\n \té例😀", "cs6=", " msg=", "CEF:0|", "10 <13>1 "])
@@ -187,3 +189,64 @@ def test_raw_line_breaks_in_a_body_cannot_split_or_forge_a_record(rsyslog, name)
     sink.send(events)
     sink.close()
     assert [got["msg"].encode("utf-8") for got in received(rsyslog, name, 2)] == [forged, b"after"]
+
+
+@pytest.fixture
+def slow_tls(tmp_path):
+    receiver = SlowTlsReceiver(tmp_path)
+    yield receiver
+    receiver.close()
+
+
+@pytest.mark.parametrize("reply", ["close_notify", "eof"])
+def test_a_slow_reading_tls13_receiver_gets_every_event_20_runs_of_20(slow_tls, reply):
+    """The receiver's session tickets wait unread in the sink's socket while it reads late: a bare close
+    answered them with a reset that discarded what the receiver had not read yet (0 runs of 20 got
+    every event). The receiver may answer the sink's close_notify with its own or just end TCP."""
+    slow_tls.reply = reply
+    events = [Event(f"id{n}", n, f"CEF:0|v|p|1|s|n|5|cs6={n}".encode()) for n in range(2000)]
+    sink = SyslogSink(SinkSettings(uri=slow_tls.uri, ca_bundle=slow_tls.ca_bundle, timeout_seconds=10))
+    for run in range(20):
+        slow_tls.start()
+        try:
+            assert sink.send(events).delivered == len(events)
+        finally:
+            sink.close()
+        messages, error = slow_tls.result()
+        assert (len(messages), error) == (len(events), None), f"run {run + 1} of 20"
+        assert messages[-1].endswith(b"cs6=1999")
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [("reset", "ConnectionResetError"), ("silent", "TimeoutError"), ("trickle", "no complete response")],
+)
+def test_a_receiver_that_does_not_end_cleanly_fails_the_batch(slow_tls, reply, problem):
+    """Everything was read, but nothing proves it: a reset, or no end before the deadline (also for a
+    receiver that keeps the connection alive with a byte now and then), fails the batch (it is sent
+    again: at least once)."""
+    slow_tls.reply = reply
+    settings = SinkSettings(uri=slow_tls.uri, ca_bundle=slow_tls.ca_bundle, timeout_seconds=1)
+    sink = SyslogSink(settings, retry_policy=retry.RetryPolicy(attempts=1))
+    slow_tls.start()
+    with pytest.raises(SinkError, match=problem) as info:
+        sink.send([Event("x", 0, b"CEF:0|v|p|1|s|n|5|")])
+    assert info.value.retryable
+    (message,) = slow_tls.result()[0]
+    assert message.endswith(b" audit - CEF:0|v|p|1|s|n|5|")
+
+
+def test_a_stop_cuts_the_wait_for_the_receivers_end(slow_tls):
+    """A stop request (SIGTERM) does not wait out the timeout: the batch stays undelivered. (One
+    attempt: without the cut, the timeout would end it in a SinkError.)"""
+    slow_tls.reply = "silent"
+    settings = SinkSettings(uri=slow_tls.uri, ca_bundle=slow_tls.ca_bundle, timeout_seconds=20)
+    sink = SyslogSink(settings, retry_policy=retry.RetryPolicy(attempts=1))
+    slow_tls.start()
+    threading.Thread(target=lambda: slow_tls.read_all.wait(20) and stop.request(), daemon=True).start()
+    try:
+        with pytest.raises(stop.Stopped, match="syslog receiver"):
+            sink.send([Event("x", 0, b"CEF:0|v|p|1|s|n|5|")])
+    finally:
+        stop.reset()
+    assert len(slow_tls.result()[0]) == 1
