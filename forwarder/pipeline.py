@@ -67,8 +67,9 @@ class RunContext:
     lease_renewed: float = field(default_factory=time.monotonic)
 
     def renew_lease(self) -> None:
-        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost."""
-        if self.lease is None:
+        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost. Not once
+        the run is stopping: two thirds of its life are left for the run to end in."""
+        if self.lease is None or self.should_stop():
             return
         with self.lease_lock:
             if time.monotonic() - self.lease_renewed >= self.lease_ttl_s / 3:

@@ -9,7 +9,8 @@ directory, S3, DynamoDB) only has to provide a ``ConditionalSlot``; the rules li
 * renew: a conditional write on the version *we* last wrote. If anyone else wrote or removed the
   lease since, the condition fails and the run learns that it lost the lease.
 * release: a conditional delete on that same version, so a run never removes a lease that another
-  run took over after ours expired.
+  run took over after ours expired. A stop request does not cut it (``stop.RELEASING``): a lease
+  left behind would refuse every run until it expires.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
+from .. import stop
 from ..errors import ConflictError, LeaseHeld, StateError
 from ..logs import quoted
 from ..timeutil import format_us, parse_iso
@@ -106,7 +108,8 @@ class SlotLease:
         self._doc = doc
 
     def release(self) -> None:
-        with suppress(ConflictError):  # taken over or removed since: no longer ours to remove
+        """Remove the lease, also once a stop was requested (its own deadline bounds the delete)."""
+        with suppress(ConflictError), stop.shielded(stop.RELEASING):  # ConflictError: no longer ours
             self._slot.delete(self._version)
 
     def _lost(self, now_us: int) -> LeaseHeld:
