@@ -89,7 +89,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     state: Optional[StreamState] = None
     try:
         loaded = ctx.store.load(stream.key)
-        state, version = loaded.state.held_to(now_us() + FUTURE_SKEW_US), loaded.version  # heal old poison
+        state, version = loaded.state, loaded.version  # never lowered, whatever our clock says
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
         first_us = start_hint(state, floor_us, window_us)
@@ -207,7 +207,7 @@ def _flag_future(stream: Stream, records: Sequence[AuditRecord], report: StreamR
     if future:
         report.future += len(future)
         log.warning(
-            "records dated in the future: shipped once, the watermark stays at the clock",
+            "records dated in the future: shipped once, the watermark not moved by them",
             extra={"stream": stream.key, "count": len(future), "newest": format_us(future[-1].ts_us)},
         )
 
