@@ -11,9 +11,6 @@ from typing import Iterator
 import pytest
 
 from forwarder import stop
-from forwarder.sim.generate import generate_org
-from forwarder.sim.simulator import AUDITS_PATH, Simulator
-from tests.api.test_hostile_transport import audits, client_for
 
 
 @pytest.fixture(autouse=True)
@@ -71,29 +68,3 @@ def test_sigterm_then_sigint_request_a_stop_then_an_urgent_one():
     assert stop.requested() and not stop.cuts(stop.FINISHING)
     os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt: the second stop is urgent
     assert stop.cuts(stop.FINISHING) and not stop.cuts(stop.RELEASING)
-
-
-def test_the_watchdog_leaves_a_shielded_call_in_flight_to_its_deadline_and_cuts_it_when_urgent():
-    with Simulator(generate_org(2)) as sim:
-        sim.trickle_seconds = 0.3
-        sim.break_next(1, "trickle")
-        client = client_for(sim, timeout=900)
-        outcome = {}
-
-        def pull() -> None:
-            with stop.shielded(stop.FINISHING):
-                try:
-                    audits(client)
-                except stop.Stopped as exc:
-                    outcome["stopped"] = exc
-
-        worker = threading.Thread(target=pull, daemon=True)
-        worker.start()
-        while not any(r.path == AUDITS_PATH for r in sim.requests):
-            worker.join(0.05)
-        stop.request()
-        worker.join(1.0)  # four looks of the watchdog at the stop (one every quarter second)
-        assert worker.is_alive() and "stopped" not in outcome
-        stop._urgent.set()
-        worker.join(60)
-        assert not worker.is_alive() and "stopped" in outcome

@@ -51,15 +51,15 @@ def shipped(tmp_path: Path) -> List[str]:
     )
 
 
+def start_run(env: Dict[str, str]) -> subprocess.Popen:
+    """``run --report``, its stderr (logs, then the report) to read."""
+    args = [sys.executable, "-m", "forwarder", "run", "--report"]
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
 def run_until_shipped_then(sig: int, env: Dict[str, str], tmp_path: Path) -> Tuple[int, str]:
     """``run --report``, sent ``sig`` once its first batch is in the sink; (exit status, stderr)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "forwarder", "run", "--report"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(env)
     try:
         while not shipped(tmp_path) and proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -111,13 +111,7 @@ def test_sigterm_during_a_state_write_lets_it_finish_without_a_traceback(aws, si
         monkeypatch.setenv("AWS_ENDPOINT_URL", relay.http_url)
         env = run_env(sim, tmp_path, state_uri("s3", tmp_path))
         relay.hold_next("PUT", "/state/streams/")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "forwarder", "run", "--report"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_run(env)
         try:
             assert relay.held.wait(60), "no state was written"
             proc.send_signal(signal.SIGTERM)
