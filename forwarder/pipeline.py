@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
+from . import stop
 from .api.paging import PageOutcome, ReadAgain
 from .delivery.claims import Claims
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
@@ -67,9 +68,9 @@ class RunContext:
     lease_renewed: float = field(default_factory=time.monotonic)
 
     def renew_lease(self) -> None:
-        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost. Not once
-        the run is stopping: two thirds of its life are left for the run to end in."""
-        if self.lease is None or self.should_stop():
+        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost. Not once a
+        stop is requested (the write would be refused): two thirds of its life are left to end in."""
+        if self.lease is None or stop.requested():
             return
         with self.lease_lock:
             if time.monotonic() - self.lease_renewed >= self.lease_ttl_s / 3:
