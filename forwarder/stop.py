@@ -62,7 +62,9 @@ def _log_stop(signum: int, urgent: bool) -> None:
         )
     else:
         log.warning(
-            "stop requested: finishing the batch in flight, starting nothing new", extra={"signal": signum}
+            "stop requested: finishing the batch in flight, starting nothing new "
+            "(a second Ctrl-C or SIGTERM ends at once)",
+            extra={"signal": signum},
         )
 
 
