@@ -234,8 +234,9 @@ class Shipper:
             self._refuse(batch, f"unexpected {type(exc).__name__} while sending a batch: {exc}")
             return
         if self._claims is not None:
-            try:  # before any state covering these events is committed (claims.py)
-                self._claims.record([event.id for event in batch.events])
+            try:  # before any state covering these events is committed (claims.py); as a commit,
+                with stop.shielded(stop.FINISHING):  # only an urgent stop cuts it
+                    self._claims.record([event.id for event in batch.events])
             except Stopped as exc:
                 self._refuse(batch, f"a delivered batch was left unrecorded: {exc}", cut=True)
                 return
