@@ -53,6 +53,7 @@ class StreamState:
         quarantined: Optional[Mapping[str, int]] = None,
         recorded: Optional[Mapping[str, int]] = None,
         recorded_move: bool = False,
+        held_us: Optional[int] = None,
     ) -> StreamState:
         """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged.
         ``ceiling_us`` (default: now plus FUTURE_SKEW_US): a record dated later does not move the
@@ -60,7 +61,8 @@ class StreamState:
         ``quarantined`` maps the ids of unplaceable records already kept in quarantine to when: they
         are remembered, and age out, like delivered ids, but neither count nor move the watermark.
         ``recorded`` maps the ids of records another stream delivered to their created_at: remembered
-        like delivered ids, not counted, and moving the watermark only when ``recorded_move``."""
+        like delivered ids, not counted, and moving the watermark only when ``recorded_move``.
+        ``held_us``: the watermark moves no further than it (copies of records not yet recorded)."""
         if ceiling_us is None:
             ceiling_us = now_us() + FUTURE_SKEW_US
         seen = dict(self.seen)
@@ -70,11 +72,11 @@ class StreamState:
         count = 0
         for record in delivered:
             seen[record.event_id] = record.ts_us
-            watermark = _moved(watermark, record.ts_us, ceiling_us)
+            watermark = _moved(watermark, record.ts_us, ceiling_us, held_us)
             count += 1
         if recorded_move:
             for ts in (recorded or {}).values():
-                watermark = _moved(watermark, ts, ceiling_us)
+                watermark = _moved(watermark, ts, ceiling_us, held_us)
         if watermark is not None:
             low = watermark - window_us
             seen = {k: ts for k, ts in seen.items() if ts >= low}
@@ -115,9 +117,10 @@ class StreamState:
             raise StateError(f"state at {where} is corrupt: {exc}") from None
 
 
-def _moved(watermark: Optional[int], ts_us: int, ceiling_us: int) -> Optional[int]:
-    """The watermark once a record dated ``ts_us`` is delivered: up to that date, never down, and not
-    at all by a record dated past ``ceiling_us``."""
-    if ts_us > ceiling_us or (watermark is not None and ts_us <= watermark):
+def _moved(watermark: Optional[int], ts_us: int, ceiling_us: int, held_us: Optional[int]) -> Optional[int]:
+    """The watermark once a record dated ``ts_us`` is delivered: up to that date but no further than
+    ``held_us``, never down, and not at all by a record dated past ``ceiling_us`` (the clock's)."""
+    if ts_us > ceiling_us:
         return watermark
-    return ts_us
+    placed = ts_us if held_us is None else min(ts_us, held_us)
+    return placed if watermark is None or placed > watermark else watermark
