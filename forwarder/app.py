@@ -26,7 +26,7 @@ from .selection import Limits
 from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store_for
-from .state.store import StateStore
+from .state.store import Lease, StateStore
 from .streams import Stream, domain_name, plan_streams, user_email
 from .timeutil import format_us, now_us
 
@@ -167,11 +167,13 @@ def run_once(
         report.error = redact(str(exc))
         log.error("run failed", extra={"error": report.error})
     finally:
-        if own_sink and sink is not None:
-            sink.close()
-        if client is not None:
-            client.close()
-        lease.release()
+        try:
+            if own_sink and sink is not None:
+                sink.close()
+            if client is not None:
+                client.close()
+        finally:
+            _release(lease, report)
     report.finished = format_us(now_us())
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
@@ -182,3 +184,15 @@ def run_once(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )
     return report
+
+
+def _release(lease: Lease, report: RunReport) -> None:
+    """Release the run lease, a stop requested or not; a failure is the run's error, told (every
+    later run is refused until the lease expires), not a traceback."""
+    try:
+        lease.release()
+    except ForwarderError as exc:
+        report.error = report.error or redact(
+            f"the run lease was not released ({exc}); later runs wait for it"
+        )
+        log.error("run lease not released", extra={"error": redact(str(exc))})

@@ -37,6 +37,7 @@ class _Call:
     """One call's socket, what the call waits for on it, and whether the watchdog cut it."""
 
     def __init__(self) -> None:
+        self.shield = stop.level()  # which stop requests cut this call (forwarder.stop.shielded)
         self.sock: Optional[socket.socket] = None
         self.step: Optional[str] = None  # what the call waits for on ``sock`` (None: the answer)
         self.cut = threading.Event()
@@ -111,8 +112,9 @@ def cut_message(call: _Call, what: str, deadline_s: float) -> str:
 
 @contextlib.contextmanager
 def watching(what: str, deadline_s: float) -> Iterator[_Call]:
-    """Run the block as this thread's call in progress: at ``deadline_s`` or on a stop request its
-    socket is shut and ``cut`` set (Stopped instead of starting once a stop is requested)."""
+    """Run the block as this thread's call in progress: at ``deadline_s`` or on a stop request that
+    cuts this thread's work (``stop.cuts``) its socket is shut and ``cut`` set (Stopped instead of
+    starting once such a stop is requested)."""
     stop.check(what)
     call = _Call()
     _calls.call = call
@@ -151,9 +153,9 @@ class _Watchdog:
     def _run(self) -> None:
         with self._cond:
             while True:
-                now, stopping = time.monotonic(), stop.requested()
+                now = time.monotonic()
                 for call, at in list(self._deadlines.items()):
-                    if stopping or at <= now:
+                    if stop.cuts(call.shield) or at <= now:
                         # Cut under the lock: a call removed (its block over) can no longer be cut.
                         del self._deadlines[call]
                         call.cut_now()

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
+from . import stop
 from .api.paging import PageOutcome, ReadAgain
 from .delivery.claims import Claims
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
@@ -67,8 +68,9 @@ class RunContext:
     lease_renewed: float = field(default_factory=time.monotonic)
 
     def renew_lease(self) -> None:
-        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost."""
-        if self.lease is None:
+        """Extend the lease once a third of its life has passed; LeaseHeld if it was lost. Not once a
+        stop is requested (the write would be refused): two thirds of its life are left to end in."""
+        if self.lease is None or stop.requested():
             return
         with self.lease_lock:
             if time.monotonic() - self.lease_renewed >= self.lease_ttl_s / 3:
@@ -88,7 +90,7 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     state: Optional[StreamState] = None
     try:
         loaded = ctx.store.load(stream.key)
-        state, version = loaded.state.held_to(now_us() + FUTURE_SKEW_US), loaded.version  # heal old poison
+        state, version = loaded.state, loaded.version  # never lowered, whatever our clock says
         window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
         first_us = start_hint(state, floor_us, window_us)
@@ -206,7 +208,7 @@ def _flag_future(stream: Stream, records: Sequence[AuditRecord], report: StreamR
     if future:
         report.future += len(future)
         log.warning(
-            "records dated in the future: shipped once, the watermark stays at the clock",
+            "records dated in the future: shipped once, the watermark not moved by them",
             extra={"stream": stream.key, "count": len(future), "newest": format_us(future[-1].ts_us)},
         )
 

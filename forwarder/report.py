@@ -15,7 +15,7 @@ class StreamReport:
     quarantined: int = 0  # refused by the sink for good, kept in quarantine
     skipped: int = 0  # already delivered, before the first-run window, or owned by another stream
     invalid: int = 0  # records that cannot be placed (no usable created_at...): quarantined raw
-    future: int = 0  # records dated past the clock: shipped once, the watermark held at the clock
+    future: int = 0  # records dated past the clock: shipped once, the watermark not moved by them
     passes: int = 0
     api_calls: int = 0  # audits requests, every pass
     # How the trail was read: ascending+start_date, offset, time-windows or full-scan (the service

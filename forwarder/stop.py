@@ -1,22 +1,35 @@
 """One stop flag for every runtime (CLI, Lambda, Splunk input).
 
-SIGTERM (docker stop, systemd, Lambda's shutdown, splunkd disabling an input) sets it. From then on
-nothing new starts: no stream, no pass, no retry wait and no HTTP request; a request in flight is
-cut (``forwarder.http``), and the batch it carried stays uncommitted, to be re-sent by the next run.
-Each runtime calls :func:`install` once; everything else only asks :func:`requested` or :func:`check`.
+SIGTERM (docker stop, systemd, Lambda's shutdown, splunkd disabling an input) and SIGINT (Ctrl-C)
+set it. From then on nothing new starts: no stream, no pass, no retry wait and no HTTP request; a
+request in flight is cut (``forwarder.http``), and the batch it carried stays uncommitted, to be
+re-sent by the next run. Each runtime calls :func:`install` once; everything else only asks
+:func:`requested` or :func:`check`.
+
+What a stop must not cut is done under :func:`shielded`: the state write of a batch the sink has
+accepted (``FINISHING``: else it is sent twice) and the release of the run lease (``RELEASING``:
+else every run is refused until it expires). Each stays bounded by its own deadline. A second stop
+signal (a second Ctrl-C) is *urgent*: it cuts the finishing writes too (their batches are sent again
+next run, same ids), so the process ends at once; only the lease release is still made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Iterator
 
 from .errors import ForwarderError
 
 log = logging.getLogger(__name__)
-_event = threading.Event()
+_event = threading.Event()  # a stop was requested
+_urgent = threading.Event()  # requested twice: finishing writes are cut too
+_shield = threading.local()  # the shield level of what this thread is doing
+
+ORDINARY, FINISHING, RELEASING = 0, 1, 2  # cut by any stop, by an urgent one, by none
 
 
 class Stopped(ForwarderError):
@@ -24,23 +37,35 @@ class Stopped(ForwarderError):
 
 
 def install() -> Callable[[], bool]:
-    """Stop on SIGTERM from now on (main thread only: Python's rule) and return :func:`requested`."""
+    """Stop on SIGTERM and SIGINT from now on (main thread only: Python's rule) and return
+    :func:`requested`."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
     return requested
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    _event.set()
+    urgent = _event.is_set()
+    (_urgent if urgent else _event).set()
     # Log from another thread: the handler runs on the main thread wherever it was interrupted,
     # possibly inside a log handler or the console's screen lock, which would then deadlock.
-    threading.Thread(target=_log_stop, args=(signum,), name="stop-log", daemon=True).start()
+    threading.Thread(target=_log_stop, args=(signum, urgent), name="stop-log", daemon=True).start()
 
 
-def _log_stop(signum: int) -> None:
-    log.warning(
-        "stop requested: finishing the batch in flight, starting nothing new", extra={"signal": signum}
-    )
+def _log_stop(signum: int, urgent: bool) -> None:
+    if urgent:
+        log.warning(
+            "stop requested again: abandoning the batches in flight and their state writes "
+            "(sent again next run); releasing the lease",
+            extra={"signal": signum},
+        )
+    else:
+        log.warning(
+            "stop requested: finishing the batch in flight, starting nothing new "
+            "(a second Ctrl-C or SIGTERM ends at once)",
+            extra={"signal": signum},
+        )
 
 
 def request() -> None:
@@ -51,17 +76,45 @@ def requested() -> bool:
     return _event.is_set()
 
 
+def level() -> int:
+    """The shield level of this thread's work (ORDINARY unless inside :func:`shielded`)."""
+    return int(getattr(_shield, "level", ORDINARY))
+
+
+def cuts(shield: int) -> bool:
+    """Whether a stop requested now ends work done at ``shield`` level."""
+    if shield >= RELEASING:
+        return False
+    return (_urgent if shield == FINISHING else _event).is_set()
+
+
+@contextlib.contextmanager
+def shielded(shield: int) -> Iterator[None]:
+    """Run the block at ``shield`` level (FINISHING or RELEASING) in this thread."""
+    previous = level()
+    _shield.level = max(previous, shield)
+    try:
+        yield
+    finally:
+        _shield.level = previous
+
+
 def wait(seconds: float) -> bool:
-    """Sleep up to ``seconds``; True (at once) when a stop is requested."""
-    return _event.wait(max(0.0, seconds))
+    """Sleep up to ``seconds``; True (at once) when a stop that cuts this thread's work is requested."""
+    shield = level()
+    if shield >= RELEASING:
+        time.sleep(max(0.0, seconds))
+        return False
+    return (_urgent if shield == FINISHING else _event).wait(max(0.0, seconds))
 
 
 def check(what: str) -> None:
-    """Raise Stopped instead of starting ``what`` once a stop is requested."""
-    if _event.is_set():
+    """Raise Stopped instead of starting ``what`` once a stop that cuts this thread's work is requested."""
+    if cuts(level()):
         raise Stopped(f"stopping on request: {what} not started")
 
 
 def reset() -> None:
     """Forget a stop request (tests; a runtime that keeps its process after a handled stop)."""
     _event.clear()
+    _urgent.clear()

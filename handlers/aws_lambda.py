@@ -82,7 +82,8 @@ def run_with_cursor(settings: Settings, should_stop: Callable[[], bool]) -> RunR
     cursor = RunCursor.for_store(store)
     report = run_once(settings, should_stop=should_stop, order=cursor.order, store=store)
     if not report.skipped:
-        cursor.save(report)
+        with stop.shielded(stop.FINISHING):  # what the run left is remembered, a stop requested or not
+            cursor.save(report)
     return report
 
 

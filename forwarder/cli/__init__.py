@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--interval",
         metavar="DURATION",
-        help="keep running, one run every DURATION (e.g. 5m) until SIGTERM; for containers and services",
+        help="keep running, one run every DURATION (e.g. 5m) until SIGTERM or Ctrl-C (containers, services)",
     )
     add_tenant_flag(run)
     run.set_defaults(func=cmd_run)

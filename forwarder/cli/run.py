@@ -35,8 +35,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         shares_terminal=events_here,
     )
-    # SIGTERM (docker stop, systemd) ends the loop: the run in progress starts nothing new,
-    # commits what it shipped, and the process exits with that run's status.
+    # SIGTERM (docker stop, systemd) and Ctrl-C end the loop: the run in progress starts nothing new,
+    # commits what it shipped, releases its lease, and the process exits with that run's status.
     should_stop = stop.install()
     try:
         while True:
@@ -99,6 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import describe, run_demo
 
+    stop.install()  # Ctrl-C ends the demo's run the same clean way
     level = os.environ.get("FORWARDER_LOG_LEVEL", "WARNING")
     console = Console(log_format_of(os.environ), level, os.environ, sys.stderr, quiet=args.quiet)
     try:

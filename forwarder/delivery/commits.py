@@ -172,11 +172,14 @@ class CommitTracker:
         self._writing.update(covered)
         self._commits += 1
         quarantined, book.carried = book.carried, {}
-        ceiling = now_us() + FUTURE_SKEW_US
-        if copies.ceiling_us is not None:
-            ceiling = min(ceiling, copies.ceiling_us)
         state = book.state.advance(
-            records, self.window_us, ceiling, quarantined, copies.recorded, recorded_move=copies.moves
+            records,
+            self.window_us,
+            now_us() + FUTURE_SKEW_US,
+            quarantined,
+            copies.recorded,
+            recorded_move=copies.moves,
+            held_us=copies.ceiling_us,
         )
         return Commit(stream, state, book.version, covered)
 

@@ -17,6 +17,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+from .. import stop
 from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
 from ..quarantine import Quarantine
@@ -145,11 +146,12 @@ class Shipper:
             with self._cond:
                 busy = self._queue or self._batcher.opened_at is not None or self._tracker.unsettled()
                 left = deadline - time.monotonic()
-                if not busy or self._fatal is not None or left <= 0:
+                urgent = stop.cuts(stop.FINISHING)  # a second stop signal: wait for nothing more
+                if not busy or self._fatal is not None or left <= 0 or urgent:
                     self._stopped = True
                     self._cond.notify_all()
                     if busy and self._fatal is None:
-                        self._abandon(timeout_s)
+                        self._abandon(timeout_s, urgent)
                     break
                 self._cond.wait(min(left, 1.0))
             self._renew()  # a long flush must not lose the run's lease
@@ -157,8 +159,8 @@ class Shipper:
         # being written would race the next run's (a warm Lambda, a Splunk input) on the same stream.
         dying = self._fatal is not None
         self._committers.shutdown(wait=dying, cancel_futures=dying)
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        for thread in self._threads:  # after a second stop request a send still going is left behind
+            thread.join(0.0 if stop.cuts(stop.FINISHING) else max(0.0, deadline - time.monotonic()))
         with self._cond:
             self._check_fatal()
 
@@ -232,8 +234,9 @@ class Shipper:
             self._refuse(batch, f"unexpected {type(exc).__name__} while sending a batch: {exc}")
             return
         if self._claims is not None:
-            try:  # before any state covering these events is committed (claims.py)
-                self._claims.record([event.id for event in batch.events])
+            try:  # before any state covering these events is committed (claims.py); as a commit,
+                with stop.shielded(stop.FINISHING):  # only an urgent stop cuts it
+                    self._claims.record([event.id for event in batch.events])
             except Stopped as exc:
                 self._refuse(batch, f"a delivered batch was left unrecorded: {exc}", cut=True)
                 return
@@ -267,7 +270,11 @@ class Shipper:
                 if self._fatal is not None:  # the run is dying: the next run sends these records again
                     return
             try:
-                version = self._store.commit(commit.stream, commit.state, commit.version)
+                with stop.shielded(stop.FINISHING):  # the sink has the batch: only an urgent stop cuts this
+                    version = self._store.commit(commit.stream, commit.state, commit.version)
+            except Stopped as exc:
+                self._fail_commit(commit, exc, cut=True)
+                return
             except StateError as exc:
                 self._fail_commit(commit, exc)
                 return
@@ -279,11 +286,15 @@ class Shipper:
                 commit = self._tracker.committed(commit, version)
                 self._cond.notify_all()  # the flush may be waiting for this
 
-    def _fail_commit(self, commit: Commit, exc: Exception) -> None:
+    def _fail_commit(self, commit: Commit, exc: Exception, cut: bool = False) -> None:
+        """The state of accepted batches was not written; ``cut``: by an urgent stop, not a failure."""
         reason = f"batch delivered but state not saved (it will be re-sent next run): {exc}"
         with self._cond:
             if self._tracker.commit_failed(commit, reason):
-                self._report_failure(commit.stream, reason)
+                if cut:
+                    self._stopped_stream(commit.stream)
+                else:
+                    self._report_failure(commit.stream, reason)
             self._cond.notify_all()
 
     def _refuse(self, batch: Batch, reason: str, cut: bool = False) -> None:
@@ -292,24 +303,31 @@ class Shipper:
             self._cond.notify_all()  # later batches of these streams wait for them no more
             for stream in self._tracker.refused(batch, reason):
                 if cut:
-                    self._cut.add(stream)
-                    self._reports[stream].stopped = True
-                    log.warning("stream stopped with a batch in flight", extra={"stream": stream})
+                    self._stopped_stream(stream)
                 else:
                     self._report_failure(stream, reason)
                 self._batcher.drop(stream)
 
-    def _abandon(self, timeout_s: float) -> None:
-        """Called with the lock held, once the flush wait is over."""
+    def _stopped_stream(self, stream: str) -> None:
+        """Called with the lock held: a stop request cut ``stream``'s batch or state write."""
+        self._cut.add(stream)
+        self._reports[stream].stopped = True
+        log.warning("stream stopped with a batch in flight", extra={"stream": stream})
+
+    def _abandon(self, timeout_s: float, urgent: bool) -> None:
+        """Called with the lock held, once the flush wait is over (``urgent``: cut by a second stop)."""
         batch = self._batcher.cut()
         if batch is not None:
             self._tracker.closed(batch)
+        waited = "a second stop request" if urgent else f"{timeout_s:g} s of the end of the run"
         reason = (
-            f"batches not confirmed by the sink within {timeout_s:g} s of the end of the run; "
-            "their records will be sent again next run"
+            f"batches not confirmed by the sink within {waited}; their records will be sent again next run"
         )
         for stream in self._tracker.abandon(reason):
-            self._report_failure(stream, reason)
+            if urgent:
+                self._stopped_stream(stream)
+            else:
+                self._report_failure(stream, reason)
 
     def _report_failure(self, stream: str, reason: str) -> None:
         report = self._reports[stream]

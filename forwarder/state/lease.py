@@ -1,22 +1,31 @@
 """The run lease, over any backend that can put and delete one document conditionally.
 
-A lease is a small document ``{"schema", "owner", "acquired", "expires"}``. Every store (a local
+A lease is a small document ``{"schema", "owner", "acquired", "expires", "ttl"}``. Every store (a local
 directory, S3, DynamoDB) only has to provide a ``ConditionalSlot``; the rules live here once:
 
 * acquire: allowed when there is no lease, when it has expired (``now >= expires``), or when it
   already names the same owner; the write is conditional on the version just read, so of two runs
   racing for an expired lease exactly one wins and the other is told who holds it.
+* bound: a holder writes ``expires`` as its clock plus the TTL, so a lease expiring further ahead of
+  the reader's clock than its TTL (plus a skew) was written by a clock running ahead: a run whose
+  clock was a year ahead, killed, would keep every run out for a year. The reader writes the expiry
+  back to its own clock plus the TTL (conditionally, owner unchanged): a dead holder's lease then
+  expires within a TTL, a live one keeps it by renewing.
 * renew: a conditional write on the version *we* last wrote. If anyone else wrote or removed the
-  lease since, the condition fails and the run learns that it lost the lease.
-* release: a conditional delete on that same version, so a run never removes a lease that another
-  run took over after ours expired.
+  lease since, the condition fails and the run learns that it lost the lease, unless the lease
+  still names us (a reader bounded its expiry): then the write is made on that version.
+* release: a conditional delete on that same version (or, as for renew, the current one while the
+  lease still names us), so a run never removes a lease that another run took over after ours
+  expired. A stop request does not cut it (``stop.RELEASING``): a lease left behind would refuse
+  every run until it expires.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, TypeVar
 
+from .. import stop
 from ..errors import ConflictError, LeaseHeld, StateError
 from ..logs import quoted
 from ..timeutil import format_us, parse_iso
@@ -24,8 +33,10 @@ from .store import ConditionalSlot
 
 LEASE_SCHEMA = 1
 _ACQUIRE_ATTEMPTS = 3
+CLOCK_SKEW_US = 300 * 1_000_000  # how far ahead of a reader's a holder's clock may run unbounded
 
 Clock = Callable[[], float]  # seconds since the epoch, like time.time
+T = TypeVar("T")
 
 
 class LeaseDoc(NamedTuple):
@@ -35,10 +46,19 @@ class LeaseDoc(NamedTuple):
     owner: str
     acquired_us: int
     expires_us: int
+    ttl_us: int = 0  # 0: not recorded (a lease an older version wrote)
 
     def admits(self, owner: str, now_us: int) -> bool:
         """Whether ``owner`` may take this lease now."""
         return owner == self.owner or now_us >= self.expires_us
+
+    def bounded(self, now_us: int, ttl_us: int) -> LeaseDoc:
+        """This lease expiring at most its TTL (``ttl_us`` when it has none recorded) after ``now_us``,
+        itself when it already does, within CLOCK_SKEW_US."""
+        ttl = self.ttl_us or ttl_us
+        if self.expires_us <= now_us + ttl + CLOCK_SKEW_US:
+            return self
+        return self._replace(expires_us=now_us + ttl)
 
     def to_doc(self) -> Dict[str, Any]:
         return {
@@ -46,6 +66,7 @@ class LeaseDoc(NamedTuple):
             "owner": self.owner,
             "acquired": format_us(self.acquired_us),
             "expires": format_us(self.expires_us),
+            "ttl": self.ttl_us // 1_000_000,
         }
 
     @classmethod
@@ -54,10 +75,12 @@ class LeaseDoc(NamedTuple):
         if doc.get("schema") != LEASE_SCHEMA:
             raise StateError(f"lease at {where} has schema version {quoted(doc.get('schema'))}; {hint}")
         try:
-            owner = doc["owner"]
+            owner, ttl = doc["owner"], doc.get("ttl", 0)
             if not isinstance(owner, str):
                 raise TypeError(f"owner is a {type(owner).__name__}")
-            return cls(owner, parse_iso(doc["acquired"]), parse_iso(doc["expires"]))
+            if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+                raise ValueError(f"ttl is {ttl!r}")
+            return cls(owner, parse_iso(doc["acquired"]), parse_iso(doc["expires"]), ttl * 1_000_000)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"lease at {where} is corrupt ({exc}); {hint}") from None
 
@@ -98,16 +121,28 @@ class SlotLease:
 
     def renew(self) -> None:
         now = clock_us(self._clock)
-        doc = LeaseDoc(self.owner, self._doc.acquired_us, now + self._ttl_us)
+        doc = LeaseDoc(self.owner, self._doc.acquired_us, now + self._ttl_us, self._ttl_us)
         try:
-            self._version = self._slot.put(doc.to_doc(), self._version)
+            self._version = self._as_holder(lambda version: self._slot.put(doc.to_doc(), version))
         except ConflictError:
             raise self._lost(now) from None
         self._doc = doc
 
     def release(self) -> None:
-        with suppress(ConflictError):  # taken over or removed since: no longer ours to remove
-            self._slot.delete(self._version)
+        """Remove the lease, also once a stop was requested (its own deadline bounds the delete)."""
+        with suppress(ConflictError), stop.shielded(stop.RELEASING):  # ConflictError: no longer ours
+            self._as_holder(self._slot.delete)
+
+    def _as_holder(self, write: Callable[[str], T]) -> T:
+        """``write(version)`` on the version we wrote last; on the current one when that conflicts
+        but the lease still names us (a reader bounded its expiry); ConflictError otherwise."""
+        try:
+            return write(self._version)
+        except ConflictError:
+            holder, version = read_lease(self._slot)
+            if holder is None or holder.owner != self.owner or version is None:
+                raise
+            return write(version)
 
     def _lost(self, now_us: int) -> LeaseHeld:
         holder, _ = read_lease(self._slot)
@@ -140,8 +175,14 @@ def acquire(
         holder, version = read_lease(slot)
         now = clock_us(clock)
         if holder is not None and not holder.admits(owner, now) and not holder_gone(holder.owner):
-            raise held_error(holder, slot.location, now)
-        doc = LeaseDoc(owner, now, now + ttl_us)
+            bounded = holder.bounded(now, ttl_us)
+            if bounded != holder:
+                try:
+                    slot.put(bounded.to_doc(), version)
+                except ConflictError:
+                    continue  # renewed or taken meanwhile: look again
+            raise held_error(bounded, slot.location, now)
+        doc = LeaseDoc(owner, now, now + ttl_us, ttl_us)
         try:
             new_version = slot.put(doc.to_doc(), version)
         except ConflictError:

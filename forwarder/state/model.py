@@ -6,10 +6,16 @@ late with an older created_at. The state only ever moves over delivered records,
 written to quarantine because they cannot be placed in time: their quarantine ids join ``seen``, dated
 when they were kept, so a record the service keeps returning is quarantined once, not on every run.
 
-A peer's clock is not trusted: the watermark never passes the run's clock plus FUTURE_SKEW_US. A
-record dated later (9999, a clock set years ahead) is delivered once, and its id stays among the
-delivered until the watermark comes within the window of it, so it is neither sent again nor
-allowed to hide the records that follow.
+A peer's clock is not trusted: only a record dated at most the run's clock plus FUTURE_SKEW_US moves
+the watermark (to its created_at). A record dated later (9999, a clock set years ahead) is delivered
+once, and its id stays among the delivered until the watermark comes within the window of it, so it
+is neither sent again nor allowed to hide the records that follow.
+
+Nor is our own clock trusted to lower a watermark: whatever it says, the watermark is never lowered
+below what was committed (a run whose clock is two days behind would otherwise send two days again).
+So the watermark is always the created_at of a record delivered when no clock that placed it
+disagreed; only a clock ahead *and* the service dating records into that future together can place
+it ahead of the truth.
 """
 
 from __future__ import annotations
@@ -47,13 +53,16 @@ class StreamState:
         quarantined: Optional[Mapping[str, int]] = None,
         recorded: Optional[Mapping[str, int]] = None,
         recorded_move: bool = False,
+        held_us: Optional[int] = None,
     ) -> StreamState:
         """The state after ``delivered`` were accepted by the sink; ``self`` is left unchanged.
-        ``ceiling_us`` (default: now plus FUTURE_SKEW_US) is as far as the watermark may go.
+        ``ceiling_us`` (default: now plus FUTURE_SKEW_US): a record dated later does not move the
+        watermark. The watermark never goes down.
         ``quarantined`` maps the ids of unplaceable records already kept in quarantine to when: they
         are remembered, and age out, like delivered ids, but neither count nor move the watermark.
         ``recorded`` maps the ids of records another stream delivered to their created_at: remembered
-        like delivered ids, not counted, and moving the watermark only when ``recorded_move``."""
+        like delivered ids, not counted, and moving the watermark only when ``recorded_move``.
+        ``held_us``: the watermark moves no further than it (copies of records not yet recorded)."""
         if ceiling_us is None:
             ceiling_us = now_us() + FUTURE_SKEW_US
         seen = dict(self.seen)
@@ -63,11 +72,11 @@ class StreamState:
         count = 0
         for record in delivered:
             seen[record.event_id] = record.ts_us
-            watermark = _later(watermark, min(record.ts_us, ceiling_us))
+            watermark = _moved(watermark, record.ts_us, ceiling_us, held_us)
             count += 1
         if recorded_move:
             for ts in (recorded or {}).values():
-                watermark = _later(watermark, min(ts, ceiling_us))
+                watermark = _moved(watermark, ts, ceiling_us, held_us)
         if watermark is not None:
             low = watermark - window_us
             seen = {k: ts for k, ts in seen.items() if ts >= low}
@@ -76,13 +85,6 @@ class StreamState:
             seen=seen,
             delivered_total=self.delivered_total + count,
         )
-
-    def held_to(self, ceiling_us: int) -> StreamState:
-        """This state with the watermark at most ``ceiling_us``: heals a state an older version let a
-        future-dated record push ahead (the ids delivered stay, so nothing is sent twice)."""
-        if self.watermark_us is None or self.watermark_us <= ceiling_us:
-            return self
-        return StreamState(ceiling_us, dict(self.seen), self.delivered_total)
 
     def to_doc(self, stream_key: str) -> dict[str, Any]:
         return {
@@ -115,5 +117,10 @@ class StreamState:
             raise StateError(f"state at {where} is corrupt: {exc}") from None
 
 
-def _later(watermark: Optional[int], placed: int) -> int:
+def _moved(watermark: Optional[int], ts_us: int, ceiling_us: int, held_us: Optional[int]) -> Optional[int]:
+    """The watermark once a record dated ``ts_us`` is delivered: up to that date but no further than
+    ``held_us``, never down, and not at all by a record dated past ``ceiling_us`` (the clock's)."""
+    if ts_us > ceiling_us:
+        return watermark
+    placed = ts_us if held_us is None else min(ts_us, held_us)
     return placed if watermark is None or placed > watermark else watermark

@@ -63,24 +63,43 @@ def test_a_trickling_body_is_cut_at_the_total_deadline():
             audits(client)
 
 
-def test_a_stop_request_cuts_a_request_in_flight():
-    with Simulator(ORG) as sim:
-        sim.trickle_seconds = 0.5
-        sim.break_next(1, "trickle")
-        client = client_for(sim, timeout=900)  # only the stop can end it
-        outcome = {}
+def trickled_pull(sim, shield=stop.ORDINARY):
+    """A thread reading the audits of a trickled answer at ``shield`` level, with a timeout only a
+    stop can beat, once its request has arrived; and what ended it ("stopped")."""
+    sim.trickle_seconds = 0.3
+    sim.break_next(1, "trickle")
+    client = client_for(sim, timeout=900)
+    outcome = {}
 
-        def pull():
+    def pull():
+        with stop.shielded(shield):
             try:
                 audits(client)
             except stop.Stopped as exc:
                 outcome["stopped"] = exc
 
-        worker = threading.Thread(target=pull, daemon=True)
-        worker.start()
-        while not any(r.path == AUDITS_PATH for r in sim.requests):
-            worker.join(0.05)
+    worker = threading.Thread(target=pull, daemon=True)
+    worker.start()
+    while not any(r.path == AUDITS_PATH for r in sim.requests):
+        worker.join(0.05)
+    return worker, outcome
+
+
+def test_a_stop_request_cuts_a_request_in_flight():
+    with Simulator(ORG) as sim:
+        worker, outcome = trickled_pull(sim)
         stop.request()
+        worker.join(60)
+        assert not worker.is_alive() and "stopped" in outcome
+
+
+def test_a_stop_leaves_a_finishing_request_to_its_deadline_and_an_urgent_one_cuts_it():
+    with Simulator(ORG) as sim:
+        worker, outcome = trickled_pull(sim, stop.FINISHING)  # a state write of an accepted batch
+        stop.request()
+        worker.join(1.0)  # four looks of the watchdog at the stop (one every quarter second)
+        assert worker.is_alive() and "stopped" not in outcome
+        stop._urgent.set()  # what a second stop signal sets
         worker.join(60)
         assert not worker.is_alive() and "stopped" in outcome
 

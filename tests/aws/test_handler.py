@@ -11,7 +11,7 @@ import threading
 import boto3
 import pytest
 
-from forwarder import credentials, retry
+from forwarder import credentials, retry, stop
 from forwarder.config import VARIABLES
 from forwarder.errors import ConfigError
 from forwarder.sim.generate import generate_org
@@ -193,6 +193,38 @@ def test_deadline_stops_starting_streams_and_the_next_run_starts_with_them(
     assert second["ok"] and second["not_started_count"] == 0
     audited = [r.query["name"] for r in sim.requests if r.path.endswith("/audits")]
     assert [f"user/{name}" for name in dict.fromkeys(audited)][: len(left)] == left  # waited longest first
+    assert_each_once(hec, org.all_records())
+
+
+class StoppingContext(FakeContext):
+    """Lambda's shutdown SIGTERM (``stop.request``, what the installed handler does) arrives at the
+    ``at``-th deadline check: in the middle of the run, with batches in flight."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def get_remaining_time_in_millis(self) -> int:
+        if self.asked + 1 == self.at:
+            stop.request()
+        return super().get_remaining_time_in_millis()
+
+
+@pytest.mark.parametrize("state", ["dynamodb", "s3"])
+def test_a_stop_mid_run_releases_the_lease_and_saves_the_cursor(lambda_env, org, hec, monkeypatch, state):
+    if state == "s3":
+        monkeypatch.setenv("FORWARDER_STATE", f"s3://{make_bucket()}/forwarder")
+    monkeypatch.setenv("FORWARDER_CONCURRENCY", "1")
+    try:
+        first = handler(SCHEDULED, StoppingContext(at=5))
+    finally:
+        stop.reset()
+    assert first["ok"] and first["not_started_count"] > 0, "a stop is not a failure"
+    left = first["not_started"]
+    second = handler(SCHEDULED, FakeContext())  # not skipped: the stopped run released its lease
+    assert second["ok"] and not second.get("skipped")
+    ran = [s["stream"] for s in second["streams"]]
+    assert ran[: len(left)] == left  # the cursor the stopped run saved: what it left goes first
     assert_each_once(hec, org.all_records())
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import termios
 import time
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -48,14 +48,26 @@ def in_terminal(
     cwd: Optional[str] = None,
     timeout: float = 120,
     terminate_on: Optional[str] = None,
+    keys: Sequence[Tuple[str, bytes]] = (),
 ) -> Screenful:
     """``audit-forwarder ARGS`` with stdin, stdout and stderr on a 120-column pseudo-terminal; SIGTERM
-    once the output shows ``terminate_on``."""
+    once the output shows ``terminate_on``. ``keys`` are typed in order, each once the output matches
+    its regular expression: the terminal is the process's controlling one, so ``b"\x03"`` (Ctrl-C) is a SIGINT
+    from the terminal, as a person's."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "forwarder", *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd
+        [sys.executable, "-m", "forwarder", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=cwd,
+        # A session of its own whose terminal is the pseudo-terminal: Ctrl-C typed there reaches it.
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )
+    pending = list(keys)
     os.close(slave)
     chunks: List[bytes] = []
     deadline = time.monotonic() + timeout
@@ -71,6 +83,8 @@ def in_terminal(
             if not chunk:
                 break
             chunks.append(chunk)
+            if pending and re.search(pending[0][0].encode(), b"".join(chunks)):
+                os.write(master, pending.pop(0)[1])
             if terminate_on and terminate_on.encode() in b"".join(chunks):
                 proc.send_signal(signal.SIGTERM)
                 terminate_on = None

@@ -170,3 +170,40 @@ def test_an_unreadable_record_is_an_error_naming_it(splunkd, collection):
 def test_splunkd_down_is_a_state_error():
     with pytest.raises(StateError, match="cannot reach splunkd"):
         KVStore(Splunkd("https://127.0.0.1:9", APP, COLLECTION, SESSION_KEY), "s").load(KEY)
+
+
+def test_a_stop_mid_run_releases_the_lease_and_the_next_run_sends_the_rest_once(
+    splunkd, collection, tmp_path
+):
+    """SIGTERM from splunkd (an input disabled) after the first batch: the run ends clean, its lease
+    released; the next run is not refused and sends what is left, nothing twice."""
+    from forwarder import stop
+    from forwarder.app import run_once
+    from forwarder.sim.generate import generate_org
+    from forwarder.sim.simulator import Simulator
+    from tests.e2e.helpers import settings_for
+    from tests.fakes import MemorySink
+
+    class StopAfterFirstBatch(MemorySink):
+        def send(self, batch):
+            result = super().send(batch)
+            if self.calls == 1:
+                stop.request()  # what the installed SIGTERM handler does
+            return result
+
+    with Simulator(generate_org(2)) as sim:
+        settings = settings_for(sim.base_url, "stdout", str(tmp_path / "state"), FORWARDER_CONCURRENCY="1")
+        store = open_kvstore(location(splunkd), SESSION_KEY)
+        sink = StopAfterFirstBatch(max_batch_events=50)
+        try:
+            first = run_once(settings, store=store, sink=sink)
+        finally:
+            stop.reset()
+        assert first.ok and first.not_started
+        second = run_once(settings, store=store, sink=sink)
+        assert second.ok and not second.skipped and not second.not_started
+    assert (
+        len(sink.delivered)
+        == len(set(sink.delivered))
+        == first.totals()["shipped"] + second.totals()["shipped"]
+    )

@@ -251,6 +251,42 @@ class StoreContract:
         again = store.acquire_lease("run-a", 60)
         again.renew()
 
+    def test_a_lease_from_a_clock_a_year_ahead_keeps_runs_out_a_ttl_not_a_year(
+        self, store, open_handle, clock
+    ):
+        ahead = FakeClock(clock.now + 365 * 86400)
+        open_handle(ahead).acquire_lease("run-a", 60)  # and the run is killed: never released
+        with pytest.raises(LeaseHeld) as err:
+            store.acquire_lease("run-b", 60)
+        assert format_us(T0_US + 60 * 1_000_000)[:19] in str(err.value)  # its expiry, bounded
+        clock.advance(30)
+        with pytest.raises(LeaseHeld):  # the bound is written once, not moved by every reader
+            store.acquire_lease("run-b", 60)
+        clock.advance(30)
+        store.acquire_lease("run-b", 60)
+
+    def test_a_live_holder_whose_clock_runs_ahead_keeps_its_lease_by_renewing(
+        self, store, open_handle, clock
+    ):
+        ahead = FakeClock(clock.now + 365 * 86400)
+        held = open_handle(ahead).acquire_lease("run-a", 60)
+        for _ in range(3):
+            with pytest.raises(LeaseHeld):
+                store.acquire_lease("run-b", 60)  # bounds the expiry the holder wrote
+            clock.advance(40)
+            ahead.advance(40)
+            held.renew()  # the lease still names it: renewed on the bounded version
+        held.release()
+        store.acquire_lease("run-b", 60)
+
+    def test_a_lease_within_the_skew_of_the_readers_clock_is_left_as_written(self, store, open_handle, clock):
+        ahead = FakeClock(clock.now + 200)  # under CLOCK_SKEW_US
+        held = open_handle(ahead).acquire_lease("run-a", 60)
+        with pytest.raises(LeaseHeld) as err:
+            store.acquire_lease("run-b", 60)
+        assert format_us(T0_US + 260 * 1_000_000)[:19] in str(err.value)
+        held.release()
+
     def test_lease_survives_other_handles(self, store, open_handle, clock):
         store.acquire_lease("run-a", 60)
         with pytest.raises(LeaseHeld):
