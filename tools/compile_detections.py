@@ -33,12 +33,26 @@ PIPELINES = ROOT / "detections" / "pipelines"
 ELASTIC_OUT = ROOT / "elasticsearch" / "detection_rules.ndjson"
 AnyRule = Union[SigmaRule, SigmaCorrelationRule]
 
-# Splunk: every search runs every 15 minutes over the last 15 (the burst correlation counts in
-# 10-minute bins inside that window); alert.severity 3 warn .. 6 fatal.
+# Events reach the SIEM a poll interval after they happen, and late records (a re-sweep) days after:
+# searches select by when an event was indexed, not by when it happened, so each delivered event is
+# evaluated by exactly one run of each search, however late it came.
+# Splunk: every 15 minutes, the events indexed in the 15 minutes before the minute (_indextime), of
+# any event time in the last 15 days (the first run's backfill included); alert.severity 3 .. 6.
 SPLUNK_SCHEDULE = {
     "cron_schedule": "*/15 * * * *",
-    "dispatch.earliest_time": "-15m@m",
-    "dispatch.latest_time": "@m",
+    "dispatch.index_earliest": "-15m@m",
+    "dispatch.index_latest": "@m",
+    "dispatch.earliest_time": "-15d@d",
+    "dispatch.latest_time": "+1d@d",
+}
+# Elastic: every 5 minutes over the last 6 by event.ingested (elasticsearch/ingest_pipeline.json sets
+# it as each event arrives), falling back to @timestamp for events indexed without the pipeline.
+ELASTIC_SCHEDULE = {
+    "interval": "5m",
+    "from": "now-6m",
+    "to": "now",
+    "timestamp_override": "event.ingested",
+    "timestamp_override_fallback_disabled": False,
 }
 SPLUNK_SEVERITY = {"informational": 2, "low": 3, "medium": 4, "high": 5, "critical": 6}
 # Elastic Security: risk score by level, as Elastic's prebuilt rules do.
@@ -221,9 +235,7 @@ def elastic_rules(compiled: Sequence[Compiled]) -> str:
                 "language": "esql",
                 "query": item.query,
                 "enabled": False,
-                "interval": "5m",
-                "from": "now-6m",
-                "to": "now",
+                **ELASTIC_SCHEDULE,
                 "risk_score": ELASTIC_RISK[level],
                 "severity": ELASTIC_SEVERITY.get(level, level),
                 "tags": ["EmailAuth", *(f"{tag.namespace}.{tag.name}" for tag in rule.tags)],
