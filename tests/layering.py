@@ -90,13 +90,6 @@ RULES: Tuple[Rule, ...] = (
         transitive=True,
     ),
     Rule(
-        "read-pass-does-io",
-        "a pass reads the source it is given: paging and selection do no I/O of their own",
-        "forwarder.reading.pass_",
-        IO_MODULES,
-        transitive=True,
-    ),
-    Rule(
         "pipeline-reads-through-the-face",
         "the pipeline reads a pass through reading.pass_: the API, strategies and paging stay behind it",
         "forwarder.pipeline",

@@ -83,11 +83,6 @@ BREAKS: Dict[str, List[Dict[str, str]]] = {
         {"forwarder/sinks/__init__.py": "def f():\n    from forwarder import state\n"},
         {"forwarder/http.py": "from .state import store\n"},  # sinks.hec -> http -> state
     ],
-    "read-pass-does-io": [
-        {"forwarder/reading/pass_.py": "import socket\n"},
-        {"forwarder/reading/pages.py": "import time\n"},  # through a module it reads with
-        {"forwarder/reading/pass_.py": "def f():\n    from . import trail\n"},  # even when called only
-    ],
     "pipeline-reads-through-the-face": [
         {"forwarder/pipeline.py": "from .reading.pages import Page\n"},
         {"forwarder/pipeline.py": "def f():\n    from .reading import trail\n"},
