@@ -27,8 +27,8 @@ from forwarder.normalize import NormalizeOptions, get_formatter
 from forwarder.observer import IGNORE, RunObserver
 from forwarder.pipeline import RunContext, run_streams
 from forwarder.quarantine import LocalQuarantine
+from forwarder.reading.select import Limits
 from forwarder.report import RunReport
-from forwarder.selection import Limits
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.fakes import MemorySink, MemoryStore

@@ -10,7 +10,6 @@ from typing import Callable, List, Optional
 from . import stop
 from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
-from .api.trail import TrailReader
 from .config import Settings
 from .delivery.claims import Claims
 from .domains import to_unicode_domain
@@ -20,9 +19,10 @@ from .normalize import Formatter, NormalizeOptions, get_formatter
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
+from .reading.select import Limits
+from .reading.trail import TrailReader
 from .report import RunReport
 from .retry import RetryPolicy
-from .selection import Limits
 from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store_for
@@ -146,7 +146,10 @@ def run_once(
             quarantine=quarantine
             or open_quarantine(settings.quarantine, settings.sink.sse_kms_key_id, settings.http_timeout_s),
             limits=Limits(
-                settings.initial_lookback_s, settings.lookback_window_s, settings.max_records_per_pass
+                settings.initial_lookback_s,
+                settings.lookback_window_s,
+                settings.max_records_per_pass,
+                settings.tie_margin_s,
             ),
             claims=Claims.load(store, settings.lookback_window_s),
             options=NormalizeOptions(

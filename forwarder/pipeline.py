@@ -1,5 +1,6 @@
-"""Orchestration of one run: plan, select, normalize, ship, commit. No HTTP, formatting or storage
-details live here: those come in through the small interfaces of api, normalize, sinks and state."""
+"""Orchestration of one run: plan, then per stream: read a pass, ship it, commit, until none is left.
+No HTTP, formatting or storage details live here: those come in through the small interfaces of
+reading, normalize, sinks and state."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import stop
-from .api.paging import PageOutcome, ReadAgain
 from .delivery.claims import Claims
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
 from .errors import ForwarderError, StreamFailed
@@ -25,9 +25,10 @@ from .logs import redact
 from .normalize import Formatter, NormalizeOptions
 from .observer import IGNORE, RunObserver
 from .quarantine import Quarantine, unplaceable
+from .reading.pass_ import RecordSource, read_pass, start_position
+from .reading.select import Limits
 from .records import AuditRecord
 from .report import RunReport, StreamReport
-from .selection import Limits, next_pass, select_new, start_hint
 from .sinks.base import Sink
 from .state.model import FUTURE_SKEW_US, StreamState
 from .state.store import Lease, StateStore
@@ -36,13 +37,6 @@ from .streams import Stream
 from .timeutil import format_us, now_us
 
 log = logging.getLogger(__name__)
-
-
-class RecordSource(Protocol):
-    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterable[List[Any]]:
-        """Pages of raw audit records of ``stream``; ``start_us`` is a hint the service may ignore.
-        ``outcome`` carries where offset paging resumes, and hears what the reader saw."""
-        ...
 
 
 @dataclass
@@ -62,6 +56,9 @@ class RunContext:
     linger_s: float = LINGER_S  # a partly filled batch waits this long for other streams' events
     flush_timeout_s: float = FLUSH_TIMEOUT_S  # the end of a run waits this long for batches in flight
     shipper: Optional[Shipper] = None  # the run's shared batches, while run_streams runs
+    # How far behind the watermark a stream's first pass reads: None, the tie margin (a poll); a
+    # scheduler asks for more (say a day) for a deep re-sweep that finds records that came late.
+    reach_back_s: Optional[int] = None
     # One renewal at a time: stream threads renew between streams, and a second renewal racing the
     # first would present the version the first replaced and wrongly learn that the lease was lost.
     lease_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -78,78 +75,58 @@ class RunContext:
                 self.lease_renewed = time.monotonic()
 
 
-def _observed(pages: Iterable[List[Any]], notify: Callable[[], None]) -> Iterator[List[Any]]:
-    """``pages``, calling ``notify`` once each page has been read through."""
-    for page in pages:
-        yield page
-        notify()
-
-
 def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
+    """Read, ship and commit ``stream`` pass by pass until it has nothing new (or a stop)."""
     report = StreamReport(stream.key)
     state: Optional[StreamState] = None
     try:
         loaded = ctx.store.load(stream.key)
         state, version = loaded.state, loaded.version  # never lowered, whatever our clock says
-        window_us = ctx.limits.window_s * 1_000_000
         floor_us = now_us() - ctx.limits.initial_lookback_s * 1_000_000
-        first_us = start_hint(state, floor_us, window_us)
-        start: Optional[int] = first_us
+        at = start_position(state, floor_us, ctx.limits, ctx.reach_back_s)
+        first_us = at.start_us if at.start_us is not None else floor_us
         ctx.observer.progressed(report, first_us, first_us)
-        outcome = PageOutcome()
         position: Tuple[Any, ...] = ()
         kept: Dict[str, int] = {}  # quarantine ids of the unplaceable records this run wrote -> when
         while True:
             report.passes += 1
-            counts = (report.fetched, report.skipped)
-            pages = _observed(
-                ctx.source.pages(stream, start, outcome),
-                functools.partial(ctx.observer.progressed, report, first_us, state.watermark_us or first_us),
+            fetched_before = report.fetched
+            progressed = functools.partial(
+                _progressed, ctx.observer, report, fetched_before, first_us, state.watermark_us or first_us
             )
-            try:
-                selection = select_new(
-                    pages,
-                    stream,
-                    state,
-                    floor_us=floor_us,
-                    limits=ctx.limits,
-                    keeps=ctx.claims.keeps,
-                    report=report,
-                    on_unplaceable=functools.partial(_quarantine_record, ctx, stream, report, state, kept),
-                    outcome=outcome,
-                )
-            except ReadAgain:  # the source learnt the order was not as asked: same start, new way
-                report.api_calls += outcome.pages
-                report.fetched, report.skipped = counts  # what it read is counted once, when read again
-                outcome = PageOutcome(start_offset=outcome.start_offset)
-                continue
-            _flag_future(stream, selection.records, report)
-            report.truncated = report.truncated or outcome.truncated
-            report.strategy = outcome.strategy or report.strategy
-            report.api_calls += outcome.pages
-            if outcome.truncated and not outcome.more and not outcome.ascending:
-                raise StreamFailed(
-                    f"{outcome.reason} before the end of the stream, and the service does not return "
-                    "records oldest-first, so older records may be unseen: nothing shipped "
-                    "(raise FORWARDER_MAX_PAGES)"
-                )
-            report.new += len(selection.records)
-            if selection.complete and not outcome.more:
+            read = read_pass(
+                ctx.source,
+                stream,
+                state,
+                ctx.limits,
+                floor_us=floor_us,
+                keeps=ctx.claims.keeps,
+                at=at,
+                on_page=progressed,
+            )
+            report.fetched, report.skipped = fetched_before + read.fetched, report.skipped + read.skipped
+            report.api_calls += read.calls
+            report.late += read.late
+            report.truncated = report.truncated or read.truncated
+            report.strategy = read.strategy or report.strategy
+            for raw, reason in read.unplaceable:
+                _quarantine_record(ctx, stream, report, state, kept, raw, reason)
+            _flag_future(stream, read.records, report)
+            report.new += len(read.records)
+            if read.complete:
                 ctx.claims.read_whole(stream.key)
             before = (state.watermark_us, len(state.seen), state.delivered_total)
             unsaved = {k: when for k, when in kept.items() if state.seen.get(k, -1) < when}
-            state, version = _ship(ctx, stream, selection.records, unsaved, state, version, report)
+            state, version = _ship(ctx, stream, read.records, unsaved, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
-            if (selection.complete and not outcome.more) or ctx.should_stop():
+            if read.next is None or ctx.should_stop():
                 break
             shipped = (state.watermark_us, len(state.seen), state.delivered_total) != before
-            start, following = next_pass(outcome, selection)
             # A pass may ship nothing and still move on (a page cap, a strategy that changed),
             # but never twice from the same place for the same reason.
-            if not shipped and (start, following.start_offset, outcome.reason) == position:
+            if not shipped and (read.next, read.reason) == position:
                 raise StreamFailed("a pass delivered nothing new; stopping rather than loop")
-            position = (start, following.start_offset, outcome.reason)
-            outcome = following
+            position, at = (read.next, read.reason), read.next
     except Stopped:
         report.stopped = True  # not a failure: what was committed stays, the rest waits for the next run
         log.warning("stream abandoned on a stop request", extra={"stream": stream.key})
@@ -162,6 +139,14 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
     if state is not None:
         _note_position(report, state)
     return report
+
+
+def _progressed(
+    observer: RunObserver, report: StreamReport, before: int, first_us: int, at_us: int, fetched: int
+) -> None:
+    """A page was read: ``fetched`` records so far in this pass, ``before`` in the passes before."""
+    report.fetched = before + fetched
+    observer.progressed(report, first_us, at_us)
 
 
 def _note_position(report: StreamReport, state: StreamState) -> None:

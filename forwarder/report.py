@@ -16,6 +16,7 @@ class StreamReport:
     skipped: int = 0  # already delivered, before the first-run window, or owned by another stream
     invalid: int = 0  # records that cannot be placed (no usable created_at...): quarantined raw
     future: int = 0  # records dated past the clock: shipped once, the watermark not moved by them
+    late: int = 0  # new records older than the watermark: they reached the API late
     passes: int = 0
     api_calls: int = 0  # audits requests, every pass
     # How the trail was read: ascending+start_date, offset, time-windows or full-scan (the service
@@ -54,7 +55,7 @@ class RunReport:
         return self.error is None and all(s.ok for s in self.streams)
 
     def totals(self) -> Dict[str, Any]:
-        keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid", "future")
+        keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid", "future", "late")
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
         totals["streams"] = len(self.streams)
         totals["failed_streams"] = sum(1 for s in self.streams if not s.ok)

@@ -90,6 +90,20 @@ RULES: Tuple[Rule, ...] = (
         transitive=True,
     ),
     Rule(
+        "pipeline-reads-through-the-face",
+        "the pipeline reads a pass through reading.pass_: the API, strategies and paging stay behind it",
+        "forwarder.pipeline",
+        frozenset(
+            {
+                "forwarder.api",
+                "forwarder.reading.trail",
+                "forwarder.reading.windows",
+                "forwarder.reading.strategy",
+                "forwarder.reading.pages",
+            }
+        ),
+    ),
+    Rule(
         "pipeline-loads-clients",
         "the pipeline is orchestration: importing it must not load an HTTP or AWS client",
         "forwarder.pipeline",

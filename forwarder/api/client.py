@@ -16,9 +16,10 @@ from .. import deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..logs import clip
+from ..reading.pages import Feedback, Tally, iter_pages, pages_to_ceiling
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
-from .paging import PageOutcome, extract_items, pages_to_ceiling
+from .envelope import extract_items
 from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key, token_endpoint
 
@@ -283,26 +284,33 @@ class ApiClient:
         """Every element of a list endpoint (users, domains), each once. A page that brings no element
         not read before ends the listing (a service that ignores offset, or cycles through its pages);
         more elements than ``cap`` allows fail it (a service listing new ones at every offset)."""
-        outcome = PageOutcome()
+        tally = Tally()
         items: List[Any] = []
         seen: Set[str] = set()
-        for page in pages_to_ceiling(partial(self.page, path, plural, {}, {}), limit, max_pages, outcome):
-            before = len(seen)
-            for item in page:
-                text = jsonutil.ascii_text(item)  # any item: one with a lone surrogate is skipped later
-                if text not in seen:
-                    seen.add(text)
-                    items.append(item)
-            outcome.added = len(seen) - before  # 0 ends the paging
-            if cap is not None and len(items) > cap.most:
-                raise ApiError(
-                    f"GET {path} lists more than {cap.most} {plural} ({cap.setting}): raise it, "
-                    f"or name the {plural} to pull in {cap.listed_in}"
-                )
-        if outcome.truncated:  # keep what was read rather than fail the whole run
+        pages = pages_to_ceiling(
+            iter_pages(partial(self.page, path, plural, {}, {}), limit, max_pages, tally), tally
+        )
+        try:
+            page = next(pages)
+            while True:
+                before = len(seen)
+                for item in page.items:
+                    text = jsonutil.ascii_text(item)  # any item: one with a lone surrogate is skipped later
+                    if text not in seen:
+                        seen.add(text)
+                        items.append(item)
+                if cap is not None and len(items) > cap.most:
+                    raise ApiError(
+                        f"GET {path} lists more than {cap.most} {plural} ({cap.setting}): raise it, "
+                        f"or name the {plural} to pull in {cap.listed_in}"
+                    )
+                page = pages.send(Feedback(added=len(seen) - before))  # 0 ends the paging
+        except StopIteration:
+            pass
+        if tally.truncated:  # keep what was read rather than fail the whole run
             log.warning(
                 "paging stopped before the end",
-                extra={"path": path, "items": len(items), "reason": outcome.reason},
+                extra={"path": path, "items": len(items), "reason": tally.reason},
             )
         return items
 

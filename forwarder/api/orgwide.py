@@ -19,11 +19,12 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..domains import to_unicode_domain
 from ..errors import ApiError
+from ..reading.pages import may_hold_more
 from ..records import event_id
 from ..streams import Stream
 from .bounds import bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .paging import extract_items, may_hold_more
+from .envelope import extract_items
 
 StreamKey = Tuple[str, str]  # (object_type, name lowercased; a domain in its Unicode form)
 _CHECKS = 3  # streams read one by one to cross-check an answer: those it names, and as many others

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..jsonutil import canonical
+from ..reading.strategy import ASCENDING, FULL_SCAN, Honoured, strategy
 from ..streams import Stream
 from .bounds import SECOND, bound, record_time
 from .client import AUDITS_PATH, ApiClient
-from .trail import ASCENDING, FULL_SCAN, Honoured, strategy
 
 _PROBE_LIMIT = 5
 

@@ -39,6 +39,7 @@ class Settings:
     product: str
     initial_lookback_s: int
     lookback_window_s: int
+    tie_margin_s: int
     page_limit: int
     max_pages: int
     max_records_per_pass: int

@@ -380,6 +380,15 @@ VARIABLES: Tuple[Variable, ...] = (
         field="lookback_window_s",
     ),
     V(
+        "FORWARDER_TIE_MARGIN",
+        "how far behind the watermark each poll reads again (records sharing its second, or a little"
+        " late); records later than that are found by a deep re-sweep, and known by id for"
+        " `FORWARDER_LOOKBACK_WINDOW`",
+        Duration(MAX_LOOKBACK_S),
+        "5s",
+        field="tie_margin_s",
+    ),
+    V(
         "FORWARDER_PAGE_LIMIT",
         "records per API page (the documented maximum)",
         Integer(1, 10000),

@@ -9,13 +9,13 @@ import pytest
 
 from forwarder import retry, stop
 from forwarder.api.client import ApiClient, Credentials
-from forwarder.api.paging import PageOutcome
-from forwarder.api.trail import TrailReader
 from forwarder.errors import ApiError
+from forwarder.reading.trail import TrailReader
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
+from tests.reading.helpers import read_through
 
 ORG = generate_org(4)
 USER = ORG.users[0].email
@@ -34,8 +34,7 @@ def client_for(sim, **kw):
 
 
 def audits(client):
-    pages = TrailReader(client, 200, 10).pages(Stream("user", USER, None), None, PageOutcome())
-    return [r for page in pages for r in page]
+    return read_through(TrailReader(client, 200, 10).pages(Stream("user", USER, None), None))[0]
 
 
 @pytest.mark.parametrize("path", ["/v1/ep/token", USERS_PATH, AUDITS_PATH])

@@ -152,6 +152,7 @@ def assert_todays_json_lines(stderr: str) -> None:
         "skipped",
         "invalid",
         "future",
+        "late",
         "api_calls",
         "full_scan_streams",
         "streams",

@@ -13,9 +13,9 @@ from forwarder.errors import ConflictError
 from forwarder.events import Event, SendResult
 from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
+from forwarder.reading.select import Limits
 from forwarder.records import event_id
 from forwarder.report import RunReport
-from forwarder.selection import Limits
 from forwarder.stop import Stopped
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us

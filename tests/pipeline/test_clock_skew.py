@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forwarder import timeutil
+from forwarder.reading.select import Limits
 from forwarder.records import event_id
-from forwarder.selection import Limits
 from forwarder.timeutil import now_us, parse_iso
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import make_records

@@ -29,9 +29,9 @@ from forwarder.events import Event, Rejection, SendResult
 from forwarder.normalize import NormalizeOptions
 from forwarder.pipeline import RunContext, run_stream, run_streams
 from forwarder.quarantine import LocalQuarantine, unplaceable
+from forwarder.reading.select import Limits
 from forwarder.records import event_id
 from forwarder.report import RunReport
-from forwarder.selection import Limits
 from forwarder.streams import Stream
 from forwarder.timeutil import format_us, now_us
 from tests.fakes import MemorySink, MemoryStore
@@ -202,7 +202,7 @@ class ListSource:
         self.world = world
         self.trails = trails or {}
 
-    def pages(self, stream, start_us, outcome):
+    def pages(self, stream, start_us, start_offset):
         if self.world is not None and self.world.step():
             raise Crash()  # killed mid-fetch
         items = [r for r in self.records if stream.name in self.trails.get(id(r), {r["user"]})]

@@ -7,8 +7,8 @@ import pytest
 from forwarder.errors import LeaseHeld
 from forwarder.pipeline import run_streams
 from forwarder.quarantine import LocalQuarantine
+from forwarder.reading.select import Limits
 from forwarder.report import RunReport
-from forwarder.selection import Limits
 from forwarder.streams import Stream
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import ListSource, make_records, run_context

@@ -10,23 +10,25 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from forwarder.api.trail import TrailReader
 from forwarder.delivery.claims import Claims
 from forwarder.errors import SinkError
 from forwarder.events import Rejection
 from forwarder.normalize import NormalizeOptions
 from forwarder.pipeline import RunContext, run_stream, run_streams
 from forwarder.quarantine import LocalQuarantine, unplaceable
+from forwarder.reading.select import Limits
+from forwarder.reading.trail import TrailReader
 from forwarder.records import event_id
 from forwarder.report import RunReport, StreamReport
-from forwarder.selection import Limits
 from forwarder.state.model import StreamState
 from forwarder.timeutil import now_us
 from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import STREAM, formatter, make_records
 from tests.pipeline.test_strategy_property import FakeService, Scripted
 
-LIMITS = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=100)
+# Each run reads the whole trail again (a tie margin as long as the look-back): every record a later
+# run reads, the bad one included, is skipped.
+LIMITS = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=100, tie_margin_s=7200)
 
 
 def quarantine_id(raw: Any) -> str:

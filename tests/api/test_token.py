@@ -1,10 +1,11 @@
+"""Tokens: expiry from the answer, the cache and the one refresh."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from forwarder.api.paging import PageOutcome, extract_items, iter_pages
 from forwarder.api.token import TokenProvider, parse_token
 from forwarder.errors import ApiError, MalformedResponse
 
@@ -102,56 +103,3 @@ def test_a_failed_token_request_is_made_once_and_its_error_given_to_every_caller
         tokens.refresh("any")
     assert len(calls) == 1
     assert len(errors) == 20 and len(set(errors)) == 1 and "POST /v1/ep/token" in errors[0]
-
-
-def test_envelopes_and_bare_lists():
-    assert extract_items([1, 2], "audits") == [1, 2]
-    assert extract_items({"audits": [1], "count": 1, "offset": 0}, "audits") == [1]
-    assert extract_items({"data": [3]}, "audits") == [3]
-    assert extract_items({"whatever": [4], "count": 1}, "audits") == [4]
-    with pytest.raises(ApiError, match="token expired"):
-        extract_items({"status": "error", "code": 401, "error": "token expired"}, "audits")
-    with pytest.raises(MalformedResponse, match="keys: a, b"):
-        extract_items({"a": 1, "b": 2}, "audits")
-    with pytest.raises(MalformedResponse):
-        extract_items("text", "audits")
-
-
-def pages_from(data, honour_offset=True, cap=None):
-    calls = []
-
-    def fetch(limit, offset):
-        calls.append((limit, offset))
-        if limit is None:
-            return list(data)
-        start = offset if honour_offset else 0
-        size = min(limit, cap or limit)
-        return data[start : start + size]
-
-    return fetch, calls
-
-
-def test_paging_stops_on_a_short_page():
-    fetch, calls = pages_from(list(range(460)))
-    outcome = PageOutcome()
-    assert sum(map(len, iter_pages(fetch, 200, 100, outcome))) == 460
-    assert calls == [(200, 0), (200, 200), (200, 400)] and outcome.reason == "short page"
-
-
-def test_paging_survives_a_service_that_caps_the_page_size():
-    fetch, _ = pages_from(list(range(130)), cap=25)
-    assert sum(map(len, iter_pages(fetch, 200, 100, PageOutcome()))) == 130
-
-
-def test_paging_stops_when_offset_is_ignored():
-    fetch, calls = pages_from(list(range(50)), honour_offset=False, cap=25)
-    outcome = PageOutcome()
-    assert sum(map(len, iter_pages(fetch, 200, 100, outcome))) == 25
-    assert outcome.reason == "repeated page" and len(calls) == 2
-
-
-def test_page_cap_marks_the_outcome_truncated():
-    fetch, _ = pages_from(list(range(1000)))
-    outcome = PageOutcome()
-    assert sum(map(len, iter_pages(fetch, 100, 3, outcome))) == 300
-    assert outcome.truncated and "page cap" in outcome.reason

@@ -15,40 +15,41 @@ Which streams need that is kept for the run's later passes, which skip the open 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
+from ..api.bounds import SECOND, record_time
 from ..errors import StreamFailed
 from ..jsonutil import canonical
 from ..streams import Stream
 from ..timeutil import format_us, now_us
-from .bounds import SECOND, record_time
-from .paging import PageOutcome
+from .pages import Pages, PageSize, Tally, same_page
 
 if TYPE_CHECKING:
-    from .trail import Honoured
+    from .strategy import Honoured
 
 _SKEW_US = 300 * SECOND  # the newest window reaches past the local clock by this much
 _FOREVER = 2**63  # the end of the window past the clock, which has none
 _WINDOW_ROUNDS = 8  # times one over-full window is paged through while the service reorders
 
-# (stream, limit, offset, *, sort, start_us, end_us) -> the page's records
+# (stream, limit, offset, *, sort, start_us, end_us, tally) -> the page's records
 Fetch = Callable[..., List[Any]]
 
 
 class WindowReader:
     """Reads streams by time windows; the window length learnt per stream is kept across passes."""
 
-    def __init__(self, fetch: Fetch, limit: int, max_pages: int, honoured: Honoured) -> None:
+    def __init__(self, fetch: Fetch, sizes: PageSize, max_pages: int, honoured: Honoured) -> None:
         self._fetch = fetch
-        self.limit = limit
+        self.sizes = sizes
+        self.limit = sizes.limit
         self.max_pages = max_pages
         self.honoured = honoured
         self._spans: Dict[str, int] = {}  # time-window length per stream, carried across passes
         self._future_pages: Set[str] = set()  # streams whose records past the clock fill a page
 
-    def read(self, stream: Stream, start_us: int, outcome: PageOutcome) -> Iterator[List[Any]]:
+    def read(self, stream: Stream, start_us: int, tally: Tally) -> Pages:
         """Oldest window first, each asked to fit one page: a full page splits the window."""
-        outcome.strategy = "time-windows"
+        tally.strategy = "time-windows"
         # A pass resumed past the clock (the cap stopped at a future-dated record) still asks once.
         end_us = max(now_us() + _SKEW_US, start_us + 1)
         low = start_us
@@ -56,25 +57,25 @@ class WindowReader:
         # from what the last one held, carried across passes.
         span = self._spans.get(stream.key, end_us - low)
         apart = stream.key in self._future_pages  # records past end_us are read in a window of their own
-        while low < (_FOREVER if apart else end_us) and outcome.pages < self.max_pages:
+        while low < (_FOREVER if apart else end_us) and tally.pages < self.max_pages:
             future = low >= end_us  # the window past the clock: never split, paged through when full
             high = _FOREVER if future else min(low + span, end_us)
             until = None if future or (high == end_us and not apart) else high  # the newest is open-ended
             items = self._fetch(stream, self.limit, 0, sort=False, start_us=low, end_us=until)
-            outcome.pages += 1
+            tally.pages += 1
             times = [record_time(r) for r in items]
             # The bounds sent are whole seconds, widened (bounds.bound); the newest has no upper end.
             if any(t is not None and _outside(t, low - 2 * SECOND, until, 2 * SECOND) for t in times):
                 # The bounds are ignored: the next pass (and stream) scans instead, from here.
                 self.honoured.time_bounds = False
-                outcome.more, outcome.resume_us = True, low
-                outcome.reason = "the service ignores start_date/end_date"
+                tally.more, tally.resume_us = True, low
+                tally.reason = "the service ignores start_date/end_date"
                 return
             if len(items) > self.limit:
                 self.honoured.paging = False  # every answer is whole: a full page is too
-            full = len(items) == self.limit and self.honoured.paging is not False
+            full = self.honoured.paging is not False and self._cut(stream, low, until, items, tally)
             ahead = sum(1 for t in times if t is not None and t >= end_us) if until is None else 0
-            if full and not future and 2 * ahead >= self.limit:
+            if full and not future and 2 * ahead >= self.sizes.size():
                 # Records past the clock fill half the page: no window short of theirs leaves them
                 # out, so halving this one would end at a second, on every pass. A few are left to
                 # halving, which ends with them in the newest window at no call more.
@@ -86,7 +87,7 @@ class WindowReader:
             if future:  # the next pass (in this run) reads them apart at once, while they fill a page
                 (self._future_pages.add if full else self._future_pages.discard)(stream.key)
             if full:  # a second (or the future) holding a full page: page through it
-                rest = self._rest_of_window(stream, low, until, items, outcome)
+                rest = self._rest_of_window(stream, low, until, items, tally)
                 if rest is None:  # out of pages: this window is read again, whole, by the next pass
                     break
                 items += rest
@@ -98,22 +99,36 @@ class WindowReader:
                 for r, t in zip(items, times)
                 if (not _outside(t, low, until, -1) if t is not None else low == start_us)
             ]
-            outcome.items += len(inside)
-            outcome.boundary = True
-            yield inside
-            outcome.boundary = False
+            tally.items += len(inside)
+            tally.hear((yield tally.page(inside, boundary=True)))
+            if tally.enough:
+                return
             low = high
             if not future:
-                fill = max(len(items), 1) / self.limit
+                fill = max(len(items), 1) / self.sizes.size()
                 span = max(SECOND, min(int(span / fill * 0.6), 4 * span))  # aim at ~60% of a page
                 self._spans[stream.key] = span
         if low < (_FOREVER if apart else end_us):
-            outcome.truncated = outcome.more = True
-            outcome.resume_us = low
-            outcome.reason = f"page cap of {self.max_pages} reached"
+            tally.truncated = tally.more = True
+            tally.resume_us = low
+            tally.reason = f"page cap of {self.max_pages} reached"
+
+    def _cut(self, stream: Stream, low: int, high: Optional[int], items: List[Any], tally: Tally) -> bool:
+        """Whether a window's answer may hold fewer records than the window: a full page, or one
+        that may be the service's own page size, which one request past it tells (and so learns)."""
+        count = len(items)
+        if not count or self.sizes.is_last(count):
+            return False
+        if count >= self.sizes.size():
+            return True
+        more = self._fetch(stream, self.limit, count, sort=False, start_us=low, end_us=high, tally=tally)
+        tally.pages += 1
+        if more and not same_page(items, more):
+            self.sizes.followed(count)
+        return bool(more)
 
     def _rest_of_window(
-        self, stream: Stream, low: int, high: Optional[int], first: List[Any], outcome: PageOutcome
+        self, stream: Stream, low: int, high: Optional[int], first: List[Any], tally: Tally
     ) -> Optional[List[Any]]:
         """The records after ``first`` of a window too narrow to split; None once out of pages.
 
@@ -124,11 +139,11 @@ class WindowReader:
         rest: List[Any] = []
         offset = size = len(first)
         rounds = 1
-        while outcome.pages < self.max_pages:
+        while tally.pages < self.max_pages:
             page = self._fetch(stream, self.limit, offset, sort=False, start_us=low, end_us=high)
-            outcome.pages += 1
+            tally.pages += 1
             if offset == len(first) and {canonical(r) for r in page} == seen:
-                return self._unpaged_window(stream, low, high, seen, outcome)
+                return self._unpaged_window(stream, low, high, seen, tally)
             fresh = 0
             for record in page:
                 key = canonical(record)
@@ -137,9 +152,9 @@ class WindowReader:
                     rest.append(record)
                     fresh += 1
             offset, size = offset + len(page), size + len(page)
-            if len(page) == self.limit and fresh:
+            if len(page) >= self.sizes.size() and fresh:
                 continue
-            if len(page) < self.limit and len(seen) >= size:
+            if len(page) < self.sizes.size() and len(seen) >= size:
                 return rest
             if rounds == _WINDOW_ROUNDS:
                 raise StreamFailed(
@@ -151,13 +166,13 @@ class WindowReader:
         return None
 
     def _unpaged_window(
-        self, stream: Stream, low: int, high: Optional[int], seen: Set[bytes], outcome: PageOutcome
+        self, stream: Stream, low: int, high: Optional[int], seen: Set[bytes], tally: Tally
     ) -> List[Any]:
         """The first page came again past it: the service ignores offset. If it ignores paging as a
         whole, that page was the whole window (one unpaged request shows it); if it honours limit, a
         second holding more than a page cannot be read past its first page."""
-        whole = self._fetch(stream, None, 0, sort=False, start_us=low, end_us=high)
-        outcome.pages += 1
+        whole = self._fetch(stream, None, 0, sort=False, start_us=low, end_us=high, tally=tally)
+        tally.pages += 1
         if {canonical(r) for r in whole} == seen:
             return []
         raise StreamFailed(

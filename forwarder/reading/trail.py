@@ -2,60 +2,37 @@
 
 Nothing in the spec says the audits endpoint pages, sorts or honours time bounds, so the reader
 asks for the best (oldest-first pages from ``start_date``) and learns from the answers, once per run
-for every stream:
+for every stream (the strategies: ``strategy.py``). The watermark filter always runs on the client
+(``select.py``); a window's records are also cut to the window.
 
-* ``ascending+start_date``: pages come oldest-first, so a pass may stop once it holds its cap and the
-  next pass resumes from the new watermark; an offset ceiling, or a service that ignores offset
-  (every page is the first page again), re-anchors ``start_date`` at the last ``created_at`` read.
-* ``offset``: oldest-first without ``start_date``: the next pass resumes at the offset it stopped at.
-* ``time-windows``: no order, but ``start_date``/``end_date`` are honoured: the trail is read window
-  by window, each sized to fit one page, oldest window first.
-* ``full-scan``: none of the above: every pass reads the whole trail (said in the run report).
-
-The watermark filter always runs on the client; a window's records are also cut to the window.
+``TrailReader.pages`` is a source (``pages.py``): it yields pages, hears the reader's feedback and
+returns how the read ended. Two exceptions stay inside this module: ``_Unordered`` (pages asked
+oldest-first came in another order) and ``_ReadAgain``; the face turns them into a strategy change
+or into ``ReadEnd.read_again``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
+from ..api.bounds import SECOND, bound, record_time
+from ..api.client import AUDITS_PATH, ApiClient
 from ..errors import ApiError, StreamFailed
+from ..jsonutil import canonical
 from ..streams import Stream
 from ..timeutil import format_us
-from .bounds import SECOND, bound, record_time
-from .client import AUDITS_PATH, ApiClient
-from .paging import PageOutcome, ReadAgain, iter_pages, may_hold_more, pages_to_ceiling, same_page
+from .pages import Pages, PageSize, Source, Tally, iter_pages, may_hold_more, pages_to_ceiling, same_page
+from .strategy import ASCENDING, FULL_SCAN, OFFSET, WINDOWS, Honoured, learn, strategy
 from .windows import WindowReader
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Honoured:
-    """What the service was seen to honour this run; None while unknown."""
-
-    order: Optional[bool] = None  # sort=created_at ASC
-    start_date: Optional[bool] = None
-    time_bounds: Optional[bool] = None  # start_date and end_date together, as filters
-    paging: Optional[bool] = None  # limit and offset
-    offset: Optional[bool] = None  # False: every offset answers the first page (limit honoured)
-
-
-ASCENDING, OFFSET, WINDOWS, FULL_SCAN = "ascending+start_date", "offset", "time-windows", "full-scan"
-
-
-def strategy(honoured: Honoured, bounded: bool, sends_start: bool) -> str:
-    """How a pass reads a stream, from what the service was seen to honour so far: oldest-first
-    until pages show another order. ``bounded``: the pass has a start; ``sends_start``: the client
-    still sends start_date (the service has not refused it)."""
-    if honoured.order is not False:
-        return ASCENDING if bounded and honoured.start_date is not False and sends_start else OFFSET
-    if bounded and honoured.time_bounds is not False:
-        return WINDOWS
-    return FULL_SCAN
+class _ReadAgain(Exception):
+    """Pages asked oldest-first turned out in another order after some were read (or a full first
+    page must be read again unpaged): what was read cannot be trusted, so the pass starts over."""
 
 
 class _Unordered(Exception):
@@ -88,41 +65,49 @@ class TrailReader:
         self._lock = threading.Lock()  # _said_full_scan: stream threads share the reader; one warning a run
         self._said_full_scan = False
         self._at_least: Dict[str, int] = {}  # records a stream's paged answer held: unpaged must too
-        self._windows = WindowReader(self._get, page_limit, max_pages, self.honoured)
+        self.sizes = PageSize(page_limit)  # what the service's pages hold: every stream learns it
+        self._windows = WindowReader(self._get, self.sizes, max_pages, self.honoured)
 
-    def pages(self, stream: Stream, start_us: Optional[int], outcome: PageOutcome) -> Iterator[List[Any]]:
+    def pages(self, stream: Stream, start_us: Optional[int], start_offset: int = 0) -> Source:
+        """Pages of ``stream`` from ``start_us`` (a hint the service may ignore), offset paging from
+        ``start_offset``; returns how the read ended."""
+        tally = Tally(start_offset=start_offset)
         try:
-            way = self._strategy(start_us)
-            if way in (ASCENDING, OFFSET):
-                try:
-                    yield from self._ascending(stream, start_us if way == ASCENDING else None, outcome)
-                    return
-                except _Unordered:
-                    self.honoured.order = False
-                    outcome.sorted_request = False
-                    outcome.reason = "pages asked oldest-first came in another order"
-                    if outcome.items:
-                        raise ReadAgain() from None
-                way = self._strategy(start_us)
-            if way == WINDOWS and start_us is not None:  # (WINDOWS has a start: for the type checker)
-                yield from self._windows.read(stream, start_us, outcome)
-            else:
-                yield from self._full_scan(stream, start_us, outcome)
+            yield from self._read(stream, start_us, tally)
+        except _ReadAgain:
+            return tally.end(read_again=True)
         finally:
-            self._learn(outcome, start_us)
+            learn(self.honoured, tally, start_us, self.client.sends(AUDITS_PATH, "start_date"))
+        return tally.end()
+
+    def _read(self, stream: Stream, start_us: Optional[int], tally: Tally) -> Pages:
+        way = self._strategy(start_us)
+        if way in (ASCENDING, OFFSET):
+            try:
+                yield from self._ascending(stream, start_us if way == ASCENDING else None, tally)
+                return
+            except _Unordered:
+                self.honoured.order = False
+                tally.sorted_request = False
+                tally.reason = "pages asked oldest-first came in another order"
+                if tally.items:
+                    raise _ReadAgain() from None
+            way = self._strategy(start_us)
+        if way == WINDOWS and start_us is not None:  # (WINDOWS has a start: for the type checker)
+            yield from self._windows.read(stream, start_us, tally)
+        else:
+            yield from self._full_scan(stream, start_us, tally)
 
     # -- strategies -----------------------------------------------------------------------------------
 
-    def _ascending(
-        self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
-    ) -> Iterator[List[Any]]:
+    def _ascending(self, stream: Stream, start_us: Optional[int], tally: Tally) -> Pages:
         """Oldest-first pages, from ``start_us`` when there is one (else by offset alone)."""
         with_start = start_us is not None
-        outcome.strategy = ASCENDING if with_start else OFFSET
-        outcome.sorted_request = True
-        outcome.order_shown = self.honoured.order is True
+        tally.strategy = ASCENDING if with_start else OFFSET
+        tally.sorted_request = True
+        tally.order_shown = self.honoured.order is True
         if with_start:
-            outcome.start_offset = 0
+            tally.start_offset = 0
         anchor = start_us if with_start else None
         base = 0  # the offset iter_pages counts at which the current anchor began
         first = True
@@ -133,80 +118,103 @@ class TrailReader:
         def re_anchor(limit: Optional[int], offset: int, why: str) -> List[Any]:
             """Start again from the last created_at read (the look-back ids cover its ties)."""
             nonlocal anchor, base, moved
-            last = outcome.last_us
+            last = tally.last_us
+            if anchor is not None and any(
+                t < anchor - 2 * SECOND for t in map(record_time, page) if t is not None
+            ):
+                self.honoured.start_date = (
+                    False  # the page began before the anchor: offset is all that is left
+                )
+                return self._offset_ignored(stream, page_one, tally)
             if last is None or anchor is None or last <= anchor:
                 stuck(why)
                 return []  # (the call iter_pages counts) the page was all there is from the anchor on
             log.info(f"{why}: re-anchoring start_date", extra={"stream": stream.key, "offset": offset})
             anchor, base, moved = last, offset, why
-            outcome.anchored = True
-            items = self._get(stream, limit, 0, sort=True, start_us=anchor)
+            tally.anchored = True
+            items = self._get(stream, limit, 0, sort=True, start_us=anchor, tally=tally)
             if any(t < anchor - 2 * SECOND for t in map(record_time, items) if t is not None):
                 self.honoured.start_date = False  # the first page again: offset is all that is left
-                return self._offset_ignored(stream, page_one, outcome)
+                return self._offset_ignored(stream, page_one, tally)
             return items
 
         def stuck(why: str) -> None:
             """Start_date cannot move past the last page: it was either all the service holds from
             the anchor on (an unpaged request answers it again) or a crowd of records fills it."""
-            whole = self._get(stream, None, 0, sort=True, start_us=anchor)
+            whole = self._get(stream, None, 0, sort=True, start_us=anchor, tally=tally)
             if not same_page(page, whole):
                 raise StreamFailed(_crowded(self.limit, anchor, why))
 
+        def past_short_page(limit: Optional[int], offset: int) -> List[Any]:
+            """A short page out of order may be the service's page size: the page past it tells. Empty,
+            or the same page (offset ignored): the short page held everything from the anchor."""
+            items = self._get(stream, limit, offset - base, sort=True, start_us=anchor, tally=tally)
+            if not items or same_page(page, items):
+                if items:
+                    self.honoured.offset, self.sizes.offset_ignored = False, True
+                return []
+            self.sizes.followed(len(page))
+            tally.pages += 1  # fetched, and read again another way
+            raise _Unordered()
+
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             nonlocal first, page_one, page
-            if (not outcome.ascending or outcome.misplaced) and outcome.sorted_request:
+            if (not tally.ascending or tally.misplaced) and tally.sorted_request:
+                if page and len(page) < self.limit:
+                    return past_short_page(limit, offset or 0)
                 raise _Unordered()  # the pages read so far were not oldest-first, and more follow
             at = (offset or 0) - base
-            outcome.anchored = False
+            tally.anchored = False
             if at and self.honoured.offset is False and with_start:
                 items = re_anchor(limit, offset or 0, "the service ignores offset")  # no call wasted
             else:
                 try:
-                    items = self._get(stream, limit, at, sort=True, start_us=anchor)
+                    items = self._get(stream, limit, at, sort=True, start_us=anchor, tally=tally)
                 except ApiError as exc:
                     # A 400 deep into the pages is an offset ceiling (one integration saw 9,900).
-                    last = outcome.last_us
+                    last = tally.last_us
                     if exc.status != 400 or not offset or not with_start or last is None or last == anchor:
                         raise
-                    outcome.pages += 1  # the refused call; iter_pages counts the re-anchored one
+                    tally.pages += 1  # the refused call; iter_pages counts the re-anchored one
                     items = re_anchor(limit, offset, f"offset ceiling at {offset}")
                 if at and same_page(page_one, items):  # every offset answers the first page
-                    self.honoured.offset = False
+                    self.honoured.offset, self.sizes.offset_ignored = False, True
                     if not with_start:  # no start_date to move on: the trail ends, or goes unpaged
-                        return self._offset_ignored(stream, page_one, outcome)
-                    outcome.pages += 1  # fetched, and asked again
+                        return self._offset_ignored(stream, page_one, tally)
+                    tally.pages += 1  # fetched, and asked again
                     items = re_anchor(limit, offset or 0, "the service ignores offset")
             if first and len(items) == limit and not _ascending(items):
-                outcome.pages += 1  # fetched, and read again another way
+                tally.pages += 1  # fetched, and read again another way
                 raise _Unordered()
             first = False
             if (offset or 0) == base:
                 page_one = items
             page = items
             if not self.client.sends(AUDITS_PATH, "sort"):
-                outcome.sorted_request = False
+                tally.sorted_request = False
             if with_start and not self.client.sends(AUDITS_PATH, "start_date"):
-                outcome.strategy = OFFSET  # refused by the first answer: the pages go by offset alone
+                tally.strategy = OFFSET  # refused by the first answer: the pages go by offset alone
             return items
 
         # An offset ceiling without start_date (with it, fetch re-anchors): the next run goes on.
-        yield from pages_to_ceiling(fetch, self._page_limit(stream), self.max_pages, outcome)
-        if outcome.misplaced and outcome.sorted_request:
+        yield from pages_to_ceiling(
+            iter_pages(fetch, self._page_limit(stream), self.max_pages, tally, self.sizes), tally
+        )
+        if tally.enough:
+            return
+        if tally.misplaced and tally.sorted_request:
             # The last page repeated a record out of place: the order changed between calls, so the
             # pages may have skipped records, though their count says they hold everything.
             raise _Unordered()
-        if moved and outcome.added == 0 and may_hold_more(page, self.limit):
-            outcome.pages += 1
+        if moved and tally.added == 0 and may_hold_more(page, self.limit):
+            tally.pages += 1
             stuck(moved)  # re-anchored onto records read already
-        last = outcome.last_us
-        if outcome.truncated and with_start and last is not None and (anchor is None or last > anchor):
-            outcome.more, outcome.resume_us = True, last  # the next pass goes on from the last record read
+        last = tally.last_us
+        if tally.truncated and with_start and last is not None and (anchor is None or last > anchor):
+            tally.more, tally.resume_us = True, last  # the next pass goes on from the last record read
 
-    def _full_scan(
-        self, stream: Stream, start_us: Optional[int], outcome: PageOutcome
-    ) -> Iterator[List[Any]]:
-        outcome.strategy = FULL_SCAN
+    def _full_scan(self, stream: Stream, start_us: Optional[int], tally: Tally) -> Pages:
+        tally.strategy = FULL_SCAN
         with self._lock:
             first, self._said_full_scan = not self._said_full_scan, True
         if first:
@@ -219,17 +227,17 @@ class TrailReader:
 
         def fetch(limit: Optional[int], offset: Optional[int]) -> List[Any]:
             nonlocal page_one
-            items = self._get(stream, limit, offset or 0, sort=False, start_us=start_us)
+            items = self._get(stream, limit, offset or 0, sort=False, start_us=start_us, tally=tally)
             if not offset:
                 page_one = items
             elif same_page(page_one, items):  # every offset answers the first page
-                self.honoured.offset = False
-                return self._offset_ignored(stream, page_one, outcome)
+                self.honoured.offset, self.sizes.offset_ignored = False, True
+                return self._offset_ignored(stream, page_one, tally)
             return items
 
-        outcome.start_offset = 0  # no order: no page can be skipped
+        tally.start_offset = 0  # no order: no page can be skipped
 
-        yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, outcome)
+        yield from iter_pages(fetch, self._page_limit(stream), self.max_pages, tally, self.sizes)
 
     # -- helpers --------------------------------------------------------------------------------------
 
@@ -242,13 +250,16 @@ class TrailReader:
         sort: bool,
         start_us: Optional[int],
         end_us: Optional[int] = None,
+        tally: Optional[Tally] = None,
     ) -> List[Any]:
+        """One page; ``tally`` counts a cross-check call (``_whole``)."""
         optional: Dict[str, Any] = {"sort": "created_at ASC"} if sort else {}
         if start_us is not None:
             optional["start_date"] = bound(start_us)
         if end_us is not None:
             optional["end_date"] = bound(end_us, up=True)
         items = self.client.audits(stream, optional, limit, offset)
+        self.sizes.saw(len(items), limit)
         least = self._at_least.get(stream.key)
         if limit is None and least is not None:
             if len(items) < least:
@@ -258,19 +269,45 @@ class TrailReader:
                     "FORWARDER_PAGE_LIMIT above the longest trail"
                 )
             self.honoured.paging = False  # unpaged answers are whole: every stream asks so
+        if limit is None and self.sizes.honoured:
+            self._whole(stream, items, optional, tally)
         if end_us is not None and not self.client.sends(AUDITS_PATH, "end_date"):
             self.honoured.time_bounds = False
         return items
 
-    def _offset_ignored(self, stream: Stream, page_one: List[Any], outcome: PageOutcome) -> List[Any]:
+    def _whole(
+        self, stream: Stream, items: List[Any], optional: Dict[str, Any], tally: Optional[Tally]
+    ) -> None:
+        """An answer without ``limit`` from a service that honours ``limit`` may be its default page,
+        not the whole trail. It is trusted once a re-read asking for one record more brings back the
+        same records; otherwise nothing past it can be proven read, and the stream fails without
+        shipping. (A service whose explicit limits are capped at its default page size answers both
+        alike, whole or not: no count tells them apart without offset or time bounds.)"""
+        count = len(items)
+        again = self.client.audits(stream, optional, count + 1, 0)
+        if tally is not None:
+            tally.pages += 1
+        if len(again) > count:
+            why = f"more when asked for {count + 1}"
+        elif sorted(map(canonical, again)) != sorted(map(canonical, items)):
+            why = f"other records when asked for {count + 1}"
+        else:
+            return
+        raise StreamFailed(
+            f"the service ignores offset and start_date, and answers {count} records without a limit but "
+            f"{why}: the answer may be a default page, not the whole trail, so the records past it cannot "
+            "be read; raise FORWARDER_PAGE_LIMIT above the longest trail, or ask the service to honour offset"
+        )
+
+    def _offset_ignored(self, stream: Stream, page_one: List[Any], tally: Tally) -> List[Any]:
         """Every offset answers the first page, and start_date cannot move on. A first page short of
         the limit was the whole trail (or all the service shows): the pass ends. A full one may be cut
         by the limit: the pass is read again unpaged, which must answer at least as many records."""
         if len(page_one) < self.limit:
             return []  # an empty page: the end
         self._at_least[stream.key] = len(page_one)
-        outcome.pages += 1  # fetched, and read again another way
-        raise ReadAgain()
+        tally.pages += 1  # fetched, and read again another way
+        raise _ReadAgain()
 
     def _strategy(self, start_us: Optional[int]) -> str:
         return strategy(self.honoured, start_us is not None, self.client.sends(AUDITS_PATH, "start_date"))
@@ -279,24 +316,3 @@ class TrailReader:
         """None once the service was seen to ignore paging: every answer is whole, ask once."""
         unpaged = self.honoured.paging is False or stream.key in self._at_least
         return None if unpaged else self.limit
-
-    def _learn(self, outcome: PageOutcome, start_us: Optional[int]) -> None:
-        """What this pass showed about the service, for the passes and streams after it."""
-        h = self.honoured
-        if outcome.sorted_request and outcome.pages and not outcome.ascending:
-            h.order = False
-        elif outcome.sorted_request and outcome.order_shown:
-            h.order = True
-        if start_us is not None and outcome.oldest_us is not None:
-            if outcome.oldest_us < start_us - 2 * SECOND:
-                h.start_date = False
-            elif h.start_date is None and outcome.strategy != OFFSET:
-                h.start_date = True
-        if not self.client.sends(AUDITS_PATH, "start_date"):
-            h.start_date = h.time_bounds = False
-        if h.start_date is False:
-            h.time_bounds = False
-        if outcome.reason.startswith("page longer"):
-            h.paging = False
-        elif outcome.pages > 1 and h.paging is None:
-            h.paging = True
