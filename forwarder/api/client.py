@@ -12,13 +12,14 @@ from urllib.parse import urlencode
 
 import requests
 
-from .. import deadline, jsonutil, retry
+from .. import causes, deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..logs import clip
 from ..reading.pages import Feedback, Tally, iter_pages, pages_to_ceiling
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
+from ..urls import host_port
 from .envelope import extract_items
 from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key, token_endpoint
@@ -58,6 +59,13 @@ def _error_text(response: requests.Response) -> str:
         if parts:
             return clip(": ".join(parts), 300)
     return clip((response.text or response.reason or "").strip())
+
+
+def unreachable(method: str, path: str, cause: causes.Cause, attempts: int = 1) -> str:
+    """``the API (POST /v1/ep/token): <cause>, 5 attempts; check FORWARDER_API_URL ...``."""
+    tries = f", {attempts} attempts" if attempts > 1 else ""
+    check = causes.hint(cause.kind, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE")
+    return f"the API ({method} {path}): {cause.text}{tries}; {check}"
 
 
 class ApiClient:
@@ -127,7 +135,7 @@ class ApiClient:
                         **kwargs,
                     )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise ApiError(f"{method} {path}: TLS failed: {exc}") from None
+                raise ApiError(unreachable(method, path, causes.of(exc, where))) from None
             if response.status_code in RETRYABLE_STATUS:
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(f"HTTP {response.status_code}", retry_after, response)
@@ -136,6 +144,8 @@ class ApiClient:
         def give_up(failure: retry.Failure) -> requests.Response:
             if failure.last is not None:
                 return failure.last.result
+            if failure.cause is not None:
+                raise ApiError(unreachable(method, path, failure.cause, failure.attempts))
             raise ApiError(f"{method} {path}: {failure.problem} (after {failure.attempts} attempts)")
 
         def wait(delay: float, failure: retry.Failure) -> None:
@@ -144,7 +154,8 @@ class ApiClient:
             else:
                 retry.sleep(delay)
 
-        return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait)
+        where = host_port(url)
+        return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait, where)
 
     def _token_endpoint(self) -> str:
         return token_endpoint(self.base_url + self._token_path)

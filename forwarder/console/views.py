@@ -68,13 +68,21 @@ def run_summary(
         out.append(style.bad("  error: ") + report.error)
     if report.not_started:
         out.append(style.warn(f"  {len(report.not_started):,} streams not started: they go first next run"))
-    failures = [s for s in report.streams if s.error]
+    failures = report.failures()
     if failures:
-        rows: List[Sequence[Cell]] = [[s.stream, s.error or ""] for s in failures[:MAX_FAILURES_SHOWN]]
+        rows: List[Sequence[Cell]] = [
+            [_streams_cell(streams), error] for error, streams in failures[:MAX_FAILURES_SHOWN]
+        ]
         out.append(table(["failed stream", "reason"], rows, style, indent=2).rstrip("\n"))
         if len(failures) > MAX_FAILURES_SHOWN:
-            out.append(f"  ... and {len(failures) - MAX_FAILURES_SHOWN:,} more (run with --report for all)")
+            more = len(failures) - MAX_FAILURES_SHOWN
+            out.append(f"  ... and {more:,} more reasons (run with --report for all)")
     return "\n".join(out) + "\n"
+
+
+def _streams_cell(streams: List[str]) -> str:
+    """The stream that failed, or how many failed alike and the first of them."""
+    return streams[0] if len(streams) == 1 else f"{len(streams):,} streams ({streams[0]}, ...)"
 
 
 def tenants_total(

@@ -15,16 +15,23 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
 
-from .. import deadline, http, retry
+from .. import causes, deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
 from ..logs import quoted
+from ..urls import host_port
 from .base import Bounds, split
 from .settings import SinkSettings
 
 NDJSON = "application/x-ndjson"
 AUTH_KINDS = ("bearer", "basic", "apikey", "token")
 _TEXT_LIMIT = 200  # characters of a reply quoted in an error
+
+# What a refusal of the credentials asks to check.
+_STATUS_HINTS = {
+    401: "check FORWARDER_SINK_TOKEN",
+    403: "check FORWARDER_SINK_TOKEN and what it is allowed to write",
+}
 
 Describe = Callable[[requests.Response], str]
 # Posts one request of ``events`` (``lines`` are their wire form); None means HTTP 413.
@@ -116,7 +123,7 @@ class HttpPoster:
                     allow_redirects=False,
                 )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise self.error(f"TLS with {self.who} at {url} failed: {exc}") from exc
+                raise self.error(self.unreachable(causes.of(exc, where))) from None
             if response.status_code in retry.RETRYABLE_STATUS or response.status_code >= 500:
                 retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(self._describe(response), retry_after)
@@ -129,12 +136,15 @@ class HttpPoster:
             return response
 
         def give_up(failure: retry.Failure) -> requests.Response:
-            message = (
-                f"{self.who} at {url} still failing after {failure.attempts} attempts: {failure.problem}"
-            )
+            if failure.cause is not None:
+                message = self.unreachable(failure.cause, failure.attempts)
+            else:
+                tries = f"still failing after {failure.attempts} attempts"
+                message = f"{self.who} at {url} {tries}: {failure.problem}"
             raise self.error(message, retryable=True)
 
-        return retry.call(self.retry, attempt, give_up, f"POST to {self.who}")
+        where = host_port(url)
+        return retry.call(self.retry, attempt, give_up, f"POST to {self.who}", where=where)
 
     def post_batch(self, url: str, body: bytes, content_type: str = NDJSON) -> Optional[requests.Response]:
         """The 2xx answer to a batch; None on 413 (for ``send_halving``); SinkError for other refusals."""
@@ -155,7 +165,16 @@ class HttpPoster:
         return f"answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered"
 
     def refused(self, response: requests.Response, what: str = "the batch") -> SinkError:
-        return self.error(f"{self.who} refused {what}: {self._describe(response)}")
+        check = _STATUS_HINTS.get(response.status_code)
+        return self.error(
+            f"{self.who} refused {what}: {self._describe(response)}" + (f"; {check}" if check else "")
+        )
+
+    def unreachable(self, cause: causes.Cause, attempts: int = 1) -> str:
+        """``Splunk HEC: 127.0.0.1:1 refused the connection (...), 5 attempts; check ...``."""
+        tries = f", {attempts} attempts" if attempts > 1 else ""
+        check = causes.hint(cause.kind, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
+        return f"{self.who}: {cause.text}{tries}; {check}"
 
     def error(self, message: str, retryable: bool = False) -> SinkError:
         for secret in self._secrets:
