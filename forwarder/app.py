@@ -184,11 +184,11 @@ def run_once(
         level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
         if log.isEnabledFor(level):  # the dict is not free: skip it for lines nobody keeps
             log.log(level, "stream finished", extra=stream.to_dict())
-    for error, streams in report.failures():
-        if len(streams) == 1:
-            log.error("stream failed", extra={"stream": streams[0], "error": error})
+    for error, keys in report.failures():
+        if len(keys) == 1:
+            log.error("stream failed", extra={"stream": keys[0], "error": error})
         else:
-            log.error("%d streams failed", len(streams), extra={"error": error, "first": streams[0]})
+            log.error("%d streams failed", len(keys), extra={"error": error, "first": keys[0]})
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )

@@ -23,6 +23,7 @@ CLOSED = "closed"  # connected, then closed (or reset) without an answer
 OTHER = "other"
 
 _TEXT_LIMIT = 200
+_CUT = "no complete response"  # how forwarder.deadline words a call it cut
 _CLOSED = (ConnectionResetError, ConnectionAbortedError, RemoteDisconnected, BrokenPipeError)
 
 
@@ -79,6 +80,9 @@ def of(exc: BaseException, where: str = "") -> Cause:
         return Cause(DNS, f"{host} does not resolve (DNS)")
     if any(isinstance(e, (ssl.SSLError, requests.exceptions.SSLError)) for e in chain):
         return Cause(TLS, f"TLS with {at} failed: {_tls_reason(chain)}")
+    cut = next((str(e) for e in chain if type(e).__name__ == "DeadlineExceeded"), "")
+    if _CUT in cut:  # the total deadline (forwarder.deadline): its words say how far the call got
+        return Cause(NO_ANSWER, f"{at}: {cut[cut.index(_CUT) :]}")
     if any(_is_timeout(e) for e in chain):
         connecting = any(
             isinstance(e, (requests.exceptions.ConnectTimeout, u3.ConnectTimeoutError))
