@@ -99,6 +99,13 @@ def of(exc: BaseException, where: str = "") -> Cause:
     return Cause(OTHER, f"{type(innermost).__name__} from {at}" + (f": {text}" if text else ""))
 
 
+def explain(who: str, cause: Cause, attempts: int, address: str, trust: str = "") -> str:
+    """``Splunk HEC: 127.0.0.1:1 refused the connection (...), 5 attempts; check ...``: the one line
+    for a peer ``who`` could not be reached (see ``hint`` for ``address`` and ``trust``)."""
+    tries = f", {attempts} attempts" if attempts > 1 else ""
+    return f"{who}: {cause.text}{tries}; {hint(cause.kind, address, trust)}"
+
+
 def hint(kind: str, address: str, trust: str = "") -> str:
     """What to check for a cause of ``kind``: ``address`` names the variable holding the host and port
     (FORWARDER_SINK, FORWARDER_API_URL), ``trust`` the one holding the CA bundle, if any."""

@@ -63,9 +63,9 @@ def _error_text(response: requests.Response) -> str:
 
 def unreachable(method: str, path: str, cause: causes.Cause, attempts: int = 1) -> str:
     """``the API (POST /v1/ep/token): <cause>, 5 attempts; check FORWARDER_API_URL ...``."""
-    tries = f", {attempts} attempts" if attempts > 1 else ""
-    check = causes.hint(cause.kind, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE")
-    return f"the API ({method} {path}): {cause.text}{tries}; {check}"
+    return causes.explain(
+        f"the API ({method} {path})", cause, attempts, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE"
+    )
 
 
 class ApiClient:

@@ -171,10 +171,7 @@ class HttpPoster:
         )
 
     def unreachable(self, cause: causes.Cause, attempts: int = 1) -> str:
-        """``Splunk HEC: 127.0.0.1:1 refused the connection (...), 5 attempts; check ...``."""
-        tries = f", {attempts} attempts" if attempts > 1 else ""
-        check = causes.hint(cause.kind, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
-        return f"{self.who}: {cause.text}{tries}; {check}"
+        return causes.explain(self.who, cause, attempts, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
 
     def error(self, message: str, retryable: bool = False) -> SinkError:
         for secret in self._secrets:

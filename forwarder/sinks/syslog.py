@@ -38,7 +38,7 @@ import ssl
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from .. import deadline, retry
+from .. import causes, deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
@@ -225,11 +225,16 @@ class SyslogSink:
                 raise TimeoutError(deadline.cut_message(call, what, self._timeout))
 
         def give_up(failure: retry.Failure) -> None:
+            if failure.cause is not None:
+                trust = "FORWARDER_SINK_CA_BUNDLE"
+                raise SinkError(
+                    causes.explain(where, failure.cause, failure.attempts, "FORWARDER_SINK", trust), True
+                )
             raise SinkError(
                 f"{where} still failing after {failure.attempts} attempts: {failure.problem}", retryable=True
             )
 
-        retry.call(self._retry, attempt, give_up, f"write to the {where}")
+        retry.call(self._retry, attempt, give_up, f"write to the {where}", where=f"{self.host}:{self.port}")
 
     def close(self) -> None:
         """Nothing to release: each batch had a connection of its own, ended in ``send``."""
