@@ -80,9 +80,6 @@ def of(exc: BaseException, where: str = "") -> Cause:
         return Cause(DNS, f"{host} does not resolve (DNS)")
     if any(isinstance(e, (ssl.SSLError, requests.exceptions.SSLError)) for e in chain):
         return Cause(TLS, f"TLS with {at} failed: {_tls_reason(chain)}")
-    cut = next((str(e) for e in chain if type(e).__name__ == "DeadlineExceeded"), "")
-    if _CUT in cut:  # the total deadline (forwarder.deadline): its words say how far the call got
-        return Cause(NO_ANSWER, f"{at}: {cut[cut.index(_CUT) :]}")
     if any(_is_timeout(e) for e in chain):
         connecting = any(
             isinstance(e, (requests.exceptions.ConnectTimeout, u3.ConnectTimeoutError))
@@ -91,7 +88,10 @@ def of(exc: BaseException, where: str = "") -> Cause:
         )
         if connecting:
             return Cause(NO_ANSWER, f"no answer from {at} to the connection within the HTTP timeout")
-        return Cause(NO_ANSWER, f"{at} took the connection but sent no answer within the HTTP timeout")
+        cut = next((str(e) for e in chain if _CUT in str(e)), "")
+        if cut:  # forwarder.deadline's words: how long, and the step it was cut during
+            return Cause(NO_ANSWER, f"{at}: {_CUT}{cut.partition(_CUT)[2]}")
+        return Cause(NO_ANSWER, f"{at}: {_CUT} within the HTTP timeout")
     if any(isinstance(e, _CLOSED) for e in chain):
         return Cause(CLOSED, f"{at} closed the connection without an answer")
     innermost = chain[-1]
@@ -100,9 +100,9 @@ def of(exc: BaseException, where: str = "") -> Cause:
 
 
 def explain(who: str, cause: Cause, attempts: int, address: str, trust: str = "") -> str:
-    """``Splunk HEC: 127.0.0.1:1 refused the connection (...), 5 attempts; check ...``: the one line
+    """``Splunk HEC: 127.0.0.1:1 refused the connection (...) after 5 attempts; check ...``: the one line
     for a peer ``who`` could not be reached (see ``hint`` for ``address`` and ``trust``)."""
-    tries = f", {attempts} attempts" if attempts > 1 else ""
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
     return f"{who}: {cause.text}{tries}; {hint(cause.kind, address, trust)}"
 
 

@@ -62,7 +62,7 @@ def _error_text(response: requests.Response) -> str:
 
 
 def unreachable(method: str, path: str, cause: causes.Cause, attempts: int = 1) -> str:
-    """``the API (POST /v1/ep/token): <cause>, 5 attempts; check FORWARDER_API_URL ...``."""
+    """``the API (POST /v1/ep/token): <cause> after 5 attempts; check FORWARDER_API_URL ...``."""
     return causes.explain(
         f"the API ({method} {path})", cause, attempts, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE"
     )

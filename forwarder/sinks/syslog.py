@@ -228,7 +228,10 @@ class SyslogSink:
             if failure.cause is not None:
                 trust = "FORWARDER_SINK_CA_BUNDLE"
                 raise SinkError(
-                    causes.explain(where, failure.cause, failure.attempts, "FORWARDER_SINK", trust), True
+                    causes.explain(
+                        "syslog receiver", failure.cause, failure.attempts, "FORWARDER_SINK", trust
+                    ),
+                    True,
                 )
             raise SinkError(
                 f"{where} still failing after {failure.attempts} attempts: {failure.problem}", retryable=True
