@@ -96,11 +96,12 @@ class HttpPoster:
         self._session.headers.update(headers)
 
     def post(
-        self, url: str, body: bytes, content_type: str = NDJSON, compress: bool = True
+        self, url: str, body: bytes, content_type: str = NDJSON, compress: bool = True, method: str = "POST"
     ) -> requests.Response:
         """The first answer not worth retrying; a retryable SinkError once the attempts run out.
 
-        The body is gzipped when the settings ask for it, unless ``compress`` is false.
+        The body is gzipped when the settings ask for it, unless ``compress`` is false. ``method``
+        GET or OPTIONS: the probes of ``check``, which send no event.
         """
         headers = {"Content-Type": content_type}
         if self._gzip and compress:
@@ -113,7 +114,7 @@ class HttpPoster:
             try:
                 response = deadline.request(
                     self._session,
-                    "POST",
+                    method,
                     url,
                     data=body,
                     headers=headers,
@@ -144,7 +145,7 @@ class HttpPoster:
             raise self.error(message, retryable=True)
 
         where = host_port(url)
-        return retry.call(self.retry, attempt, give_up, f"POST to {self.who}", where=where)
+        return retry.call(self.retry, attempt, give_up, f"{method} to {self.who}", where=where)
 
     def post_batch(self, url: str, body: bytes, content_type: str = NDJSON) -> Optional[requests.Response]:
         """The 2xx answer to a batch; None on 413 (for ``send_halving``); SinkError for other refusals."""

@@ -249,3 +249,19 @@ def validate(settings: SinkSettings) -> None:
 
 def open_syslog(settings: SinkSettings) -> SyslogSink:
     return SyslogSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
+
+
+def probe(settings: SinkSettings) -> str:
+    """For `check`: the TCP connection and, with syslog+tls, the TLS handshake with the receiver's
+    certificate verified, then the connection closed with nothing written."""
+    sink = SyslogSink(settings)
+    where = f"{sink.host}:{sink.port}"
+    try:
+        sock = sink._connected()
+        tls = f"TLS handshake verified ({sock.version()})" if isinstance(sock, ssl.SSLSocket) else "plain TCP"
+    except OSError as exc:
+        check = ("FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
+        raise SinkError(causes.explain("syslog receiver", causes.of(exc, where), 1, *check)) from None
+    finally:
+        sink.close()
+    return f"syslog receiver {where}: connected, {tls}, closed"
