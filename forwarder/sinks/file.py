@@ -149,7 +149,11 @@ def probe(settings: SinkSettings) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     while not os.path.exists(directory):
         directory = os.path.dirname(directory)
-    if not os.path.isdir(directory) or not os.access(directory, os.W_OK | os.X_OK):
+    if not os.path.isdir(directory):
+        raise SinkError(
+            f"cannot create the sink file {path}: {directory} is not a directory; check FORWARDER_SINK"
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
         raise SinkError(
             f"cannot create the sink file {path}: {directory} is not writable; check FORWARDER_SINK"
         )

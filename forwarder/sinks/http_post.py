@@ -125,7 +125,8 @@ class HttpPoster:
                 )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
                 raise self.error(self.unreachable(causes.of(exc, where))) from None
-            if response.status_code in retry.RETRYABLE_STATUS or response.status_code >= 500:
+            # 501 Not Implemented: the server does not do the method (a probe's OPTIONS), for good.
+            if response.status_code in retry.RETRYABLE_STATUS or response.status_code > 501:
                 retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(self._describe(response), retry_after)
             if (
