@@ -114,7 +114,7 @@ def hint(kind: str, address: str, trust: str = "") -> str:
     if kind == DNS:
         return f"check the host name in {address}"
     if kind == TLS:
-        return f"check {trust}, or that {address} is the right https port" if trust else f"check {address}"
+        return f"check {trust}, or that {address} names a TLS port" if trust else f"check {address}"
     if kind == NO_ANSWER:
         return f"check {address}, a firewall on the way, and FORWARDER_HTTP_TIMEOUT"
     if kind == CLOSED:
