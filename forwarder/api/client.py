@@ -61,6 +61,13 @@ def _error_text(response: requests.Response) -> str:
     return clip((response.text or response.reason or "").strip())
 
 
+# What to check when the API refuses a GET (its token was accepted).
+_GET_HINTS = {
+    403: "; the API client (FORWARDER_CLIENT_ID) may not read this: check its roles in the portal",
+    404: "; check FORWARDER_API_URL (the API's base URL, without /v1)",
+}
+
+
 def unreachable(method: str, path: str, cause: causes.Cause, attempts: int = 1) -> str:
     """``the API (POST /v1/ep/token): <cause> after 5 attempts; check FORWARDER_API_URL ...``."""
     return causes.explain(
@@ -225,8 +232,10 @@ class ApiClient:
             if response.status_code == 204:
                 return []
             if response.status_code != 200:
+                check = _GET_HINTS.get(response.status_code, "")
                 raise ApiError(
-                    f"GET {path}: HTTP {response.status_code}: {_error_text(response)}", response.status_code
+                    f"GET {path}: HTTP {response.status_code}: {_error_text(response)}{check}",
+                    response.status_code,
                 )
             return self._decode(response, path)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -39,6 +39,7 @@ from ..events import Event, Rejection, SendResult
 from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url, host_port
+from .base import probed
 from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -271,11 +272,7 @@ def validate(settings: SinkSettings) -> None:
 
 
 def probe(settings: SinkSettings) -> str:
-    sink = ElasticsearchSink(settings)
-    try:
-        return sink.probe()
-    finally:
-        sink.close()
+    return probed(ElasticsearchSink(settings))
 
 
 def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:

@@ -37,7 +37,7 @@ from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -260,11 +260,7 @@ def validate(settings: SinkSettings) -> None:
 
 
 def probe(settings: SinkSettings) -> str:
-    sink = HecSink(settings)
-    try:
-        return sink.probe()
-    finally:
-        sink.close()
+    return probed(HecSink(settings))
 
 
 def open_hec(settings: SinkSettings) -> HecSink:

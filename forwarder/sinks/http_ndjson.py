@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from .. import retry
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line, probed
 from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -132,11 +132,7 @@ def validate(settings: SinkSettings) -> None:
 
 
 def probe(settings: SinkSettings) -> str:
-    sink = HttpNdjsonSink(settings)
-    try:
-        return sink.probe()
-    finally:
-        sink.close()
+    return probed(HttpNdjsonSink(settings))
 
 
 def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:
