@@ -73,6 +73,8 @@ def of(exc: BaseException, where: str = "") -> Cause:
 
     chain = list(_chain(exc))
     at = where or "the server"
+    if any(isinstance(e, (requests.exceptions.ProxyError, u3.ProxyError)) for e in chain):
+        at = f"the proxy (HTTPS_PROXY) to {at}"  # the proxy failed, not the peer behind it
     if any(isinstance(e, ConnectionRefusedError) for e in chain):
         return Cause(REFUSED, f"{at} refused the connection (nothing listens on that port)")
     if any(isinstance(e, socket.gaierror) for e in chain):

@@ -73,6 +73,22 @@ def test_a_read_timeout_alone_is_no_answer_too():
     assert cause == causes.Cause(causes.NO_ANSWER, "h:1: no complete response within the HTTP timeout")
 
 
+def test_a_proxy_that_refuses_is_named_not_the_peer_behind_it():
+    session = http.new_session()
+    with closed_port() as port:
+        session.proxies = {"http": f"http://127.0.0.1:{port}"}
+        try:
+            session.get("http://api.example.com/x", timeout=1)
+        except requests.RequestException as exc:
+            cause = causes.of(exc, "api.example.com:80")
+        finally:
+            session.close()
+    assert cause == causes.Cause(
+        causes.REFUSED,
+        "the proxy (HTTPS_PROXY) to api.example.com:80 refused the connection (nothing listens on that port)",
+    )
+
+
 def test_a_name_that_does_not_resolve_is_dns():
     cause = causes.of(failure("http://nowhere.invalid:8088/x"), "nowhere.invalid:8088")
     assert cause == causes.Cause(causes.DNS, "nowhere.invalid does not resolve (DNS)")

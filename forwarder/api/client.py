@@ -68,11 +68,9 @@ _GET_HINTS = {
 }
 
 
-def unreachable(method: str, path: str, cause: causes.Cause, attempts: int = 1) -> str:
-    """``the API (POST /v1/ep/token): <cause> after 5 attempts; check FORWARDER_API_URL ...``."""
-    return causes.explain(
-        f"the API ({method} {path})", cause, attempts, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE"
-    )
+def unreachable(who: str, cause: causes.Cause, attempts: int = 1) -> str:
+    """``the API (GET /v1/cp/audits): <cause> after 5 attempts; check FORWARDER_API_URL ...``."""
+    return causes.explain(who, cause, attempts, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE")
 
 
 class ApiClient:
@@ -122,11 +120,12 @@ class ApiClient:
 
     # -- transport ------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+    def _send(self, method: str, path: str, who: str = "", **kwargs: Any) -> requests.Response:
         """One request with retries on 429/5xx and every transport error; other statuses are returned
         (so is the last 429/5xx once the attempts run out). The whole response is bounded by the
-        HTTP timeout, not only each read."""
+        HTTP timeout, not only each read. ``who`` names the endpoint when it cannot be reached."""
         url = self.base_url + path
+        who = who or f"the API ({method} {path})"
 
         def attempt() -> requests.Response:
             with self._lock:
@@ -142,7 +141,7 @@ class ApiClient:
                         **kwargs,
                     )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise ApiError(unreachable(method, path, causes.of(exc, where))) from None
+                raise ApiError(unreachable(who, causes.of(exc, where))) from None
             if response.status_code in RETRYABLE_STATUS:
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(f"HTTP {response.status_code}", retry_after, response)
@@ -152,7 +151,7 @@ class ApiClient:
             if failure.last is not None:
                 return failure.last.result
             if failure.cause is not None:
-                raise ApiError(unreachable(method, path, failure.cause, failure.attempts))
+                raise ApiError(unreachable(who, failure.cause, failure.attempts))
             raise ApiError(f"{method} {path}: {failure.problem} (after {failure.attempts} attempts)")
 
         def wait(delay: float, failure: retry.Failure) -> None:
@@ -170,14 +169,13 @@ class ApiClient:
     def _request_token(self) -> Any:
         form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
         headers = {"Accept": "application/json"}
-        try:
-            response = self._send("POST", self._token_path, data=form, headers=headers)
-            if response.status_code == 400:
-                # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
-                form["grant_type"] = "client_credentials"
-                response = self._send("POST", self._token_path, data=form, headers=headers)
-        except ApiError as exc:  # no answer within FORWARDER_HTTP_TIMEOUT, FORWARDER_MAX_ATTEMPTS times
-            raise ApiError(f"{self._token_endpoint()} did not answer: {exc}") from None
+        # Unreachable, it is named by its URL and the settings that make it (FORWARDER_TOKEN_PATH too).
+        who = self._token_endpoint()
+        response = self._send("POST", self._token_path, who, data=form, headers=headers)
+        if response.status_code == 400:
+            # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
+            form["grant_type"] = "client_credentials"
+            response = self._send("POST", self._token_path, who, data=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise AuthError(
                 f"token request refused (HTTP {response.status_code}: {_error_text(response)}); "

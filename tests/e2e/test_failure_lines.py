@@ -109,7 +109,9 @@ def test_an_unreachable_api_names_FORWARDER_API_URL(sim, tmp_path):
     lines = logged(out["lines"])
     assert len(lines) == 2, lines
     assert lines[1].startswith(
-        f"error: run failed (error=the API (POST /v1/ep/token): 127.0.0.1:{port} refused"
+        f"error: run failed (error=the token endpoint http://127.0.0.1:{port}/v1/ep/token "
+        "(FORWARDER_API_URL, "
+        f"FORWARDER_TOKEN_PATH): 127.0.0.1:{port} refused the connection"
     )
     assert "check the host and port in FORWARDER_API_URL" in lines[1]
     assert not any(word in "\n".join(out["lines"]) for word in LIBRARY_WORDS)
