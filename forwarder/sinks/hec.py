@@ -231,8 +231,8 @@ class HecSink:
         where = host_port(self.event_url)
         health_url = self.ack_url[: -len(ACK_PATH)] + HEALTH_PATH
         health = self._poster.post(health_url, b"", JSON, compress=False, method="GET")
-        if health.status_code == 404:
-            healthy = "no health endpoint at that path (404)"
+        if health.status_code in (404, 405, 501):  # a proxy in front that routes the event path only
+            healthy = f"no health endpoint at that path (HTTP {health.status_code})"
         elif health.status_code == 200:
             healthy = f"healthy ({describe(health)})"
         else:

@@ -166,6 +166,7 @@ class HecReceiver(LoopbackReceiver):
         self.ack_delay_polls = ack_delay_polls
         self.max_content_length = max_content_length
         self.prefix = prefix.rstrip("/")
+        self.health = True  # GET .../services/collector/health answered (a proxy may route events only)
         self._received: List[Received] = []
         self._next_ack: Dict[str, int] = {}
         self._pending_acks: Dict[Tuple[str, int], int] = {}  # (channel, ackId) -> times asked
@@ -219,7 +220,7 @@ class HecReceiver(LoopbackReceiver):
         """Routes first: the base's fault knobs then act on event requests only."""
         path = urlsplit(target).path.rstrip("/")
         try:
-            if method == "GET" and path == self.prefix + HEALTH_PATH:  # no token: as Splunk's
+            if self.health and method == "GET" and path == self.prefix + HEALTH_PATH:  # no token needed
                 return hec_reply(200, {"text": "HEC is healthy", "code": 17})
             if method != "POST" or not path.startswith(self.prefix):
                 raise HecReply(404, 404, "The requested URL was not found on this server.")

@@ -70,6 +70,13 @@ def test_a_hec_that_is_not_there_is_refused_naming_FORWARDER_SINK(waits):
     )
 
 
+def test_a_hec_without_its_health_endpoint_still_gets_its_token_checked(hec):
+    hec.health = False
+    line = probe_sink(SinkSettings(uri=hec.url, token=HEC_TOKEN))
+    assert hec.events() == []
+    assert "no health endpoint at that path (HTTP 404); token accepted" in line
+
+
 def test_an_endpoint_that_is_not_hec_is_said_so():
     with HttpCollector(path="/services/collector/event") as collector:
         with pytest.raises(SinkError, match="check that FORWARDER_SINK is a Splunk HEC endpoint"):
