@@ -71,6 +71,14 @@ def hec() -> Iterator[object]:
 
 
 @pytest.fixture(autouse=True)
+def retries_told_afresh() -> None:
+    """Each test sees its first retry of a kind at WARNING (forwarder.retry tells one once a minute)."""
+    from forwarder import retry
+
+    retry.reset_notices()
+
+
+@pytest.fixture(autouse=True)
 def no_token_from_an_earlier_test() -> Iterator[None]:
     """Each test starts with no reusable access token, as a new process would. Runs in one process
     reuse a token for the same API and client id (a warm Lambda, run --interval); across tests the
