@@ -62,6 +62,10 @@ class RunReport:
                 grouped.setdefault(stream.error, []).append(stream.stream)
         return list(grouped.items())
 
+    def failure_lines(self) -> List[str]:
+        """``<stream>: <error>``, or ``25 streams (<first>, ...): <error>``, once per distinct error."""
+        return [f"{which_streams(keys)}: {error}" for error, keys in self.failures()]
+
     def totals(self) -> Dict[str, Any]:
         keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid", "future", "late")
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
@@ -86,3 +90,8 @@ class RunReport:
             "failures": [{"error": e, "streams": len(keys), "first": keys[0]} for e, keys in self.failures()],
             "streams": [s.to_dict() for s in self.streams],
         }
+
+
+def which_streams(keys: List[str]) -> str:
+    """The stream that failed, or how many failed alike and the first of them."""
+    return keys[0] if len(keys) == 1 else f"{len(keys):,} streams ({keys[0]}, ...)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..report import RunReport
+from ..report import RunReport, which_streams
 from ..timeutil import format_duration
 from .style import Style
 from .table import Cell, Painted, table
@@ -71,18 +71,13 @@ def run_summary(
     failures = report.failures()
     if failures:
         rows: List[Sequence[Cell]] = [
-            [_streams_cell(streams), error] for error, streams in failures[:MAX_FAILURES_SHOWN]
+            [which_streams(streams), error] for error, streams in failures[:MAX_FAILURES_SHOWN]
         ]
         out.append(table(["failed stream", "reason"], rows, style, indent=2).rstrip("\n"))
         if len(failures) > MAX_FAILURES_SHOWN:
             more = len(failures) - MAX_FAILURES_SHOWN
             out.append(f"  ... and {more:,} more reasons (run with --report for all)")
     return "\n".join(out) + "\n"
-
-
-def _streams_cell(streams: List[str]) -> str:
-    """The stream that failed, or how many failed alike and the first of them."""
-    return streams[0] if len(streams) == 1 else f"{len(streams):,} streams ({streams[0]}, ...)"
 
 
 def tenants_total(
