@@ -40,7 +40,15 @@ from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url, host_port
 from .base import probed
-from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
+from .http_post import (
+    HttpPoster,
+    authorization,
+    describe_reply,
+    json_object,
+    send_halving,
+    status_hint,
+    wire_batches,
+)
 from .settings import SinkSettings
 
 DATASET = "emailauth.audit"
@@ -199,7 +207,10 @@ class ElasticsearchSink:
             elif status == 400:
                 rejected.append(Rejection(event, f"{WHO} refused the document: {error_text(error)}"))
             else:
-                raise self._poster.error(f"{WHO} refused a document with HTTP {status}: {error_text(error)}")
+                hint = status_hint(status)
+                raise self._poster.error(
+                    f"{WHO} refused a document with HTTP {status}: {error_text(error)}{hint}"
+                )
         return rejected
 
     def _items(self, response: requests.Response, count: int) -> List[Dict[str, Any]]:

@@ -33,6 +33,13 @@ _STATUS_HINTS = {
     403: "check FORWARDER_SINK_TOKEN and what it is allowed to write",
 }
 
+
+def status_hint(status: int) -> str:
+    """``; check FORWARDER_SINK_TOKEN ...`` for a refusal of the credentials, else nothing."""
+    check = _STATUS_HINTS.get(status)
+    return f"; {check}" if check else ""
+
+
 Describe = Callable[[requests.Response], str]
 # Posts one request of ``events`` (``lines`` are their wire form); None means HTTP 413.
 PostLines = Callable[[List[Event], List[bytes]], Optional[List[Rejection]]]
@@ -167,9 +174,8 @@ class HttpPoster:
         return f"answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered"
 
     def refused(self, response: requests.Response, what: str = "the batch") -> SinkError:
-        check = _STATUS_HINTS.get(response.status_code)
         return self.error(
-            f"{self.who} refused {what}: {self._describe(response)}" + (f"; {check}" if check else "")
+            f"{self.who} refused {what}: {self._describe(response)}{status_hint(response.status_code)}"
         )
 
     def unreachable(self, cause: causes.Cause, attempts: int = 1) -> str:

@@ -110,7 +110,7 @@ class BulkReceiver(LoopbackReceiver):
         self._seq = 0
         # What `check` asks (Elasticsearch's security and template APIs): the privileges the
         # credentials hold on every index, and the index templates installed.
-        self.privileges = {"create_doc", "auto_configure"}
+        self.privileges = {"create_doc", "index", "auto_configure"}
         self.templates = {"logs-emailauth.audit"}
 
     @property
@@ -265,6 +265,13 @@ class BulkReceiver(LoopbackReceiver):
         return {action: result}
 
     def _store(self, action: str, index: str, doc_id: str, source: Any) -> None:
+        needed = {"create": "create_doc", "index": "index"}.get(action)
+        if needed and needed not in self.privileges:  # as Elasticsearch answers each such item
+            raise ItemError(
+                403,
+                "security_exception",
+                f"action [indices:data/write/bulk[s]] is unauthorized for [{index}]",
+            )
         if self._throttle > 0:
             self._throttle -= 1
             raise ItemError(
