@@ -120,5 +120,5 @@ def hint(kind: str, address: str, trust: str = "") -> str:
     if kind == NO_ANSWER:
         return f"check {address}, a firewall on the way, and FORWARDER_HTTP_TIMEOUT"
     if kind == CLOSED:
-        return f"check that {address} names the right port and protocol (http or https)"
+        return f"check that {address} names the right port and protocol (plain or TLS)"
     return f"check {address}"

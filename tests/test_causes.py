@@ -122,7 +122,7 @@ def test_anything_else_names_the_innermost_exception_only():
         (causes.DNS, "check the host name in FORWARDER_SINK"),
         (causes.TLS, "check FORWARDER_SINK_CA_BUNDLE, or that FORWARDER_SINK names a TLS port"),
         (causes.NO_ANSWER, "check FORWARDER_SINK, a firewall on the way, and FORWARDER_HTTP_TIMEOUT"),
-        (causes.CLOSED, "check that FORWARDER_SINK names the right port and protocol (http or https)"),
+        (causes.CLOSED, "check that FORWARDER_SINK names the right port and protocol (plain or TLS)"),
         (causes.OTHER, "check FORWARDER_SINK"),
     ],
 )
