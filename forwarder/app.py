@@ -7,7 +7,7 @@ import functools
 import logging
 from typing import Callable, List, Optional
 
-from . import stop
+from . import retry, stop
 from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
 from .config import Settings
@@ -118,6 +118,7 @@ def run_once(
     register_secrets(settings.secrets())
     for notice in settings.notices:
         log.warning("configuration: %s", notice)
+    retry.reset_notices()
     report = RunReport(started=format_us(now_us()))
     store = store or open_store_for(settings)
     owner = owner or new_owner()
@@ -183,6 +184,11 @@ def run_once(
         level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
         if log.isEnabledFor(level):  # the dict is not free: skip it for lines nobody keeps
             log.log(level, "stream finished", extra=stream.to_dict())
+    for error, keys in report.failures():
+        if len(keys) == 1:
+            log.error("stream failed", extra={"stream": keys[0], "error": error})
+        else:
+            log.error("%d streams failed", len(keys), extra={"error": error, "first": keys[0]})
     log.info(
         "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
     )

@@ -181,6 +181,27 @@ def sink_error(exc: Exception, doing: str) -> SinkError:
     return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
 
 
+_DENIED = frozenset({"403", "AccessDenied", "AccessDeniedException"})
+_MISSING = frozenset({"404", "NoSuchBucket", "ResourceNotFoundException"})
+
+
+def probe_call(client: Any, operation: str, what: str, where: str, **params: Any) -> Optional[Any]:
+    """``call`` for `check`'s sink probes: the answer, or None when access is denied (which does not
+    prove a write fails: a probe's action needs another permission than the write's). A missing
+    ``where`` or any other failure is a SinkError naming what to check."""
+    try:
+        return call(client, operation, what, **params)
+    except failures() as exc:
+        code = error_code(exc)
+        if code in _DENIED:
+            return None
+        if code in _MISSING:
+            raise SinkError(f"{where} does not exist; check FORWARDER_SINK and AWS_REGION") from exc
+        raise SinkError(
+            f"{what} on {where} failed: {reason(exc)}; check FORWARDER_SINK and the AWS credentials"
+        ) from exc
+
+
 def s3_partition(prefix: str, time_us: int) -> str:
     """``<prefix>/year=YYYY/month=MM/day=DD/`` of the UTC day of ``time_us``: Hive-style, so Athena,
     Glue and Spark can prune partitions."""

@@ -88,8 +88,11 @@ def request(
     **kwargs: Any,
 ) -> requests.Response:
     """``session.request`` with the answer, headers and body, read whole within ``deadline_s``.
-    ``session`` is one ``forwarder.http.new_session`` built: its connections are watched."""
+    ``session`` is one ``forwarder.http.new_session`` built: its connections are watched. A read
+    timeout is only a backstop past the deadline: a silent peer is always cut by the watchdog, so it
+    fails in the same words every time (naming the step), never by whichever timer fired first."""
     what = f"{method} {redact_url(url)}"
+    timeout = (timeout[0], max(timeout[1], deadline_s + 1.0))
     with watching(what, deadline_s) as call:
         try:
             response = session.request(method, url, timeout=timeout, stream=True, **kwargs)

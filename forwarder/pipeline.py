@@ -132,7 +132,8 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
         log.warning("stream abandoned on a stop request", extra={"stream": stream.key})
     except ForwarderError as exc:
         report.error = redact(str(exc))
-        log.error("stream failed", extra={"stream": stream.key, "error": report.error})
+        # INFO: the run tells each cause once, with the number of streams (app.run_once).
+        log.info("stream failed", extra={"stream": stream.key, "error": report.error})
     except Exception as exc:  # a bug must not stop the other streams, but it must be loud
         report.error = redact(f"unexpected {type(exc).__name__}: {exc}")
         log.exception("stream failed unexpectedly", extra={"stream": stream.key})

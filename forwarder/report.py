@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 
 @dataclass
@@ -54,6 +54,18 @@ class RunReport:
     def ok(self) -> bool:
         return self.error is None and all(s.ok for s in self.streams)
 
+    def failures(self) -> List[Tuple[str, List[str]]]:
+        """(error, the streams that failed with it) per distinct error, in the order first met."""
+        grouped: Dict[str, List[str]] = {}
+        for stream in self.streams:
+            if stream.error:
+                grouped.setdefault(stream.error, []).append(stream.stream)
+        return list(grouped.items())
+
+    def failure_lines(self) -> List[str]:
+        """``<stream>: <error>``, or ``25 streams (<first>, ...): <error>``, once per distinct error."""
+        return [f"{which_streams(keys)}: {error}" for error, keys in self.failures()]
+
     def totals(self) -> Dict[str, Any]:
         keys = ("fetched", "new", "shipped", "quarantined", "skipped", "invalid", "future", "late")
         totals: Dict[str, Any] = {k: sum(getattr(s, k) for s in self.streams) for k in keys}
@@ -75,5 +87,11 @@ class RunReport:
             "error": self.error,
             "skipped": self.skipped,
             "not_started": self.not_started,
+            "failures": [{"error": e, "streams": len(keys), "first": keys[0]} for e, keys in self.failures()],
             "streams": [s.to_dict() for s in self.streams],
         }
+
+
+def which_streams(keys: List[str]) -> str:
+    """The stream that failed, or how many failed alike and the first of them."""
+    return keys[0] if len(keys) == 1 else f"{len(keys):,} streams ({keys[0]}, ...)"

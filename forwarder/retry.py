@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from http.client import HTTPException
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
-from . import stop
+from . import causes, stop
 from .logs import clip
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ T = TypeVar("T")
 TRANSPORT_ERRORS = (OSError, HTTPException)
 
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+NOTICE_EVERY_S = 60.0  # the same retry (what, problem) is logged at WARNING at most this often
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,40 @@ class TryAgain(Exception):
 
 
 class Failure:
-    """Why the last try failed: ``problem`` in words, ``attempts`` made, ``last`` TryAgain if any."""
+    """Why the last try failed: ``problem`` in words, ``attempts`` made, ``last`` TryAgain if any,
+    ``cause`` when the connection failed rather than answered."""
 
-    def __init__(self, problem: str, attempts: int, last: Optional[TryAgain]) -> None:
+    def __init__(
+        self, problem: str, attempts: int, last: Optional[TryAgain], cause: Optional[causes.Cause] = None
+    ) -> None:
         self.problem = problem
         self.attempts = attempts
         self.last = last
+        self.cause = cause
+
+
+_noticed: Dict[Tuple[str, str], float] = {}
+_noticed_lock = threading.Lock()
+
+
+def reset_notices() -> None:
+    """Each run tells its retries afresh."""
+    with _noticed_lock:
+        _noticed.clear()
+
+
+def _first_notice(what: str, problem: str) -> bool:
+    """Whether the retry of ``what`` for ``problem`` was not logged at WARNING in the last minute:
+    many batches or streams retrying the same failure at once tell it once."""
+    now = time.monotonic()
+    with _noticed_lock:
+        if len(_noticed) > 1000:
+            _noticed.clear()
+        last = _noticed.get((what, problem))
+        if last is not None and now - last < NOTICE_EVERY_S:
+            return False
+        _noticed[(what, problem)] = now
+        return True
 
 
 def call(
@@ -96,27 +126,32 @@ def call(
     give_up: Callable[[Failure], T],
     what: str,
     wait: Optional[Callable[[float, Failure], None]] = None,
+    where: str = "",
 ) -> T:
     """``attempt()`` until it returns, at most ``policy.attempts`` times; then ``give_up(failure)``
-    (which raises, or returns the value to use). ``wait`` replaces the plain sleep between tries."""
+    (which raises, or returns the value to use). ``wait`` replaces the plain sleep between tries.
+    ``where`` (host:port) names the peer in the cause of a transport error."""
     tries = 0
     while True:
         tries += 1
         stop.check(what)
         last: Optional[TryAgain] = None
+        cause: Optional[causes.Cause] = None
         try:
             return attempt()
         except TryAgain as exc:
             last, problem, retry_after = exc, exc.problem, exc.retry_after
         except TRANSPORT_ERRORS as exc:
-            problem, retry_after = f"{type(exc).__name__}: {exc}", None
-        failure = Failure(problem, tries, last)
+            cause, retry_after = causes.of(exc, where), None
+            problem = cause.text
+            log.debug("%s: %s", what, f"{type(exc).__name__}: {exc}")  # the library's own words
+        failure = Failure(problem, tries, last, cause)
         if tries >= policy.attempts:
             return give_up(failure)
         delay = policy.delay(tries, retry_after)
-        log.warning(
-            "%s failed, retrying", what, extra={"error": clip(problem, 300), "wait_s": round(delay, 2)}
-        )
+        level = logging.WARNING if _first_notice(what, problem) else logging.DEBUG
+        extra = {"error": clip(problem, 300), "wait_s": round(delay, 2)}
+        log.log(level, "%s failed, retrying", what, extra=extra)
         (wait or _plain_wait)(delay, failure)
 
 

@@ -102,3 +102,16 @@ def parse_s3_uri(uri: str, what: str) -> Tuple[str, str]:
     if parts.scheme.lower() != "s3" or not parts.netloc or parts.query or parts.fragment:
         raise ValueError(f"{what} for S3 must look like s3://bucket/prefix (got {quoted(uri)})")
     return parts.netloc, parts.path.strip("/")
+
+
+def host_port(url: str) -> str:
+    """``host:port`` of ``url`` (the scheme's default port when none is given), to name a peer."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = 443 if parts.scheme.lower().endswith("https") else 80
+    return f"{shown}:{port or default}"

@@ -70,9 +70,9 @@ def response(report: RunReport) -> Dict[str, Any]:
 
 
 def summary(report: RunReport) -> str:
-    failed = [f"{s.stream}: {s.error}" for s in report.streams if not s.ok]
+    failed = report.failure_lines()  # streams that failed alike, once with their number
     problems = ([report.error] if report.error else []) + failed[:10]
-    more = f" (and {len(failed) - 10} more failed streams)" if len(failed) > 10 else ""
+    more = f" (and {len(failed) - 10} more reasons)" if len(failed) > 10 else ""
     return "run failed: " + "; ".join(p for p in problems if p) + more
 
 

@@ -61,6 +61,8 @@ def check_account(fields: Mapping[str, Any], proxy: Optional[str]) -> None:
             str(exc)
             .replace(token_endpoint(endpoint), f"the token endpoint {endpoint}")
             .replace("check FORWARDER_API_URL and FORWARDER_TOKEN_PATH", "check the URL and token path")
+            .replace("FORWARDER_API_URL", "the URL")
+            .replace("the proxy (HTTPS_PROXY)", "the proxy")  # the add-on's own proxy setting
         )
         raise AccountRejected(f"no token from {api_url}: {message}") from None
     except requests.RequestException as exc:

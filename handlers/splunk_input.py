@@ -207,5 +207,5 @@ def run_input(
 
 def _errors(report: Any) -> str:
     found: List[str] = [report.error] if report.error else []
-    found += [f"{s.stream}: {s.error}" for s in report.streams if s.error]
+    found += report.failure_lines()
     return "; ".join(found)[:1000]

@@ -46,6 +46,21 @@ def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 @pytest.fixture
+def tls(tmp_path, monkeypatch):
+    """A server context for 127.0.0.1 and a CA the client trusts (REQUESTS_CA_BUNDLE)."""
+    pytest.importorskip("cryptography")  # not in the Python 3.9 pure-Python pass
+    import ssl
+
+    from tests.syslog.rsyslog import make_certificates
+
+    make_certificates(tmp_path)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "server.pem", tmp_path / "server-key.pem")
+    return context
+
+
+@pytest.fixture
 def hec() -> Iterator[object]:
     """The test HEC receiver on a free loopback port, taking the e2e helpers' token."""
     from tests.e2e.helpers import HEC_TOKEN
@@ -53,6 +68,14 @@ def hec() -> Iterator[object]:
 
     with HecReceiver(token=HEC_TOKEN) as receiver:
         yield receiver
+
+
+@pytest.fixture(autouse=True)
+def retries_told_afresh() -> None:
+    """Each test sees its first retry of a kind at WARNING (forwarder.retry tells one once a minute)."""
+    from forwarder import retry
+
+    retry.reset_notices()
 
 
 @pytest.fixture(autouse=True)

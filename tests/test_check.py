@@ -1,5 +1,6 @@
 """`audit-forwarder check` says what a name-less (org-wide) audits query gets, for every object type
-pulled, and a refusal of it is no failure of the check."""
+pulled, and a refusal of it is no failure of the check. The sink is reached and its token proven
+without an event; a sink that fails says so on its own line and the API is still checked."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from forwarder.check import check
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
-from tests.e2e.helpers import settings_for
+from tests.e2e.helpers import HEC_TOKEN, settings_for
+from tests.receivers.hec import HecReceiver
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +59,33 @@ def test_check_asks_only_for_the_object_types_pulled(tmp_path):
         assert check(settings, out)
     assert "org-wide user: " in out.getvalue() and "org-wide domain" not in out.getvalue()
     assert sim.calls(object_type="domain") == 0
+
+
+def checked(sim, hec, tmp_path, **extra):
+    out = io.StringIO()
+    passed = check(settings_for(sim.base_url, hec.url, str(tmp_path / "state"), **extra), out)
+    return passed, out.getvalue().splitlines()
+
+
+def test_the_sink_is_reached_and_its_token_proven_without_an_event(tmp_path):
+    with Simulator(generate_org(2)) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        passed, lines = checked(sim, hec, tmp_path)
+        assert hec.events() == []
+    assert passed, lines
+    sink = [line for line in lines if line.startswith("ok   sink: ")]
+    assert sink == [
+        f"ok   sink: Splunk HEC at 127.0.0.1:{hec.port}: healthy (HTTP 200, code 17: HEC is healthy); token "
+        "accepted (an empty request got HTTP 400, code 5: No data); nothing sent"
+    ]
+
+
+def test_a_refused_sink_token_fails_its_line_and_the_api_is_still_checked(tmp_path):
+    with Simulator(generate_org(2)) as sim, HecReceiver(token="another-token") as hec:
+        passed, lines = checked(sim, hec, tmp_path)
+        assert hec.events() == []
+    assert not passed
+    assert [line for line in lines if line.startswith("FAIL")] == [
+        "FAIL sink: Splunk HEC refused the token: HTTP 403, code 4: Invalid token; "
+        "check FORWARDER_SINK_TOKEN and what it is allowed to write"
+    ]
+    assert "ok   token: obtained" in lines

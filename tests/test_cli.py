@@ -56,7 +56,8 @@ def test_check_reports_each_step_and_ships_nothing(sim, tmp_path):
     assert "ok   token: obtained" in result.stdout
     assert "paging yes, order oldest-first, start_date yes, end_date yes" in result.stdout
     assert "ok   strategy: ascending+start_date" in result.stdout
-    assert (tmp_path / "events.ndjson").read_bytes() == b""  # opened to prove it is writable; nothing sent
+    assert f"ok   sink: file {tmp_path / 'events.ndjson'}: not there yet" in result.stdout
+    assert not (tmp_path / "events.ndjson").exists()  # its directory proven writable; nothing created
     bad = cli(
         "check",
         env={**env_for(sim.base_url, sink, str(tmp_path / "s")), "FORWARDER_CLIENT_SECRET": "nope-nope"},

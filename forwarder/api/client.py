@@ -12,13 +12,14 @@ from urllib.parse import urlencode
 
 import requests
 
-from .. import deadline, jsonutil, retry
+from .. import causes, deadline, jsonutil, retry
 from ..errors import ApiError, AuthError, MalformedResponse
 from ..http import DEFAULT_TIMEOUT, new_session, pin_environment
 from ..logs import clip
 from ..reading.pages import Feedback, Tally, iter_pages, pages_to_ceiling
 from ..retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 from ..streams import Stream
+from ..urls import host_port
 from .envelope import extract_items
 from .ratelimit import RateLimiter
 from .token import TokenProvider, parse_token, reuse_key, token_endpoint
@@ -58,6 +59,18 @@ def _error_text(response: requests.Response) -> str:
         if parts:
             return clip(": ".join(parts), 300)
     return clip((response.text or response.reason or "").strip())
+
+
+# What to check when the API refuses a GET (its token was accepted).
+_GET_HINTS = {
+    403: "; the API client (FORWARDER_CLIENT_ID) may not read this: check its roles in the portal",
+    404: "; check FORWARDER_API_URL (the API's base URL, without /v1)",
+}
+
+
+def unreachable(who: str, cause: causes.Cause, attempts: int = 1) -> str:
+    """``the API (GET /v1/cp/audits): <cause> after 5 attempts; check FORWARDER_API_URL ...``."""
+    return causes.explain(who, cause, attempts, "FORWARDER_API_URL", "REQUESTS_CA_BUNDLE")
 
 
 class ApiClient:
@@ -107,11 +120,12 @@ class ApiClient:
 
     # -- transport ------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+    def _send(self, method: str, path: str, who: str = "", **kwargs: Any) -> requests.Response:
         """One request with retries on 429/5xx and every transport error; other statuses are returned
         (so is the last 429/5xx once the attempts run out). The whole response is bounded by the
-        HTTP timeout, not only each read."""
+        HTTP timeout, not only each read. ``who`` names the endpoint when it cannot be reached."""
         url = self.base_url + path
+        who = who or f"the API ({method} {path})"
 
         def attempt() -> requests.Response:
             with self._lock:
@@ -127,7 +141,7 @@ class ApiClient:
                         **kwargs,
                     )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise ApiError(f"{method} {path}: TLS failed: {exc}") from None
+                raise ApiError(unreachable(who, causes.of(exc, where))) from None
             if response.status_code in RETRYABLE_STATUS:
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(f"HTTP {response.status_code}", retry_after, response)
@@ -136,6 +150,8 @@ class ApiClient:
         def give_up(failure: retry.Failure) -> requests.Response:
             if failure.last is not None:
                 return failure.last.result
+            if failure.cause is not None:
+                raise ApiError(unreachable(who, failure.cause, failure.attempts))
             raise ApiError(f"{method} {path}: {failure.problem} (after {failure.attempts} attempts)")
 
         def wait(delay: float, failure: retry.Failure) -> None:
@@ -144,7 +160,8 @@ class ApiClient:
             else:
                 retry.sleep(delay)
 
-        return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait)
+        where = host_port(url)
+        return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait, where)
 
     def _token_endpoint(self) -> str:
         return token_endpoint(self.base_url + self._token_path)
@@ -152,14 +169,13 @@ class ApiClient:
     def _request_token(self) -> Any:
         form = {"client_id": self._credentials.client_id, "client_secret": self._credentials.client_secret}
         headers = {"Accept": "application/json"}
-        try:
-            response = self._send("POST", self._token_path, data=form, headers=headers)
-            if response.status_code == 400:
-                # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
-                form["grant_type"] = "client_credentials"
-                response = self._send("POST", self._token_path, data=form, headers=headers)
-        except ApiError as exc:  # no answer within FORWARDER_HTTP_TIMEOUT, FORWARDER_MAX_ATTEMPTS times
-            raise ApiError(f"{self._token_endpoint()} did not answer: {exc}") from None
+        # Unreachable, it is named by its URL and the settings that make it (FORWARDER_TOKEN_PATH too).
+        who = self._token_endpoint()
+        response = self._send("POST", self._token_path, who, data=form, headers=headers)
+        if response.status_code == 400:
+            # The spec's form has no grant_type, but OAuth-style token endpoints insist on it.
+            form["grant_type"] = "client_credentials"
+            response = self._send("POST", self._token_path, who, data=form, headers=headers)
         if response.status_code in (400, 401, 403):
             raise AuthError(
                 f"token request refused (HTTP {response.status_code}: {_error_text(response)}); "
@@ -214,8 +230,10 @@ class ApiClient:
             if response.status_code == 204:
                 return []
             if response.status_code != 200:
+                check = _GET_HINTS.get(response.status_code, "")
                 raise ApiError(
-                    f"GET {path}: HTTP {response.status_code}: {_error_text(response)}", response.status_code
+                    f"GET {path}: HTTP {response.status_code}: {_error_text(response)}{check}",
+                    response.status_code,
                 )
             return self._decode(response, path)
         raise AssertionError("unreachable")  # pragma: no cover

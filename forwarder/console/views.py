@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..report import RunReport
+from ..report import RunReport, which_streams
 from ..timeutil import format_duration
 from .style import Style
 from .table import Cell, Painted, table
@@ -68,12 +68,15 @@ def run_summary(
         out.append(style.bad("  error: ") + report.error)
     if report.not_started:
         out.append(style.warn(f"  {len(report.not_started):,} streams not started: they go first next run"))
-    failures = [s for s in report.streams if s.error]
+    failures = report.failures()
     if failures:
-        rows: List[Sequence[Cell]] = [[s.stream, s.error or ""] for s in failures[:MAX_FAILURES_SHOWN]]
+        rows: List[Sequence[Cell]] = [
+            [which_streams(streams), error] for error, streams in failures[:MAX_FAILURES_SHOWN]
+        ]
         out.append(table(["failed stream", "reason"], rows, style, indent=2).rstrip("\n"))
         if len(failures) > MAX_FAILURES_SHOWN:
-            out.append(f"  ... and {len(failures) - MAX_FAILURES_SHOWN:,} more (run with --report for all)")
+            more = len(failures) - MAX_FAILURES_SHOWN
+            out.append(f"  ... and {more:,} more reasons (run with --report for all)")
     return "\n".join(out) + "\n"
 
 

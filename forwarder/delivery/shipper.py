@@ -227,7 +227,8 @@ class Shipper:
             self._refuse(batch, f"a batch ({len(batch.events)} events) was abandoned: {exc}", cut=True)
             return
         except ForwarderError as exc:
-            self._refuse(batch, f"the sink refused a batch ({len(batch.events)} events): {exc}")
+            # The sink's words alone, the same for every batch that failed alike: the run tells them once.
+            self._refuse(batch, str(exc))
             return
         except Exception as exc:  # a bug must fail the streams concerned, loudly, not the run
             log.exception("sending a batch failed unexpectedly")
@@ -332,7 +333,8 @@ class Shipper:
     def _report_failure(self, stream: str, reason: str) -> None:
         report = self._reports[stream]
         report.error = report.error or reason
-        log.error("stream failed", extra={"stream": stream, "error": reason})
+        # INFO: the run tells each cause once, with the number of streams (app.run_once).
+        log.info("stream failed", extra={"stream": stream, "error": reason})
 
     def _check_fatal(self) -> None:
         if self._fatal is not None:

@@ -72,6 +72,15 @@ def sink_problems(settings: SinkSettings, event_format: str) -> List[str]:
     return problems + ([f"FORWARDER_FORMAT: {problem}"] if problem else [])
 
 
+def probe_sink(settings: SinkSettings) -> str:
+    """One line of what `check` proved about the sink without sending any event (every sink module has
+    a ``probe``: reach it, authenticate, see that it can write); SinkError (or ValueError) saying what
+    failed and what to check otherwise."""
+    module, _ = _module(settings)
+    probe: Callable[[SinkSettings], str] = module.probe
+    return probe(settings)
+
+
 def open_sink(settings: SinkSettings) -> Sink:
     """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
     module, attr = _module(settings)

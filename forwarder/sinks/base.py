@@ -32,6 +32,20 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
+class Probed(Protocol):
+    def probe(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+def probed(sink: Probed) -> str:
+    """``sink.probe()`` (`check`'s line about it), the sink closed after."""
+    try:
+        return sink.probe()
+    finally:
+        sink.close()
+
+
 @dataclass(frozen=True)
 class Bounds:
     """The batch-splitting rule, for every batch (a sink's requests and a run's shared batches): at

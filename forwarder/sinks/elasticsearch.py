@@ -38,8 +38,17 @@ from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
 from ..logs import quoted
 from ..timeutil import format_us
-from ..urls import check_url
-from .http_post import HttpPoster, authorization, describe_reply, json_object, send_halving, wire_batches
+from ..urls import check_url, host_port
+from .base import probed
+from .http_post import (
+    HttpPoster,
+    authorization,
+    describe_reply,
+    json_object,
+    send_halving,
+    status_hint,
+    wire_batches,
+)
 from .settings import SinkSettings
 
 DATASET = "emailauth.audit"
@@ -49,6 +58,9 @@ _SCHEMES = ("elasticsearch+", "opensearch+")
 _NAMESPACE = re.compile(r"^[a-z0-9_.+]{1,100}$")  # data stream naming: lowercase, no '-'
 _REASON_LIMIT = 500
 WHO = "Elasticsearch"
+JSON = "application/json"
+_TEMPLATE = f"logs-{DATASET}"  # elasticsearch/index_template.json, as installed by elasticsearch/README.md
+_PRIVILEGES = ("create_doc", "auto_configure")
 
 
 def data_stream(namespace: str) -> str:
@@ -195,7 +207,10 @@ class ElasticsearchSink:
             elif status == 400:
                 rejected.append(Rejection(event, f"{WHO} refused the document: {error_text(error)}"))
             else:
-                raise self._poster.error(f"{WHO} refused a document with HTTP {status}: {error_text(error)}")
+                hint = status_hint(status)
+                raise self._poster.error(
+                    f"{WHO} refused a document with HTTP {status}: {error_text(error)}{hint}"
+                )
         return rejected
 
     def _items(self, response: requests.Response, count: int) -> List[Dict[str, Any]]:
@@ -210,6 +225,43 @@ class ElasticsearchSink:
                 f"{WHO} answered the bulk request without one result per document", retryable=True
             )
         return items
+
+    def probe(self) -> str:
+        """Who the credentials are (``_security/_authenticate``, which any user may call), whether they
+        may write the data stream (``_has_privileges``: create_doc and auto_configure, as
+        elasticsearch/README.md asks) and whether the index template is installed. A cluster without
+        the security API (OpenSearch, security off, a ``_bulk``-only receiver) is only reached."""
+        base = self.url[: -len("/_bulk")]
+        who = self._poster.post(base + "/_security/_authenticate", b"", JSON, compress=False, method="GET")
+        if who.status_code in (401, 403):
+            raise self._poster.refused(who, "the credentials")
+        found = [f"{WHO} at {host_port(self.url)}"]
+        if who.status_code != 200:
+            return found[0] + f": reachable (HTTP {who.status_code}, no security API: nothing else checked)"
+        user = json_object(who) or {}
+        found.append(f"authenticated as {(user.get('api_key') or {}).get('name') or user.get('username')}")
+        asked = {"index": [{"names": [self.index], "privileges": list(_PRIVILEGES)}]}
+        body = jsonutil.dumps(asked)
+        granted = self._poster.post(base + "/_security/user/_has_privileges", body, JSON, compress=False)
+        reply = json_object(granted) or {}
+        if granted.status_code == 200 and reply.get("has_all_requested") is False:
+            raise self._poster.error(
+                f"{WHO}: the credentials may not write {self.index} (they need "
+                f"{' and '.join(_PRIVILEGES)} on it, see elasticsearch/README.md); check FORWARDER_SINK_TOKEN"
+            )
+        found.append(f"may write {self.index}" if granted.status_code == 200 else "privileges not checked")
+        template = self._poster.post(base + f"/_index_template/{_TEMPLATE}", b"", JSON, False, method="GET")
+        if template.status_code == 404:
+            raise self._poster.error(
+                f"{WHO}: no index template {_TEMPLATE}: install it first (elasticsearch/README.md), or the "
+                "data stream gets dynamic mappings"
+            )
+        found.append(
+            f"index template {_TEMPLATE} installed"
+            if template.status_code == 200
+            else f"index template not checked (HTTP {template.status_code}: the credentials may not read it)"
+        )
+        return found[0] + ": " + "; ".join(found[1:])
 
     def close(self) -> None:
         self._poster.close()
@@ -228,6 +280,10 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 def validate(settings: SinkSettings) -> None:
     bulk_url(settings.uri, settings.es_namespace)
     es_authorization(settings.auth, settings.token)
+
+
+def probe(settings: SinkSettings) -> str:
+    return probed(ElasticsearchSink(settings))
 
 
 def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:

@@ -138,6 +138,28 @@ def validate(settings: SinkSettings) -> None:
         raise ValueError(f"FORWARDER_SINK {settings.uri!r} is a directory; name a file in it")
 
 
+def probe(settings: SinkSettings) -> str:
+    """The file is writable, or the nearest existing directory on its path is (the first write creates
+    what is missing); nothing is created or written here."""
+    path = path_from_uri(settings.uri)
+    if os.path.exists(path):
+        if not os.path.isfile(path) or not os.access(path, os.W_OK):
+            raise SinkError(f"the sink file {path} is not a file this user can write; check FORWARDER_SINK")
+        return f"file {path}: exists and is writable ({os.path.getsize(path):,} bytes)"
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(directory):
+        directory = os.path.dirname(directory)
+    if not os.path.isdir(directory):
+        raise SinkError(
+            f"cannot create the sink file {path}: {directory} is not a directory; check FORWARDER_SINK"
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise SinkError(
+            f"cannot create the sink file {path}: {directory} is not writable; check FORWARDER_SINK"
+        )
+    return f"file {path}: not there yet; {directory} is writable, so the first batch creates it"
+
+
 def open_file(settings: SinkSettings) -> FileSink:
     return FileSink(
         path_from_uri(settings.uri),

@@ -109,12 +109,36 @@ class FirehoseSink:
 
         retry.call(self._retry, attempt, give_up, where)
 
+    def probe(self) -> str:
+        """DescribeDeliveryStream: the stream exists here and is ACTIVE (it takes records only then)."""
+        where = f"Firehose stream {self.stream}"
+        answer = aws.probe_call(
+            self._client,
+            "describe_delivery_stream",
+            "Firehose DescribeDeliveryStream",
+            where,
+            DeliveryStreamName=self.stream,
+        )
+        if answer is None:
+            return (
+                f"{where}: DescribeDeliveryStream denied (these credentials may not describe it); writing "
+                "needs only firehose:PutRecordBatch, which the first batch proves"
+            )
+        status = answer.get("DeliveryStreamDescription", {}).get("DeliveryStreamStatus")
+        if status != "ACTIVE":
+            raise SinkError(f"{where} is {status}, not ACTIVE: it takes no records until it is")
+        return f"{where}: ACTIVE (DescribeDeliveryStream)"
+
     def close(self) -> None:
         pass
 
 
 def validate(settings: SinkSettings) -> None:
     stream_name(settings.uri)
+
+
+def probe(settings: SinkSettings) -> str:
+    return FirehoseSink(settings).probe()
 
 
 def open_firehose(settings: SinkSettings) -> FirehoseSink:

@@ -36,13 +36,15 @@ import requests
 from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
-from ..urls import check_url
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
+from ..urls import check_url, host_port
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
 EVENT_PATH = "/services/collector/event"
 ACK_PATH = "/services/collector/ack"
+HEALTH_PATH = "/services/collector/health"
+_NO_DATA = 5  # HEC's code for an event request with no events: the token was accepted first
 _COLLECTOR = "/services/collector"
 _ACK_POLL_MAX_SECONDS = 10.0
 _TEXT_LIMIT = 200  # characters of a HEC reply quoted in an error
@@ -222,6 +224,32 @@ class HecSink:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SinkError("Splunk HEC answered the acknowledgement query with an unreadable body") from exc
 
+    def probe(self) -> str:
+        """HEC's health endpoint (no token), then the token: an event request holding no event, which
+        HEC answers 400 "No data" (code 5) only once the token is accepted, and 401/403 otherwise (as
+        Splunk's HEC status codes and Amazon Data Firehose's own HEC check have it). Nothing is indexed."""
+        where = host_port(self.event_url)
+        health_url = self.ack_url[: -len(ACK_PATH)] + HEALTH_PATH
+        health = self._poster.post(health_url, b"", JSON, compress=False, method="GET")
+        if health.status_code in (404, 405, 501):  # a proxy in front that routes the event path only
+            healthy = f"no health endpoint at that path (HTTP {health.status_code})"
+        elif health.status_code == 200:
+            healthy = f"healthy ({describe(health)})"
+        else:
+            raise self._poster.refused(health, "the health check")
+        answer = self._poster.post(self.event_url, b"", JSON, compress=False)
+        reply = json_object(answer) or {}
+        if answer.status_code == 400 and reply.get("code") == _NO_DATA:
+            return (
+                f"Splunk HEC at {where}: {healthy}; token accepted (an empty request got {describe(answer)})"
+            )
+        if answer.status_code in (401, 403):
+            raise self._poster.refused(answer, "the token")
+        raise self._poster.error(
+            f"Splunk HEC at {where} answered a request with no events with {describe(answer)}, not HEC's "
+            '400 "No data" (code 5): check that FORWARDER_SINK is a Splunk HEC endpoint'
+        )
+
     def close(self) -> None:
         self._poster.close()
 
@@ -229,6 +257,10 @@ class HecSink:
 def validate(settings: SinkSettings) -> None:
     endpoints(settings.uri)
     _checked_token(settings.token)
+
+
+def probe(settings: SinkSettings) -> str:
+    return probed(HecSink(settings))
 
 
 def open_hec(settings: SinkSettings) -> HecSink:

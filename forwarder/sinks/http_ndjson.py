@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 from .. import retry
 from ..events import Event, Rejection, SendResult
-from ..urls import check_url
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
+from ..urls import check_url, host_port
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line, probed
 from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -104,6 +104,18 @@ class HttpNdjsonSink:
             raise self._poster.unproven(response, f"the reply does not match {self._accept.pattern!r}")
         return []
 
+    def probe(self) -> str:
+        """OPTIONS on the collector's URL: it proves the address, the TLS and that something answers
+        there, and no collector stores anything for it (an empty POST might become an empty record).
+        A 401/403 is a refused token; any other answer does not prove the token: the first batch does."""
+        answer = self._poster.post(self.url, b"", self._content_type, compress=False, method="OPTIONS")
+        if answer.status_code in (401, 403):
+            raise self._poster.refused(answer, "the credentials")
+        return (
+            f"HTTP collector at {host_port(self.url)} answered OPTIONS with HTTP {answer.status_code} "
+            "(reachable; the token is first proven by a batch)"
+        )
+
     def close(self) -> None:
         self._poster.close()
 
@@ -117,6 +129,10 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 
 def validate(settings: SinkSettings) -> None:
     HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
+
+
+def probe(settings: SinkSettings) -> str:
+    return probed(HttpNdjsonSink(settings))
 
 
 def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:

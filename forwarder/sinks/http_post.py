@@ -15,16 +15,30 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import requests
 
-from .. import deadline, http, retry
+from .. import causes, deadline, http, retry
 from ..errors import SinkError
 from ..events import Event, Rejection
 from ..logs import quoted
+from ..urls import host_port
 from .base import Bounds, split
 from .settings import SinkSettings
 
 NDJSON = "application/x-ndjson"
 AUTH_KINDS = ("bearer", "basic", "apikey", "token")
 _TEXT_LIMIT = 200  # characters of a reply quoted in an error
+
+# What a refusal of the credentials asks to check.
+_STATUS_HINTS = {
+    401: "check FORWARDER_SINK_TOKEN",
+    403: "check FORWARDER_SINK_TOKEN and what it is allowed to write",
+}
+
+
+def status_hint(status: int) -> str:
+    """``; check FORWARDER_SINK_TOKEN ...`` for a refusal of the credentials, else nothing."""
+    check = _STATUS_HINTS.get(status)
+    return f"; {check}" if check else ""
+
 
 Describe = Callable[[requests.Response], str]
 # Posts one request of ``events`` (``lines`` are their wire form); None means HTTP 413.
@@ -89,11 +103,12 @@ class HttpPoster:
         self._session.headers.update(headers)
 
     def post(
-        self, url: str, body: bytes, content_type: str = NDJSON, compress: bool = True
+        self, url: str, body: bytes, content_type: str = NDJSON, compress: bool = True, method: str = "POST"
     ) -> requests.Response:
         """The first answer not worth retrying; a retryable SinkError once the attempts run out.
 
-        The body is gzipped when the settings ask for it, unless ``compress`` is false.
+        The body is gzipped when the settings ask for it, unless ``compress`` is false. ``method``
+        GET or OPTIONS: the probes of ``check``, which send no event.
         """
         headers = {"Content-Type": content_type}
         if self._gzip and compress:
@@ -106,7 +121,7 @@ class HttpPoster:
             try:
                 response = deadline.request(
                     self._session,
-                    "POST",
+                    method,
                     url,
                     data=body,
                     headers=headers,
@@ -116,8 +131,9 @@ class HttpPoster:
                     allow_redirects=False,
                 )
             except requests.exceptions.SSLError as exc:  # a certificate problem does not heal by waiting
-                raise self.error(f"TLS with {self.who} at {url} failed: {exc}") from exc
-            if response.status_code in retry.RETRYABLE_STATUS or response.status_code >= 500:
+                raise self.error(self.unreachable(causes.of(exc, where))) from None
+            # 501 Not Implemented: the server does not do the method (a probe's OPTIONS), for good.
+            if response.status_code in retry.RETRYABLE_STATUS or response.status_code > 501:
                 retry_after = retry.parse_retry_after(response.headers.get("Retry-After"))
                 raise retry.TryAgain(self._describe(response), retry_after)
             if (
@@ -129,12 +145,15 @@ class HttpPoster:
             return response
 
         def give_up(failure: retry.Failure) -> requests.Response:
-            message = (
-                f"{self.who} at {url} still failing after {failure.attempts} attempts: {failure.problem}"
-            )
+            if failure.cause is not None:
+                message = self.unreachable(failure.cause, failure.attempts)
+            else:
+                tries = f"still failing after {failure.attempts} attempts"
+                message = f"{self.who} at {url} {tries}: {failure.problem}"
             raise self.error(message, retryable=True)
 
-        return retry.call(self.retry, attempt, give_up, f"POST to {self.who}")
+        where = host_port(url)
+        return retry.call(self.retry, attempt, give_up, f"{method} to {self.who}", where=where)
 
     def post_batch(self, url: str, body: bytes, content_type: str = NDJSON) -> Optional[requests.Response]:
         """The 2xx answer to a batch; None on 413 (for ``send_halving``); SinkError for other refusals."""
@@ -155,7 +174,12 @@ class HttpPoster:
         return f"answered {describe_reply(response)} ({kind}): {what}; nothing counts as delivered"
 
     def refused(self, response: requests.Response, what: str = "the batch") -> SinkError:
-        return self.error(f"{self.who} refused {what}: {self._describe(response)}")
+        return self.error(
+            f"{self.who} refused {what}: {self._describe(response)}{status_hint(response.status_code)}"
+        )
+
+    def unreachable(self, cause: causes.Cause, attempts: int = 1) -> str:
+        return causes.explain(self.who, cause, attempts, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
 
     def error(self, message: str, retryable: bool = False) -> SinkError:
         for secret in self._secrets:

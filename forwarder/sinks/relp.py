@@ -36,6 +36,7 @@ from collections import deque
 from typing import Deque, Dict, List, NamedTuple, Tuple
 
 from .. import __version__, retry
+from .base import probed
 from .settings import SinkSettings
 from .syslog import SyslogSink, end_cleanly
 from .syslog import address as stream_address
@@ -209,6 +210,13 @@ class RelpSink(SyslogSink):
 
         self._retried(over)
 
+    def _greet(self, sock: socket.socket) -> str:
+        session = Session(sock)
+        session.open()
+        session.close()
+        end_cleanly(sock, receiver_first=True)
+        return "a RELP session offering syslog opened and closed"
+
 
 def validate(settings: SinkSettings) -> None:
     address(settings.uri)
@@ -216,3 +224,7 @@ def validate(settings: SinkSettings) -> None:
 
 def open_relp(settings: SinkSettings) -> RelpSink:
     return RelpSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
+
+
+def probe(settings: SinkSettings) -> str:
+    return probed(open_relp(settings))

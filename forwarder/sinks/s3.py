@@ -63,12 +63,28 @@ class S3Sink:
             raise aws.sink_error(exc, f"writing s3://{self.bucket}/{key}") from exc
         return SendResult.all_delivered(len(batch))
 
+    def probe(self) -> str:
+        """HeadBucket: the bucket exists and these credentials reach it. A 403 does not prove that
+        writing fails (HeadBucket needs s3:ListBucket, a batch only s3:PutObject), so it is said, not
+        failed; a missing bucket is a failure."""
+        where = f"bucket s3://{self.bucket}"
+        if aws.probe_call(self._client, "head_bucket", "S3 HeadBucket", where, Bucket=self.bucket) is None:
+            return (
+                f"{where}: HeadBucket denied (these credentials may not list it); writing needs only "
+                "s3:PutObject, which the first batch proves"
+            )
+        return f"{where}: exists and these credentials reach it (HeadBucket)"
+
     def close(self) -> None:
         pass
 
 
 def validate(settings: SinkSettings) -> None:
     aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
+
+
+def probe(settings: SinkSettings) -> str:
+    return S3Sink(settings).probe()
 
 
 def open_s3(settings: SinkSettings) -> S3Sink:

@@ -53,6 +53,10 @@ def validate(settings: SinkSettings) -> None:
     """Nothing to check: standard output is always there."""
 
 
+def probe(settings: SinkSettings) -> str:
+    return "standard output: nothing to reach"
+
+
 def open_stdout(settings: SinkSettings) -> StdoutSink:
     return StdoutSink(
         max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,

@@ -38,11 +38,11 @@ import ssl
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from .. import deadline, retry
+from .. import causes, deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .settings import SinkSettings
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
@@ -217,7 +217,8 @@ class SyslogSink:
                     with connect(self.host, self.port, self._context, self._timeout) as sock:
                         attempt_over(sock)
                 except ssl.SSLCertVerificationError as exc:
-                    raise SinkError(f"TLS with the {where} failed: {exc}") from exc
+                    cause = causes.of(exc, f"{self.host}:{self.port}")
+                    raise SinkError(self._unreachable(cause, 1)) from exc
                 except (OSError, retry.TryAgain):
                     if not call.cut.is_set():
                         raise
@@ -225,11 +226,38 @@ class SyslogSink:
                 raise TimeoutError(deadline.cut_message(call, what, self._timeout))
 
         def give_up(failure: retry.Failure) -> None:
+            if failure.cause is not None:
+                raise SinkError(self._unreachable(failure.cause, failure.attempts), True)
             raise SinkError(
                 f"{where} still failing after {failure.attempts} attempts: {failure.problem}", retryable=True
             )
 
-        retry.call(self._retry, attempt, give_up, f"write to the {where}")
+        retry.call(self._retry, attempt, give_up, f"write to the {where}", where=f"{self.host}:{self.port}")
+
+    def _unreachable(self, cause: causes.Cause, attempts: int) -> str:
+        return causes.explain(
+            f"{self.name} receiver", cause, attempts, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE"
+        )
+
+    def probe(self) -> str:
+        """For `check`: a connection (with its TLS handshake, the certificate verified) that ``_greet``
+        uses and ends cleanly, no message written."""
+        found: List[str] = []
+
+        def over(sock: socket.socket) -> None:
+            found.append(
+                f"TLS verified ({sock.version()})" if isinstance(sock, ssl.SSLSocket) else "plain TCP"
+            )
+            found.append(self._greet(sock))
+
+        self._retried(over)
+        return f"{self.name} receiver {self.host}:{self.port}: connected, " + ", ".join(filter(None, found))
+
+    def _greet(self, sock: socket.socket) -> str:
+        """What the protocol proves before any message, the connection then ended cleanly: syslog has
+        nothing to say."""
+        end_cleanly(sock)
+        return "ended cleanly"
 
     def close(self) -> None:
         """Nothing to release: each batch had a connection of its own, ended in ``send``."""
@@ -241,3 +269,7 @@ def validate(settings: SinkSettings) -> None:
 
 def open_syslog(settings: SinkSettings) -> SyslogSink:
     return SyslogSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
+
+
+def probe(settings: SinkSettings) -> str:
+    return probed(SyslogSink(settings))

@@ -73,6 +73,22 @@ def test_wrong_credentials_name_the_settings_and_hide_the_secret():
         )
 
 
+@pytest.mark.parametrize(
+    "status, check",
+    [
+        (403, "the API client (FORWARDER_CLIENT_ID) may not read this: check its roles in the portal"),
+        (404, "check FORWARDER_API_URL (the API's base URL, without /v1)"),
+    ],
+)
+def test_a_refused_get_names_what_to_check(status, check):
+    with Simulator(ORG) as sim:
+        sim.fail_next(1, status=status)
+        with pytest.raises(ApiError) as info:
+            trail(client_for(sim), "user", "a@b.c")
+    assert str(info.value).startswith(f"GET /v1/cp/audits: HTTP {status}")
+    assert str(info.value).endswith(check)
+
+
 def test_retry_after_is_honoured_and_attempts_are_bounded(waits):
     with Simulator(ORG) as sim:
         sim.fail_next(2, status=429, retry_after=3)

@@ -108,6 +108,10 @@ class BulkReceiver(LoopbackReceiver):
         self.statuses: List[int] = []  # every item status, in order
         self._throttle = 0
         self._seq = 0
+        # What `check` asks (Elasticsearch's security and template APIs): the privileges the
+        # credentials hold on every index, and the index templates installed.
+        self.privileges = {"create_doc", "index", "auto_configure"}
+        self.templates = {"logs-emailauth.audit"}
 
     @property
     def url(self) -> str:
@@ -130,6 +134,8 @@ class BulkReceiver(LoopbackReceiver):
         parts = path.strip("/").split("/")
         if self.bulk_only and path != "/_bulk":
             return 400, b"error: invalid HTTP endpoint", {"Content-Type": "text/plain"}
+        if parts[0] in ("_security", "_index_template"):
+            return self._cluster_api(method, parts, headers, raw)
         if method not in ("POST", "PUT") or parts[-1] != "_bulk" or len(parts) > 2:
             return es_error(405 if parts[-1] == "_bulk" else 404, "illegal_argument_exception", "bad route")
         problem = self._authenticate(headers.get("authorization"))
@@ -159,6 +165,29 @@ class BulkReceiver(LoopbackReceiver):
         items = [self._apply(*request) for request in requests_]
         errors = any(next(iter(item.values()))["status"] >= 300 for item in items)
         return json_reply(200, {"took": 1, "errors": errors, "items": items})
+
+    def _cluster_api(self, method: str, parts: List[str], headers: Dict[str, str], raw: bytes) -> Reply:
+        problem = self._authenticate(headers.get("authorization"))
+        if problem:
+            return es_error(401, "security_exception", problem)
+        scheme, _, credentials = headers["authorization"].partition(" ")
+        name = base64.b64decode(credentials).decode().partition(":")[0]
+        if method == "GET" and parts == ["_security", "_authenticate"]:
+            if scheme == "ApiKey":
+                return json_reply(200, {"username": "elastic", "api_key": {"id": name, "name": "forwarder"}})
+            return json_reply(200, {"username": name})
+        if method == "POST" and parts == ["_security", "user", "_has_privileges"]:
+            asked = json.loads(raw)["index"][0]
+            held = {p: p in self.privileges for p in asked["privileges"]}
+            index = {n: held for n in asked["names"]}
+            return json_reply(200, {"has_all_requested": all(held.values()), "index": index})
+        if method == "GET" and len(parts) == 2 and parts[0] == "_index_template":
+            if parts[1] in self.templates:
+                return json_reply(200, {"index_templates": [{"name": parts[1]}]})
+            return es_error(
+                404, "resource_not_found_exception", f"index template matching [{parts[1]}] not found"
+            )
+        return es_error(405, "illegal_argument_exception", "bad route")
 
     def _authenticate(self, value: Optional[str]) -> Optional[str]:
         if not value:
@@ -236,6 +265,13 @@ class BulkReceiver(LoopbackReceiver):
         return {action: result}
 
     def _store(self, action: str, index: str, doc_id: str, source: Any) -> None:
+        needed = {"create": "create_doc", "index": "index"}.get(action)
+        if needed and needed not in self.privileges:  # as Elasticsearch answers each such item
+            raise ItemError(
+                403,
+                "security_exception",
+                f"action [indices:data/write/bulk[s]] is unauthorized for [{index}]",
+            )
         if self._throttle > 0:
             self._throttle -= 1
             raise ItemError(

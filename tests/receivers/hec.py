@@ -47,6 +47,7 @@ from .http_collector import _Handler as _Handler  # tests/aws/test_handler.py tu
 
 EVENT_PATHS = ("/services/collector", "/services/collector/event", "/services/collector/event/1.0")
 ACK_PATH = "/services/collector/ack"
+HEALTH_PATH = "/services/collector/health"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 _BUSY = {503: (9, "Server is busy"), 500: (8, "Internal server error")}
@@ -165,6 +166,7 @@ class HecReceiver(LoopbackReceiver):
         self.ack_delay_polls = ack_delay_polls
         self.max_content_length = max_content_length
         self.prefix = prefix.rstrip("/")
+        self.health = True  # GET .../services/collector/health answered (a proxy may route events only)
         self._received: List[Received] = []
         self._next_ack: Dict[str, int] = {}
         self._pending_acks: Dict[Tuple[str, int], int] = {}  # (channel, ackId) -> times asked
@@ -218,6 +220,8 @@ class HecReceiver(LoopbackReceiver):
         """Routes first: the base's fault knobs then act on event requests only."""
         path = urlsplit(target).path.rstrip("/")
         try:
+            if self.health and method == "GET" and path == self.prefix + HEALTH_PATH:  # no token needed
+                return hec_reply(200, {"text": "HEC is healthy", "code": 17})
             if method != "POST" or not path.startswith(self.prefix):
                 raise HecReply(404, 404, "The requested URL was not found on this server.")
             route = path[len(self.prefix) :]

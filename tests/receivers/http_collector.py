@@ -199,10 +199,10 @@ class HttpCollector(LoopbackReceiver):
         return [json.loads(line) for line in self.lines()]
 
     def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
-        if method != "POST" or target.split("?")[0] != self.path:
-            return json_reply(404, {"error": "not found"})
         if self.authorization is not None and headers.get("authorization") != self.authorization:
             return json_reply(401, {"error": "unauthorized"})
+        if method != "POST" or target.split("?")[0] != self.path:
+            return json_reply(404, {"error": "not found"})
         for name, value in self.required_headers.items():
             if headers.get(name.lower()) != value:
                 return json_reply(400, {"error": f"header {name} missing or wrong"})
@@ -254,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_DELETE = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = _serve
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output readable
         pass

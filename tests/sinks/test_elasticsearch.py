@@ -224,6 +224,14 @@ def test_auth_forms(es):
     assert len(es.ids(STREAM)) == 2
 
 
+def test_a_document_refused_for_privileges_names_the_token_to_check(es, waits):
+    es.privileges = {"auto_configure"}
+    with pytest.raises(SinkError) as caught:
+        sink_for(es).send([ecs_event(1)])
+    assert str(caught.value).startswith("Elasticsearch refused a document with HTTP 403: security_exception")
+    assert str(caught.value).endswith("; check FORWARDER_SINK_TOKEN and what it is allowed to write")
+
+
 def test_a_wrong_key_raises_without_the_key(es, waits):
     secret = base64.b64encode(b"key-id-1:wrong-secret-value").decode()
 
