@@ -9,10 +9,12 @@ COMPAT_TESTS := tests/pipeline tests/delivery tests/state tests/normalize tests/
 
 .PHONY: compat39
 
-$(VENV39)/.installed: pyproject.toml
+# boto3: settings naming s3://, dynamodb:// or secretsmanager: need the aws extra (else a configuration
+# error says so), and the core's tests read such settings.
+$(VENV39)/.installed: pyproject.toml mk/compat.mk
 	$(PY39) -m venv $(VENV39)
 	$(VENV39)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV39)/bin/python -m pip install --quiet requests idna python-json-logger pytest hypothesis pyyaml
+	$(VENV39)/bin/python -m pip install --quiet requests idna python-json-logger pytest hypothesis pyyaml boto3
 	$(VENV39)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 
