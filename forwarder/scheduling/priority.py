@@ -1,0 +1,110 @@
+"""One run's streams, chosen from the marks (pure: the clock and the marks come in).
+
+A run polls, in this order:
+
+1. hot streams (one delivered within the hot window), the most recent delivery first, as many as
+   the call budget leaves beside the next two groups;
+2. overdue streams: never polled, or polled so long ago that waiting for the next run would pass
+   their revisit bound (``FORWARDER_COLD_REVISIT``, domains ``FORWARDER_DOMAIN_REVISIT``);
+3. each group's turn (users, domains): the ``quota`` cold streams polled longest ago, where the
+   quota spreads a group over its revisit bound, one share per run, instead of all at once;
+4. the hot streams the budget left out of the first group.
+
+Everything else is not due and skipped. Invariant (tests/scheduling/test_priority.py, a property
+test): with runs every interval, each getting through at least its first three groups, every stream
+is polled within its revisit bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Sequence, Set, Tuple
+
+from ..streams import Stream
+from .marks import Marks
+from .policy import Policy
+
+_NONE = Marks()
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    order: List[Stream]  # to start, in this order
+    not_due: List[Stream]  # skipped this run
+    needed: int  # streams the revisit bound needs polled this run (groups 2 and 3)
+    hot: int
+
+
+def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float, policy: Policy) -> RunPlan:
+    hot: List[Stream] = []
+    cold: Dict[str, List[Stream]] = {"user": [], "domain": []}
+    for stream in streams:
+        mark = marks.get(stream.key, _NONE)
+        if mark.delivered_s is not None and now_s - mark.delivered_s < policy.hot_window_s:
+            hot.append(stream)
+        else:
+            cold["domain" if stream.object_type == "domain" else "user"].append(stream)
+    hot.sort(key=lambda s: -(marks[s.key].delivered_s or 0))
+    overdue = [s for s in hot if _overdue(s, marks, now_s, policy)]
+    hot = [s for s in hot if not _overdue(s, marks, now_s, policy)]
+    turns: List[Stream] = []
+    rest: List[Stream] = []
+    for group in cold.values():
+        late, turn, left = _turn(group, marks, now_s, policy)
+        overdue += late
+        turns += turn
+        rest += left
+    needed = overdue + turns
+    room = len(hot) if policy.budget_calls is None else max(0, policy.budget_calls - len(needed))
+    return RunPlan(hot[:room] + needed + hot[room:], rest, len(needed), len(hot))
+
+
+def _overdue(stream: Stream, marks: Mapping[str, Marks], now_s: float, policy: Policy) -> bool:
+    polled = marks.get(stream.key, _NONE).polled_s
+    return polled is None or now_s - polled + policy.interval_s > policy.revisit_s(stream.object_type)
+
+
+def _turn(
+    group: List[Stream], marks: Mapping[str, Marks], now_s: float, policy: Policy
+) -> Tuple[List[Stream], List[Stream], List[Stream]]:
+    """(overdue, this run's turn, not due) of one cold group, each oldest poll first."""
+    if not group:
+        return [], [], []
+    revisit = policy.revisit_s(group[0].object_type)
+    oldest = sorted(group, key=lambda s: (marks.get(s.key, _NONE).polled_s or -1, s.key))
+    late = [s for s in oldest if _overdue(s, marks, now_s, policy)]
+    waiting = [s for s in oldest if not _overdue(s, marks, now_s, policy)]
+    # Runs left before the bound, counting this one: a lap over the group fits in them.
+    runs = max(1, math.floor(revisit / policy.interval_s) - 1) if policy.interval_s > 0 else 1
+    quota = max(0, math.ceil(len(group) / runs) - len(late))
+    return late, waiting[:quota], waiting[quota:]
+
+
+@dataclass
+class Outcome:
+    """What a run did, as the marks need it."""
+
+    polled: Set[str] = field(default_factory=set)
+    delivered: Set[str] = field(default_factory=set)
+
+
+def record_run(
+    marks: Mapping[str, Marks], planned: Sequence[str], outcome: Outcome, now_s: int, policy: Policy
+) -> Dict[str, Marks]:
+    """The marks after a run: poll and delivery times moved, streams no longer planned dropped.
+
+    A time is only moved once it is half an interval old: back-to-back runs (a test, a retry by
+    hand) leave the document as it was, and a stored time is never later than the real one, so a
+    stream is only ever due early."""
+    fresh = policy.interval_s / 2
+    result: Dict[str, Marks] = {}
+    for key in planned:
+        mark = marks.get(key, _NONE)
+        polled, delivered = mark.polled_s, mark.delivered_s
+        if key in outcome.polled and (polled is None or now_s - polled >= fresh):
+            polled = now_s
+        if key in outcome.delivered and (delivered is None or now_s - delivered >= fresh):
+            delivered = now_s
+        result[key] = Marks(polled, delivered)
+    return result
