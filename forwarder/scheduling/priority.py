@@ -38,21 +38,23 @@ class RunPlan:
 
 def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float, policy: Policy) -> RunPlan:
     hot: List[Stream] = []
+    overdue: List[Stream] = []
     cold: Dict[str, List[Stream]] = {"user": [], "domain": []}
     for stream in streams:
         mark = marks.get(stream.key, _NONE)
-        if mark.delivered_s is not None and now_s - mark.delivered_s < policy.hot_window_s:
+        if _overdue(stream, mark, now_s, policy):
+            overdue.append(stream)
+        elif mark.delivered_s is not None and now_s - mark.delivered_s < policy.hot_window_s:
             hot.append(stream)
         else:
             cold["domain" if stream.object_type == "domain" else "user"].append(stream)
     hot.sort(key=lambda s: -(marks[s.key].delivered_s or 0))
-    overdue = [s for s in hot if _overdue(s, marks, now_s, policy)]
-    hot = [s for s in hot if not _overdue(s, marks, now_s, policy)]
+    overdue.sort(key=lambda s: (marks.get(s.key, _NONE).polled_s or -1, s.object_type == "domain", s.key))
     turns: List[Stream] = []
     rest: List[Stream] = []
-    for group in cold.values():
-        late, turn, left = _turn(group, marks, now_s, policy)
-        overdue += late
+    for object_type, group in cold.items():
+        late = sum(1 for s in overdue if (s.object_type == "domain") == (object_type == "domain"))
+        turn, left = _turn(group, late, marks, policy)
         turns += turn
         rest += left
     needed = overdue + turns
@@ -60,25 +62,25 @@ def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float
     return RunPlan(hot[:room] + needed + hot[room:], rest, len(needed), len(hot))
 
 
-def _overdue(stream: Stream, marks: Mapping[str, Marks], now_s: float, policy: Policy) -> bool:
-    polled = marks.get(stream.key, _NONE).polled_s
+def _overdue(stream: Stream, mark: Marks, now_s: float, policy: Policy) -> bool:
+    """Never polled, or past its bound by the next run."""
+    polled = mark.polled_s
     return polled is None or now_s - polled + policy.interval_s > policy.revisit_s(stream.object_type)
 
 
 def _turn(
-    group: List[Stream], marks: Mapping[str, Marks], now_s: float, policy: Policy
-) -> Tuple[List[Stream], List[Stream], List[Stream]]:
-    """(overdue, this run's turn, not due) of one cold group, each oldest poll first."""
+    group: List[Stream], late: int, marks: Mapping[str, Marks], policy: Policy
+) -> Tuple[List[Stream], List[Stream]]:
+    """(this run's turn, not due) of a cold group that has ``late`` streams overdue besides, each
+    oldest poll first."""
     if not group:
-        return [], [], []
+        return [], []
     revisit = policy.revisit_s(group[0].object_type)
     oldest = sorted(group, key=lambda s: (marks.get(s.key, _NONE).polled_s or -1, s.key))
-    late = [s for s in oldest if _overdue(s, marks, now_s, policy)]
-    waiting = [s for s in oldest if not _overdue(s, marks, now_s, policy)]
     # Runs left before the bound, counting this one: a lap over the group fits in them.
     runs = max(1, math.floor(revisit / policy.interval_s) - 1) if policy.interval_s > 0 else 1
-    quota = max(0, math.ceil(len(group) / runs) - len(late))
-    return late, waiting[:quota], waiting[quota:]
+    quota = max(0, math.ceil((len(group) + late) / runs) - late)
+    return oldest[:quota], oldest[quota:]
 
 
 @dataclass

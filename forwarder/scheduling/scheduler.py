@@ -45,9 +45,11 @@ class Scheduler:
         self._lock = threading.Lock()  # _seen: every stream thread adds to it
 
     @classmethod
-    def for_store(cls, store: Any, policy: Policy) -> Scheduler:
+    def for_store(cls, store: Any, policy: Policy, clock: Callable[[], float] = time.time) -> Scheduler:
+        """The scheduler over ``store``'s ``scheduler`` slot (every store has one; a store without,
+        such as a test's, gets a scheduler that remembers nothing)."""
         slot = getattr(store, "slot", None)
-        return cls(slot(NAME) if slot is not None else None, policy)
+        return cls(slot(NAME) if slot is not None else None, policy, clock)
 
     def load(self) -> None:
         if self._slot is None:
