@@ -3,7 +3,8 @@
 
     {"schema": 1, "packed": "<zlib + base64 of the JSON below>"}
     {"streams": {"<key>": [polled, delivered]}, "users": [fetched, ["a@x", ...]],
-     "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens]}
+     "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens],
+     "run": <when the last run began>}
 
 Times are whole epoch seconds (``at`` a float). Packed, since a thousand stream keys and a users list
 compress about fourfold and a DynamoDB item holds 400 KB. The document is advice, not state: one that
@@ -38,6 +39,7 @@ class Book:
     actors: Dict[str, int] = field(default_factory=dict)  # found in records, not listed -> last seen
     departed: Dict[str, int] = field(default_factory=dict)  # listed once, no longer -> when it left
     bucket: Optional[Tuple[float, float]] = None  # the rate bucket at the end of the last run
+    run_s: Optional[int] = None  # when the last run began: the cadence runs really have
 
     def to_doc(self) -> Dict[str, Any]:
         body: Dict[str, Any] = {
@@ -49,6 +51,8 @@ class Book:
             body["users"] = [self.users[0], list(self.users[1])]
         if self.bucket is not None:
             body["bucket"] = list(self.bucket)
+        if self.run_s is not None:
+            body["run"] = self.run_s
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return {"schema": SCHEMA, "packed": base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
 
@@ -71,6 +75,7 @@ def read_marks(doc: Optional[Dict[str, Any]]) -> Book:
         actors=_times(_dict(body, "actors")),
         departed=_times(_dict(body, "departed")),
         bucket=_bucket(body.get("bucket")),
+        run_s=_time([body.get("run")], 0),
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..streams import Stream
 from .marks import Marks
@@ -36,13 +36,22 @@ class RunPlan:
     hot: int
 
 
-def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float, policy: Policy) -> RunPlan:
+def plan_run(
+    streams: Sequence[Stream],
+    marks: Mapping[str, Marks],
+    now_s: float,
+    policy: Policy,
+    cadence_s: Optional[float] = None,
+) -> RunPlan:
+    """``cadence_s``: the time since the last run began, when known. Runs that come later than the
+    interval says get larger turns, so the bounds hold at the cadence the runs really have."""
+    step = max(policy.interval_s, cadence_s or 0.0)
     hot: List[Stream] = []
     overdue: List[Stream] = []
     cold: Dict[str, List[Stream]] = {"user": [], "domain": []}
     for stream in streams:
         mark = marks.get(stream.key, _NONE)
-        if _overdue(stream, mark, now_s, policy):
+        if _overdue(stream, mark, now_s, step, policy):
             overdue.append(stream)
         elif mark.delivered_s is not None and now_s - mark.delivered_s < policy.hot_window_s:
             hot.append(stream)
@@ -54,7 +63,7 @@ def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float
     rest: List[Stream] = []
     for object_type, group in cold.items():
         late = sum(1 for s in overdue if (s.object_type == "domain") == (object_type == "domain"))
-        turn, left = _turn(group, late, marks, policy)
+        turn, left = _turn(group, late, marks, step, policy)
         turns += turn
         rest += left
     needed = overdue + turns
@@ -62,14 +71,14 @@ def plan_run(streams: Sequence[Stream], marks: Mapping[str, Marks], now_s: float
     return RunPlan(hot[:room] + needed + hot[room:], rest, len(needed), len(hot))
 
 
-def _overdue(stream: Stream, mark: Marks, now_s: float, policy: Policy) -> bool:
+def _overdue(stream: Stream, mark: Marks, now_s: float, step: float, policy: Policy) -> bool:
     """Never polled, or past its bound by the next run."""
     polled = mark.polled_s
-    return polled is None or now_s - polled + policy.interval_s > policy.revisit_s(stream.object_type)
+    return polled is None or now_s - polled + step > policy.revisit_s(stream.object_type)
 
 
 def _turn(
-    group: List[Stream], late: int, marks: Mapping[str, Marks], policy: Policy
+    group: List[Stream], late: int, marks: Mapping[str, Marks], step: float, policy: Policy
 ) -> Tuple[List[Stream], List[Stream]]:
     """(this run's turn, not due) of a cold group that has ``late`` streams overdue besides, each
     oldest poll first."""
@@ -78,7 +87,7 @@ def _turn(
     revisit = policy.revisit_s(group[0].object_type)
     oldest = sorted(group, key=lambda s: (marks.get(s.key, _NONE).polled_s or -1, s.key))
     # Runs left before the bound, counting this one: a lap over the group fits in them.
-    runs = max(1, math.floor(revisit / policy.interval_s) - 1) if policy.interval_s > 0 else 1
+    runs = max(1, math.floor(revisit / step) - 1) if step > 0 else 1
     quota = max(0, math.ceil((len(group) + late) / runs) - late)
     return oldest[:quota], oldest[quota:]
 

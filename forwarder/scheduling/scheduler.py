@@ -42,6 +42,7 @@ class Scheduler:
         self._stored: Optional[Dict[str, Any]] = None
         self._listed: Optional[List[str]] = None  # the users endpoint's list this run, when asked
         self._seen: Set[str] = set()
+        self._began: Optional[int] = None  # when this run chose its streams
         self._lock = threading.Lock()  # _seen: every stream thread adds to it
 
     @classmethod
@@ -56,10 +57,19 @@ class Scheduler:
             return
         try:
             doc, self._version = self._slot.read()
+        except StateError as exc:  # no version to replace it by: it stays until removed
+            log.warning(
+                "scheduler document %s unreadable: every stream is due until it is removed",
+                self._slot.location,
+                extra={"error": str(exc)},
+            )
+            self._slot = None
+            return
+        try:
             self.book = read_marks(doc)
             self._stored = doc
-        except (StateError, ValueError) as exc:
-            log.warning("scheduler document unreadable: every stream is due", extra={"error": str(exc)})
+        except ValueError as exc:  # ours to replace: its version is known
+            log.warning("scheduler document not understood: every stream is due", extra={"error": str(exc)})
 
     def users(self, fetch: Callable[[], List[str]]) -> List[str]:
         """The users to pull: the users endpoint's list (``fetch``), reused for the cache's time,
@@ -79,7 +89,11 @@ class Scheduler:
         return listed + extras
 
     def choose(self, planned: Sequence[Stream]) -> RunPlan:
-        chosen = plan_run(planned, self.book.streams, self._clock(), self.policy)
+        now = self._clock()
+        last = self.book.run_s
+        cadence = now - last if last is not None and now - last < 2 * self.policy.interval_s else None
+        chosen = plan_run(planned, self.book.streams, now, self.policy, cadence)
+        self._began = int(now)
         budget = self.policy.budget_calls
         if budget is not None and chosen.needed > budget:
             log.warning(
@@ -113,6 +127,9 @@ class Scheduler:
         if self._listed is not None:
             note_actors(self.book, self._seen, self._listed, now)
         self.book.bucket = None if tokens is None else (round(self._clock(), 3), round(tokens, 3))
+        last = self.book.run_s
+        if self._began is not None and (last is None or self._began - last >= self.policy.interval_s / 2):
+            self.book.run_s = self._began  # back-to-back runs keep the first's: the document stays
         self._save()
 
     def _save(self) -> None:
