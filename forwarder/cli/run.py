@@ -72,7 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if not interval:
                 return code
             wait = next_start(began, interval, time.monotonic()) - time.monotonic()
-            console.waiting(wait)
+            console.waiting(wait, interval)
             if stop.wait(wait):
                 return code
     finally:

@@ -2,14 +2,16 @@
 
 A run polls, in this order:
 
-1. hot streams (one delivered within the hot window), the most recent delivery first, as many as
-   the call budget leaves beside the next two groups;
-2. overdue streams: never polled, or polled so long ago that waiting for the next run would pass
-   their revisit bound (``FORWARDER_COLD_REVISIT``, domains ``FORWARDER_DOMAIN_REVISIT``);
-3. each group's turn (users, domains): the ``quota`` cold streams polled longest ago, where the
-   quota spreads a group over its revisit bound, one share per run, instead of all at once;
-4. the hot streams the budget left out of the first group.
+1. overdue streams: never polled, or polled so long ago that waiting for the next run would pass
+   their revisit bound (``FORWARDER_COLD_REVISIT``, domains ``FORWARDER_DOMAIN_REVISIT``), the
+   oldest first: a run cut short (budget, deadline) leaves them to the next, which starts with them;
+2. hot streams (one delivered within the hot window), the most recent delivery first, as many as
+   the call budget leaves beside the other two groups;
+3. each group's turn (users, domains): the cold streams polled longest ago, as many as spread the
+   group over its revisit bound, one share per run, instead of all at once;
+4. the hot streams the budget left out of the second group.
 
+In steady state nothing is overdue (the turns keep ahead of the bounds), so the hot streams lead.
 Everything else is not due and skipped. Invariant (tests/scheduling/test_priority.py, a property
 test): with runs every interval, each getting through at least its first three groups, every stream
 is polled within its revisit bound.
@@ -68,7 +70,7 @@ def plan_run(
         rest += left
     needed = overdue + turns
     room = len(hot) if policy.budget_calls is None else max(0, policy.budget_calls - len(needed))
-    return RunPlan(hot[:room] + needed + hot[room:], rest, len(needed), len(hot))
+    return RunPlan(overdue + hot[:room] + turns + hot[room:], rest, len(needed), len(hot))
 
 
 def _overdue(stream: Stream, mark: Marks, now_s: float, step: float, policy: Policy) -> bool:

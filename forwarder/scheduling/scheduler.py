@@ -124,9 +124,13 @@ class Scheduler:
             delivered={s.stream for s in report.streams if s.new},
         )
         self.book.streams = record_run(self.book.streams, [s.key for s in planned], outcome, now, self.policy)
-        if self._listed is not None:
-            note_actors(self.book, self._seen, self._listed, now)
-        self.book.bucket = None if tokens is None else (round(self._clock(), 3), round(tokens, 3))
+        # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
+        # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.
+        listed = self._listed if self._listed is not None else (self.book.users or (0, None))[1]
+        if listed is not None:
+            note_actors(self.book, self._seen, listed, now)
+        if tokens is not None:
+            self.book.bucket = (round(self._clock(), 3), round(tokens, 3))
         last = self.book.run_s
         if self._began is not None and (last is None or self._began - last >= self.policy.interval_s / 2):
             self.book.run_s = self._began  # back-to-back runs keep the first's: the document stays
