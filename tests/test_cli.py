@@ -183,3 +183,11 @@ def test_a_location_on_another_host_is_a_configuration_error_of_its_variable(tmp
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 2 and variable in result.stderr, (result.returncode, result.stderr)
     assert not (tmp_path / "remotehost").exists()
+
+
+def test_interval_runs_start_every_interval_and_an_overrun_skips_the_starts_it_missed():
+    from forwarder.cli.run import next_start
+
+    assert next_start(100.0, 10.0, 104.0) == 110.0  # 10 s after the last start, not after its end
+    assert next_start(100.0, 10.0, 110.0) == 110.0
+    assert next_start(100.0, 10.0, 125.0) == 130.0  # overran two starts: the next on the grid
