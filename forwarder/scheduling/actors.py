@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Iterable, List, Optional, Sequence, Set
 
 from ..records import AuditRecord
-from ..streams import DOMAIN_HISTORY_S
 from .marks import Book
 
-ACTOR_RETENTION_S = DOMAIN_HISTORY_S
+# The API keeps 13 months of domain history: thirteen calendar months are at least 393 days; a few
+# days less leaves room for clock skew.
+ACTOR_RETENTION_S = 390 * 86400
 DEPARTED_RETENTION_S = 31 * 86400
 
 
