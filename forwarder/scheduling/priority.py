@@ -19,6 +19,7 @@ is polled within its revisit bound.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -69,7 +70,13 @@ def plan_run(
         turns += turn
         rest += left
     needed = overdue + turns
-    room = len(hot) if policy.budget_calls is None else max(0, policy.budget_calls - len(needed))
+    budget = policy.budget_calls
+    if budget is not None and len(needed) > budget:
+        # A backlog of first reads (or a budget too small): half the budget still goes to the hot
+        # streams, first, so records keep flowing while the rest is read over the next runs.
+        share = min(len(hot), budget // 2)
+        return RunPlan(hot[:share] + needed + hot[share:], rest, len(needed), len(hot))
+    room = len(hot) if budget is None else budget - len(needed)
     return RunPlan(overdue + hot[:room] + turns + hot[room:], rest, len(needed), len(hot))
 
 
@@ -94,6 +101,15 @@ def _turn(
     return oldest[:quota], oldest[quota:]
 
 
+def _spread(key: str, policy: Policy) -> int:
+    """Seconds, in [0, the bound less two intervals), the same for a key on every run."""
+    span = policy.revisit_s(key.partition("/")[0]) - 2 * policy.interval_s
+    if span <= 0:
+        return 0
+    fraction = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") / 2**32
+    return int(fraction * span)
+
+
 @dataclass
 class Outcome:
     """What a run did, as the marks need it."""
@@ -103,20 +119,32 @@ class Outcome:
 
 
 def record_run(
-    marks: Mapping[str, Marks], planned: Sequence[str], outcome: Outcome, now_s: int, policy: Policy
+    marks: Mapping[str, Marks],
+    planned: Sequence[str],
+    outcome: Outcome,
+    now_s: int,
+    policy: Policy,
+    last_run_s: Optional[int] = None,
 ) -> Dict[str, Marks]:
     """The marks after a run: poll and delivery times moved, streams no longer planned dropped.
 
-    A time is only moved once it is half an interval old: back-to-back runs (a test, a retry by
-    hand) leave the document as it was, and a stored time is never later than the real one, so a
-    stream is only ever due early."""
+    A run that began within half an interval of the last one (``last_run_s``: a test, a retry by
+    hand) moves no poll time, and a delivery time moves once it is half an interval old: back-to-back
+    runs leave the document as it was. A stored time is never later than the real one, so a stream
+    is only ever due early. A stream's first poll is dated back by a share of its bound
+    fixed by its key: the streams a first run reads all at once come due spread over the next lap,
+    not all in the same run again."""
     fresh = policy.interval_s / 2
+    again = last_run_s is not None and 0 <= now_s - last_run_s < fresh
     result: Dict[str, Marks] = {}
     for key in planned:
         mark = marks.get(key, _NONE)
         polled, delivered = mark.polled_s, mark.delivered_s
-        if key in outcome.polled and (polled is None or now_s - polled >= fresh):
-            polled = now_s
+        if key in outcome.polled:
+            if polled is None:
+                polled = now_s - _spread(key, policy)
+            elif not again:
+                polled = now_s
         if key in outcome.delivered and (delivered is None or now_s - delivered >= fresh):
             delivered = now_s
         result[key] = Marks(polled, delivered)

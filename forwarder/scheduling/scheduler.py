@@ -123,7 +123,8 @@ class Scheduler:
             polled={s.stream for s in report.streams},
             delivered={s.stream for s in report.streams if s.new},
         )
-        self.book.streams = record_run(self.book.streams, [s.key for s in planned], outcome, now, self.policy)
+        keys = [s.key for s in planned]
+        self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)
         # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
         # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.
         listed = self._listed if self._listed is not None else (self.book.users or (0, None))[1]

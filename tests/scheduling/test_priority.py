@@ -53,13 +53,23 @@ def test_a_stream_that_delivered_long_ago_is_cold_again():
     assert chosen.hot == 1 and chosen.order[0] == plan[1]
 
 
-def test_times_move_only_once_half_an_interval_old():
+def test_a_run_right_after_another_moves_no_time():
     key = "user/a@example.com"
     marks = {key: Marks(T0, T0)}
     done = Outcome(polled={key}, delivered={key})
-    assert record_run(marks, [key], done, T0 + 1, POLICY) == marks
-    assert record_run(marks, [key], done, T0 + 5, POLICY) == {key: Marks(T0 + 5, T0 + 5)}
+    assert record_run(marks, [key], done, T0 + 1, POLICY, last_run_s=T0) == marks
+    assert record_run(marks, [key], done, T0 + 5, POLICY, last_run_s=T0) == {key: Marks(T0 + 5, T0 + 5)}
     assert record_run(marks, [], done, T0 + 5, POLICY) == {}  # no longer planned: forgotten
+
+
+def test_first_polls_are_dated_back_so_streams_read_together_come_due_apart():
+    keys = [s.key for s in users(100)]
+    marks = record_run({}, keys, Outcome(polled=set(keys)), T0, POLICY)
+    ages = sorted(T0 - marks[k].polled_s for k in keys)
+    assert ages[0] >= 0 and ages[-1] < 60 - 2 * INTERVAL  # never due before the next run
+    assert len({age // 10 for age in ages}) == 4  # spread over the lap, not one cohort
+    due_next = plan_run(users(100), marks, T0 + INTERVAL, POLICY)
+    assert due_next.needed == 20  # one turn, none overdue
 
 
 @settings(max_examples=50, deadline=None)
