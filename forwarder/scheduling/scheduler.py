@@ -121,7 +121,8 @@ class Scheduler:
         now = int(self._clock())
         outcome = Outcome(
             polled={s.stream for s in report.streams},
-            delivered={s.stream for s in report.streams if s.new},
+            # Cut short (a stop, a page cap) or failed: hot too, so the next run reads it again.
+            delivered={s.stream for s in report.streams if s.new or s.stopped or s.truncated or s.error},
         )
         keys = [s.key for s in planned]
         self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)

@@ -85,3 +85,17 @@ def test_the_rate_bucket_starts_where_the_last_run_left_it(tmp_path):
     clock.now += 1
     assert open_scheduler(tmp_path, clock).bucket(rate=2.0) == -2.0
     assert Scheduler(None, POLICY, clock).bucket(rate=2.0) is None  # nothing known: a full bucket
+
+
+def test_a_stream_cut_short_or_failed_is_polled_again_next_run(tmp_path):
+    clock = Clock()
+    plan = [Stream("user", f"{name}@x") for name in "abcdefghij"]
+    first = open_scheduler(tmp_path, clock)
+    first.choose(plan)
+    streams = [StreamReport(s.key) for s in plan]
+    streams[0].stopped, streams[1].error, streams[2].truncated = True, "boom", True
+    first.finish(plan, RunReport("t", streams=streams), None)
+    clock.now += 10
+    later = open_scheduler(tmp_path, clock).choose(plan)
+    assert [s.key for s in later.order[:3]] == [s.key for s in plan[:3]]  # hot: read again
+    assert later.hot == 3
