@@ -19,7 +19,6 @@ is polled within its revisit bound.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -101,13 +100,15 @@ def _turn(
     return oldest[:quota], oldest[quota:]
 
 
-def _spread(key: str, policy: Policy) -> int:
-    """Seconds, in [0, the bound less two intervals), the same for a key on every run."""
-    span = policy.revisit_s(key.partition("/")[0]) - 2 * policy.interval_s
-    if span <= 0:
-        return 0
-    fraction = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") / 2**32
-    return int(fraction * span)
+def _spreads(keys: Sequence[str], policy: Policy) -> Dict[str, int]:
+    """Seconds to date back the first polls of ``keys`` (read in one run): per object type, evenly
+    over [0, the bound less two intervals), in key order."""
+    result: Dict[str, int] = {}
+    for object_type in ("user", "domain"):
+        group = sorted(k for k in keys if (k.partition("/")[0] == "domain") == (object_type == "domain"))
+        span = max(0.0, policy.revisit_s(object_type) - 2 * policy.interval_s)
+        result.update({key: int(span * i / len(group)) for i, key in enumerate(group)})
+    return result
 
 
 @dataclass
@@ -136,13 +137,16 @@ def record_run(
     not all in the same run again."""
     fresh = policy.interval_s / 2
     again = last_run_s is not None and 0 <= now_s - last_run_s < fresh
+    spreads = _spreads(
+        [k for k in planned if k in outcome.polled and marks.get(k, _NONE).polled_s is None], policy
+    )
     result: Dict[str, Marks] = {}
     for key in planned:
         mark = marks.get(key, _NONE)
         polled, delivered = mark.polled_s, mark.delivered_s
         if key in outcome.polled:
             if polled is None:
-                polled = now_s - _spread(key, policy)
+                polled = now_s - spreads[key]
             elif not again:
                 polled = now_s
         if key in outcome.delivered and (delivered is None or now_s - delivered >= fresh):

@@ -19,6 +19,7 @@ from ..errors import StateError
 from ..records import AuditRecord
 from ..report import RunReport
 from ..state.store import ConditionalSlot
+from ..stop import Stopped
 from ..streams import Stream
 from .actors import actors_in, extra_users, note_actors, note_listing
 from .marks import Book, read_marks
@@ -147,7 +148,8 @@ class Scheduler:
         try:
             self._version = self._slot.put(doc, self._version)
             self._stored = doc
-        except StateError as exc:  # ConflictError included: another run wrote it; its word stands
+        except (StateError, Stopped) as exc:  # ConflictError included: another run wrote it; its word
+            # stands. Stopped: a second stop request cuts even this write; the next run is due early.
             log.warning("scheduler document not saved", extra={"error": str(exc)})
 
 
