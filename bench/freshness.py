@@ -325,6 +325,8 @@ def measure(scenario: Scenario, tmp: Path) -> None:
         env.update(FORWARDER_DOMAINS=",".join(d.name for d in org.domains))
         env.update(FORWARDER_MAX_RPS=f"{scenario.max_rps:g}", FORWARDER_BATCH_EVENTS="500")
         env.update(FORWARDER_LOG_LEVEL="WARNING")
+        # The schedule the runs really have: the scheduler sizes its budget and turns to it.
+        env.update(FORWARDER_SCHEDULE_INTERVAL=f"{max(1, round(scenario.interval))}s")
         cron, activity = Cron(env, tmp), Activity(sim, scenario)
         oracle = Oracle(ideal, ideal_hec, activity, scenario.max_rps)
         activity.thread.start()

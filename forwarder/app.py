@@ -23,6 +23,9 @@ from .reading.select import Limits
 from .reading.trail import TrailReader
 from .report import RunReport
 from .retry import RetryPolicy
+from .scheduling.budget import Stops
+from .scheduling.policy import policy_for
+from .scheduling.scheduler import Scheduler
 from .sinks import open_sink
 from .sinks.base import Sink
 from .state import open_store_for
@@ -46,31 +49,40 @@ def credentials_for(settings: Settings) -> Credentials:
     return creds
 
 
-def build_client(settings: Settings) -> ApiClient:
+def build_client(settings: Settings, limiter: Optional[RateLimiter] = None) -> ApiClient:
     return ApiClient(
         settings.api_url,
         credentials_for(settings),
         token_path=settings.token_path,
         timeout=settings.http_timeout_s,
         retry=RetryPolicy(attempts=settings.max_attempts),
-        limiter=RateLimiter(settings.max_rps, settings.concurrency),
+        limiter=limiter or RateLimiter(settings.max_rps, settings.concurrency),
     )
 
 
-def plan(settings: Settings, client: ApiClient) -> List[Stream]:
+def plan(settings: Settings, client: ApiClient, scheduler: Optional[Scheduler] = None) -> List[Stream]:
+    """Every stream of the organization. With ``scheduler``, the users list comes from its cache when
+    fresh, and the actors the list does not name get streams too (``scheduling.actors``)."""
     users: List[str] = list(settings.users)
     if "user" in settings.object_types and not users:
-        listed = client.users(settings.page_limit, settings.max_pages, settings.max_users)
-        emails = [user_email(item) for item in listed]
-        users = [e for e in emails if e]
-        if len(users) < len(listed):
-            log.warning("users without an email were skipped", extra={"count": len(listed) - len(users)})
+        fetch = functools.partial(list_users, settings, client)
+        users = scheduler.users(fetch) if scheduler is not None else fetch()
     domains: List[str] = list(settings.domains)
     if "domain" in settings.object_types and settings.discover_domains:
         domains.extend(discover_domains(settings, client))
     elif "domain" in settings.object_types and not domains:
         log.info("no FORWARDER_DOMAINS configured: domain records come through the user streams only")
     return plan_streams(settings.object_types, users, domains, settings.filters)
+
+
+def list_users(settings: Settings, client: ApiClient) -> List[str]:
+    """The emails the users endpoint lists."""
+    listed = client.users(settings.page_limit, settings.max_pages, settings.max_users)
+    emails = [user_email(item) for item in listed]
+    users = [e for e in emails if e]
+    if len(users) < len(listed):
+        log.warning("users without an email were skipped", extra={"count": len(listed) - len(users)})
+    return users
 
 
 def discover_domains(settings: Settings, client: ApiClient) -> List[str]:
@@ -98,23 +110,29 @@ def formatter_on_demand(name: str) -> Callable[[], Formatter]:
     return functools.lru_cache(maxsize=None)(functools.partial(get_formatter, name))
 
 
+Planner = Callable[[Settings, ApiClient], List[Stream]]
+
+
 def run_once(
     settings: Settings,
     *,
     should_stop: Callable[[], bool] = lambda: False,
-    order: Callable[[List[Stream]], List[Stream]] = list,
+    order: Optional[Callable[[List[Stream]], List[Stream]]] = None,
     store: Optional[StateStore] = None,
     sink: Optional[Sink] = None,
     quarantine: Optional[Quarantine] = None,
     observer: RunObserver = IGNORE,
-    planner: Callable[[Settings, ApiClient], List[Stream]] = plan,
+    planner: Optional[Planner] = None,
     owner: Optional[str] = None,
 ) -> RunReport:
-    """One run over every stream. Errors end up in the report; the caller decides the exit status.
+    """One run. Errors end up in the report; the caller decides the exit status.
 
-    ``planner`` gives every stream of the organization and ``order`` the ones this run starts, in
-    order: a fan-out worker passes the plan it was handed and its shard. ``owner`` names the lease
-    holder (default: this process)."""
+    ``planner`` gives every stream of the organization (ownership of overlapping records is decided
+    over all of them); by default ``plan`` with the scheduler's users cache. The scheduler
+    (``forwarder.scheduling``) then picks the streams this run polls and their order, and the run
+    stops starting streams once its budget is spent. ``order`` replaces that choice (a fan-out worker
+    passes its shard, chosen by the planner's scheduler); the run still tells the scheduler what it
+    polled. ``owner`` names the lease holder (default: this process)."""
     register_secrets(settings.secrets())
     for notice in settings.notices:
         log.warning("configuration: %s", notice)
@@ -129,14 +147,26 @@ def run_once(
         report.finished = format_us(now_us())
         log.warning("run skipped: another run holds the lease", extra={"reason": report.skipped})
         return report
+    policy = policy_for(settings)
+    scheduler = Scheduler.for_store(store, policy)
+    limiter = RateLimiter(settings.max_rps, settings.concurrency)
     client = None
+    planned: Optional[List[Stream]] = None
     own_sink = sink is None
     try:
-        client = api = build_client(settings)
+        scheduler.load()
+        _resume_bucket(limiter, scheduler)
+        client = api = build_client(settings, limiter)
         # The token first: a token endpoint that fails fails the run here, once, not every stream.
         client.authenticate()
-        planned = planner(settings, client)
-        streams = order(planned)  # e.g. the streams that waited longest first
+        planned = (planner or functools.partial(plan, scheduler=scheduler))(settings, client)
+        if order is None:
+            chosen = scheduler.choose(planned)
+            streams, report.not_due = chosen.order, [s.key for s in chosen.not_due]
+            stops = Stops(should_stop, policy.budget_calls, policy.budget_time_s, lambda: api.requests_sent)
+        else:
+            streams = order(planned)
+            stops = Stops(should_stop, None, None, lambda: api.requests_sent)
         observer.started(streams, lambda: api.requests_sent)
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
@@ -161,10 +191,12 @@ def run_once(
             ),
             lease=lease,
             lease_ttl_s=settings.lease_ttl_s,
-            should_stop=lambda: stop.requested() or should_stop(),  # SIGTERM, or the caller's deadline
+            should_stop=stops,  # SIGTERM, the caller's deadline, or the run's budget
             observer=observer,
+            on_records=scheduler.seen,
         )
         run_streams(ctx, streams, settings.concurrency, report)
+        report.stop_reason = stops.reason
     except stop.Stopped:  # during planning: nothing was shipped, nothing is committed, not a failure
         log.warning("run abandoned on a stop request")
     except (ForwarderError, ValueError) as exc:
@@ -176,6 +208,9 @@ def run_once(
                 sink.close()
             if client is not None:
                 client.close()
+            if planned is not None:
+                with stop.shielded(stop.FINISHING):  # what the run did is remembered, a stop requested or not
+                    scheduler.finish(planned, report, limiter.bucket.level() if limiter.bucket else None)
         finally:
             _release(lease, report)
     report.finished = format_us(now_us())
@@ -190,7 +225,14 @@ def run_once(
         else:
             log.error("%d streams failed", len(keys), extra={"error": error, "first": keys[0]})
     log.info(
-        "run finished", extra={"ok": report.ok, **report.totals(), "not_started": len(report.not_started)}
+        "run finished",
+        extra={
+            "ok": report.ok,
+            **report.totals(),
+            "not_started": len(report.not_started),
+            "not_due": len(report.not_due),
+            "stop_reason": report.stop_reason,
+        },
     )
     return report
 
@@ -205,3 +247,12 @@ def _release(lease: Lease, report: RunReport) -> None:
             f"the run lease was not released ({exc}); later runs wait for it"
         )
         log.error("run lease not released", extra={"error": redact(str(exc))})
+
+
+def _resume_bucket(limiter: RateLimiter, scheduler: Scheduler) -> None:
+    """Start the rate bucket where the last run left it (refilled since), when the rate is known."""
+    if limiter.bucket is None:
+        return
+    tokens = scheduler.bucket(limiter.bucket.rate)
+    if tokens is not None:
+        limiter.bucket.start_from(tokens)

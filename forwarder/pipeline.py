@@ -53,6 +53,8 @@ class RunContext:
     lease_ttl_s: int = 900
     should_stop: Callable[[], bool] = lambda: False
     observer: RunObserver = IGNORE
+    # Told the records each pass hands to the sink (the scheduler learns the actors they name).
+    on_records: Callable[[Stream, Sequence[AuditRecord]], None] = lambda stream, records: None
     linger_s: float = LINGER_S  # a partly filled batch waits this long for other streams' events
     flush_timeout_s: float = FLUSH_TIMEOUT_S  # the end of a run waits this long for batches in flight
     shipper: Optional[Shipper] = None  # the run's shared batches, while run_streams runs
@@ -216,6 +218,7 @@ def _ship(
         return state, version  # nothing new: nothing is written
     events: List[Event] = []
     if records:  # a pass that only skipped copies loads no formatter
+        ctx.on_records(stream, records)
         options = replace(ctx.options, ingest_time_us=now_us())
         format_record = ctx.formatter()
         events = [format_record(record, options) for record in records]

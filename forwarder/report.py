@@ -46,7 +46,9 @@ class RunReport:
     started: str
     finished: str = ""
     streams: List[StreamReport] = field(default_factory=list)
-    not_started: List[str] = field(default_factory=list)  # left for the next run (deadline)
+    not_started: List[str] = field(default_factory=list)  # left for the next run (deadline, budget)
+    not_due: List[str] = field(default_factory=list)  # skipped: the schedule does not need them yet
+    stop_reason: Optional[str] = None  # why the run stopped starting streams (budget, deadline...)
     error: Optional[str] = None  # a failure before any stream ran (users endpoint, sink set-up)
     skipped: Optional[str] = None  # why the run did nothing at all (another run holds the lease)
 
@@ -88,6 +90,8 @@ class RunReport:
             "skipped": self.skipped,
             "not_started": self.not_started,
             "failures": [{"error": e, "streams": len(keys), "first": keys[0]} for e, keys in self.failures()],
+            "not_due": self.not_due,
+            "stop_reason": self.stop_reason,
             "streams": [s.to_dict() for s in self.streams],
         }
 

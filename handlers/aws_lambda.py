@@ -6,7 +6,8 @@ the same way. What the invocation does:
 
 * reads ``FORWARDER_CREDENTIALS`` and ``FORWARDER_SINK_TOKEN_SECRET`` from Secrets Manager or SSM
   (cached for a few minutes across warm invocations; nothing else outlives an invocation);
-* starts the streams that waited longest first, and stops starting streams once fewer than
+* polls the streams the scheduler chooses (``forwarder.scheduling``: the hot ones, then those whose
+  turn it is), and stops starting streams once its budget is spent or fewer than
   ``FORWARDER_DEADLINE_MARGIN`` seconds are left, leaving them to the next invocation;
 * writes one CloudWatch embedded-metric log line and returns the run report;
 * with ``FORWARDER_TENANTS``, runs every tenant at once (``FORWARDER_TENANT_CONCURRENCY`` at a time),
@@ -21,16 +22,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Callable, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping
 
 from forwarder import credentials, stop
 from forwarder.app import run_once
-from forwarder.config import Settings, load_settings, read
+from forwarder.config import load_settings, read
 from forwarder.logs import configure
 from forwarder.multitenant import run_tenants, tenant_concurrency
 from forwarder.report import RunReport
-from forwarder.schedule import RunCursor
-from forwarder.state import open_store_for
 from forwarder.tenants import Tenant, load_tenants
 
 from .lambda_metrics import emit, metrics
@@ -66,6 +65,8 @@ def response(report: RunReport) -> Dict[str, Any]:
     result["streams"] = busy[:1000]
     result["not_started_count"] = len(report.not_started)
     result["not_started"] = report.not_started[:100]
+    result["not_due_count"] = len(report.not_due)
+    result["not_due"] = report.not_due[:100]
     return result
 
 
@@ -74,17 +75,6 @@ def summary(report: RunReport) -> str:
     problems = ([report.error] if report.error else []) + failed[:10]
     more = f" (and {len(failed) - 10} more reasons)" if len(failed) > 10 else ""
     return "run failed: " + "; ".join(p for p in problems if p) + more
-
-
-def run_with_cursor(settings: Settings, should_stop: Callable[[], bool]) -> RunReport:
-    """One run that starts with the streams that waited longest, and remembers what it left."""
-    store = open_store_for(settings)
-    cursor = RunCursor.for_store(store)
-    report = run_once(settings, should_stop=should_stop, order=cursor.order, store=store)
-    if not report.skipped:
-        with stop.shielded(stop.FINISHING):  # what the run left is remembered, a stop requested or not
-            cursor.save(report)
-    return report
 
 
 def handler(event: Any, context: Any) -> Dict[str, Any]:
@@ -101,7 +91,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
     trigger = event.get("detail-type", "manual") if isinstance(event, dict) else "manual"
     log.info("invocation", extra={"trigger": trigger})
 
-    report = run_with_cursor(settings, deadline(context, margin_s))
+    report = run_once(settings, should_stop=deadline(context, margin_s))
     emit(metrics(report, time.monotonic() - started, function_name(context, env), metrics_namespace(env)))
 
     result = response(report)
@@ -123,7 +113,7 @@ def tenants_handler(
     concurrency = tenant_concurrency(env)
     configure(tenants[0].settings.log_level)
     should_stop = deadline(context, margin_s)
-    reports = run_tenants(tenants, lambda t: run_with_cursor(t.settings, should_stop), concurrency)
+    reports = run_tenants(tenants, lambda t: run_once(t.settings, should_stop=should_stop), concurrency)
     function, namespace = function_name(context, env), metrics_namespace(env)
     for name, report in reports.items():
         emit(metrics(report, time.monotonic() - started, function, namespace, tenant=name))

@@ -44,6 +44,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
     for result in results:
         values: Dict[str, Tuple[Any, str]] = {
             "PlannedStreams": (result.streams, "Count"),
+            "NotDueStreams": (result.not_due, "Count"),
             "PlannedShards": (result.shards, "Count"),
             "BusyTenants": (1 if result.busy else 0, "Count"),
             "FailedPlans": (1 if result.error else 0, "Count"),

@@ -24,6 +24,7 @@ def metrics(
         "FutureDatedRecords": (totals["future"], "Count"),  # a peer's clock ahead of ours
         "FailedStreams": (totals["failed_streams"] + (1 if report.error else 0), "Count"),
         "StreamsLeft": (len(report.not_started), "Count"),
+        "StreamsNotDue": (len(report.not_due), "Count"),  # skipped by the schedule: waiting their turn
         "SkippedRuns": (1 if report.skipped else 0, "Count"),
         "Duration": (round(duration_s * 1000, 1), "Milliseconds"),
     }

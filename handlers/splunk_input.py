@@ -7,6 +7,7 @@ Splunk runs one process per input at its ``interval``; each run is one ``run_onc
   through solnlib (``splunk_settings``).
 * Events: written through splunklib's EventWriter in the input's event format, time from the event.
   After each run one health event (the run report, sourcetype ``emailauth:audit:health``).
+* Schedule: the input's ``interval`` (in seconds) is the scheduler's ``FORWARDER_SCHEDULE_INTERVAL``.
 * State: the KV store collection ``ta_fortra_emailauth_checkpoints`` (``forwarder.state.kvstore``),
   one scope per input: its ``checkpoint_id``, set once when the input is created (a new input of the
   same name gets a new one; deleting the input drops the scope), and within it one partition per
@@ -60,6 +61,9 @@ _ACCOUNT_FIELDS = {variable: f"account {key}" for key, variable in splunk_fields
 def settings_for(stanza: Mapping[str, Any], account: Account, quarantine: str) -> Settings:
     """Settings from an input's fields and its account; problems name the fields, not variables."""
     env = {variable: str(stanza.get(name) or "").strip() for name, variable in FIELDS.items()}
+    interval = str(stanza.get("interval") or "").strip()
+    if interval.isdigit() and int(interval) > 0:  # seconds (a cron expression keeps the default)
+        env["FORWARDER_SCHEDULE_INTERVAL"] = f"{interval}s"  # the scheduler's budget and turns
     env.update(
         FORWARDER_API_URL=account.api_url,
         FORWARDER_CLIENT_ID=account.client_id,

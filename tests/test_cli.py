@@ -129,18 +129,23 @@ def test_run_with_an_interval_repeats_until_sigterm(sim, tmp_path):
         def listings():
             return sum(r.path.endswith("/users") for r in sim.requests)
 
+        def audits():
+            return sum(r.path.endswith("/audits") for r in sim.requests)
+
         def wait_for(condition):
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not condition():
                 time.sleep(0.05)
             assert condition()
 
-        # Once the first run ships, its planning (the only users listing of a run) is over.
-        wait_for(lambda: sink.exists() and sink.read_text().count("\n") > 0)
-        first_run = listings()
-        wait_for(lambda: listings() > first_run)  # each run lists the users: a second run began
-        # The token outlives a run: the later runs reuse it.
+        # Once the first run shipped and released its lease, its audits calls are made.
+        lease = tmp_path / "state" / ".lease"
+        wait_for(lambda: sink.exists() and sink.read_text().count("\n") > 0 and not lease.exists())
+        first_run, listed = audits(), listings()
+        wait_for(lambda: audits() > first_run)  # a second run began
+        # The token and the users list (FORWARDER_USERS_CACHE) outlive a run: the later runs reuse them.
         assert sum(r.path.endswith("/token") for r in sim.requests) == 1
+        assert listings() == listed
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -178,3 +183,11 @@ def test_a_location_on_another_host_is_a_configuration_error_of_its_variable(tmp
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 2 and variable in result.stderr, (result.returncode, result.stderr)
     assert not (tmp_path / "remotehost").exists()
+
+
+def test_interval_runs_start_every_interval_and_an_overrun_skips_the_starts_it_missed():
+    from forwarder.cli.run import next_start
+
+    assert next_start(100.0, 10.0, 104.0) == 110.0  # 10 s after the last start, not after its end
+    assert next_start(100.0, 10.0, 110.0) == 110.0
+    assert next_start(100.0, 10.0, 125.0) == 130.0  # overran two starts: the next on the grid

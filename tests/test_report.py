@@ -32,3 +32,9 @@ def test_streams_that_failed_alike_are_one_failure_with_their_number():
         {"error": "other", "streams": 1, "first": "domain/example.com"},
     ]
     assert [s["error"] for s in report.to_dict()["streams"]] == ["down"] * 3 + ["other", None]
+
+
+def test_the_report_says_what_was_not_due_and_why_the_run_stopped():
+    report = RunReport(started="s", not_due=["user/b@example.com"], stop_reason="deadline")
+    shown = report.to_dict()
+    assert shown["not_due"] == ["user/b@example.com"] and shown["stop_reason"] == "deadline"

@@ -1,7 +1,8 @@
 """Client-side limits on API requests, shared by every stream thread of a run.
 
 * A token bucket (``FORWARDER_MAX_RPS``): requests start at most ``rate`` per second on average, in
-  bursts of at most ``burst``. Unlimited by default.
+  bursts of at most ``burst``. Unlimited by default. A run starts it from the level the last run
+  left (kept in the scheduler document), not full.
 * An adaptive concurrency gate: at most ``limit`` requests in flight. A 429 halves the limit (down
   to one) and pauses every new request for the wait the service asked for; each request answered
   without one adds ``1/limit`` back, so the limit regains one slot per round of requests
@@ -36,6 +37,18 @@ class TokenBucket:
         self._lock = threading.Lock()  # _tokens and _at: every stream thread takes from one bucket
         self._tokens = self.burst
         self._at = clock()
+
+    def level(self) -> float:
+        """Tokens now (negative: requests already promised beyond the bucket)."""
+        with self._lock:
+            return min(self.burst, self._tokens + (self._clock() - self._at) * self.rate)
+
+    def start_from(self, tokens: float) -> None:
+        """Hold ``tokens`` now (at most a burst): what the last run left, so a run that follows another
+        at once does not spend a full bucket the service has not refilled."""
+        with self._lock:
+            self._tokens = min(self.burst, tokens)
+            self._at = self._clock()
 
     def take(self) -> None:
         """Wait for one token. Tokens are reserved under the lock, so waiters leave in turn."""

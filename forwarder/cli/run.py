@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
+import time
+from dataclasses import replace
 
 from .. import jsonutil, stop
 from ..console.session import Console
@@ -25,6 +28,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     targets = tenants if tenants is not None else [Tenant("", settings_of(args), "")]
     concurrency = tenant_concurrency(env_of(args))
     interval = parse_duration(args.interval) if args.interval else 0
+    if interval:  # the schedule's interval: the run budget and the revisit bounds are sized to it
+        targets = [replace(t, settings=replace(t.settings, schedule_interval_s=interval)) for t in targets]
     first = targets[0].settings
     events_here = first.sink.uri == "stdout" and is_terminal(sys.stdout)
     console = Console(
@@ -40,6 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     should_stop = stop.install()
     try:
         while True:
+            began = time.monotonic()
             if tenants is None:
                 # a single organization runs here, so its errors reach main() as they always did
                 reports = {"": run_once(first, should_stop=should_stop, observer=console.progress())}
@@ -63,12 +69,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                     sys.stderr.write(redact(jsonutil.dumps(shown).decode()) + "\n")
                 codes.append(run_status(report))
             code = worst(codes)
-            if interval:
-                console.waiting(interval)
-            if not interval or stop.wait(interval):
+            if not interval:
+                return code
+            wait = next_start(began, interval, time.monotonic()) - time.monotonic()
+            console.waiting(wait, interval)
+            if stop.wait(wait):
                 return code
     finally:
         console.close()
+
+
+def next_start(began: float, interval: float, now: float) -> float:
+    """When the next run of ``run --interval`` starts: a run starts every ``interval`` from the
+    first; one that overran skips the starts it missed rather than starting at once behind them."""
+    return began + interval * max(1, math.ceil((now - began) / interval))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -100,8 +100,11 @@ class Duration:
     """``30s``, ``90m``, ``1h``, ``14d``, ``13mo``, ``1y`` as seconds, at most ``maximum_s``."""
 
     maximum_s: Optional[int] = None
+    optional: bool = False  # empty is None (the consumer's own default)
 
-    def parse(self, text: str) -> int:
+    def parse(self, text: str) -> Optional[int]:
+        if self.optional and not text:
+            return None
         value = parse_duration(text)
         if self.maximum_s is not None and value > self.maximum_s:
             raise ValueError(f"at most {self.maximum_s // 86400} days (got {quoted(text)})")

@@ -48,6 +48,13 @@ class Settings:
     http_timeout_s: float
     max_attempts: int
     lease_ttl_s: int
+    schedule_interval_s: int
+    run_budget_calls: Optional[int]
+    run_budget_time_s: Optional[int]
+    hot_window_s: Optional[int]
+    cold_revisit_s: Optional[int]
+    domain_revisit_s: Optional[int]
+    users_cache_s: int
     log_level: str
     log_format: str = "auto"
     splunk_token: Optional[str] = field(default=None, repr=False)

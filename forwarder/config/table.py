@@ -454,6 +454,59 @@ VARIABLES: Tuple[Variable, ...] = (
         "900",
         field="lease_ttl_s",
     ),
+    V(
+        "FORWARDER_SCHEDULE_INTERVAL",
+        "how often runs start (the cron line, the EventBridge rate, the Splunk input's interval; "
+        "`run --interval` sets it): the run budget and the revisit defaults below are sized to it",
+        Duration(MAX_LOOKBACK_S),
+        "5m",
+        field="schedule_interval_s",
+    ),
+    V(
+        "FORWARDER_RUN_BUDGET_CALLS",
+        "API requests a run may make before it starts no more streams; the next run goes on where it "
+        "stopped. Empty: 80% of what `FORWARDER_MAX_RPS` allows in `FORWARDER_SCHEDULE_INTERVAL` "
+        "(unlimited without a rate)",
+        Integer(1),
+        field="run_budget_calls",
+        tenant=PER_TENANT,
+    ),
+    V(
+        "FORWARDER_RUN_BUDGET_TIME",
+        "time a run may take before it starts no more streams (empty: 80% of "
+        "`FORWARDER_SCHEDULE_INTERVAL`, so a run is over before the next one starts)",
+        Duration(MAX_LOOKBACK_S, optional=True),
+        field="run_budget_time_s",
+    ),
+    V(
+        "FORWARDER_HOT_WINDOW",
+        "a stream that delivered a record within this time is polled every run (empty: 12 times "
+        "`FORWARDER_SCHEDULE_INTERVAL`)",
+        Duration(MAX_LOOKBACK_S, optional=True),
+        field="hot_window_s",
+    ),
+    V(
+        "FORWARDER_COLD_REVISIT",
+        "every user stream is polled at least this often; the others take turns (empty: 6 times "
+        "`FORWARDER_SCHEDULE_INTERVAL`)",
+        Duration(MAX_LOOKBACK_S, optional=True),
+        field="cold_revisit_s",
+    ),
+    V(
+        "FORWARDER_DOMAIN_REVISIT",
+        "every domain stream is polled at least this often: a backstop, since the actors' user streams "
+        "return domain records too (empty: 72 times `FORWARDER_SCHEDULE_INTERVAL`)",
+        Duration(MAX_LOOKBACK_S, optional=True),
+        field="domain_revisit_s",
+    ),
+    V(
+        "FORWARDER_USERS_CACHE",
+        "how long the users list is reused from the scheduler document before the users endpoint is "
+        "asked again (`0s`: every run)",
+        Duration(MAX_LOOKBACK_S),
+        "1h",
+        field="users_cache_s",
+    ),
     V("FORWARDER_LOG_LEVEL", "log level", Choice(LOG_LEVELS, upper=True), "INFO", field="log_level"),
     V(
         "FORWARDER_LOG_FORMAT",

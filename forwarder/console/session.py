@@ -112,10 +112,10 @@ class Console:
         blocks.append(tenants_total(reports, self.style, elapsed_s=elapsed, api_calls=sum(calls)))
         self.screen.message("".join(blocks))
 
-    def waiting(self, seconds: float) -> None:
-        """Between runs of `run --interval`: say when the next one starts."""
+    def waiting(self, seconds: float, every: float) -> None:
+        """Between runs of `run --interval`: say when the next one starts (in ``seconds``)."""
         at = time.strftime("%H:%M:%S", time.localtime(time.time() + seconds))
-        self.screen.status(f"next run at {at} (every {format_duration(seconds)}; Ctrl-C or SIGTERM stops)")
+        self.screen.status(f"next run at {at} (every {format_duration(every)}; Ctrl-C or SIGTERM stops)")
 
     def close(self) -> None:
         """Take the progress or waiting line away (also when a run ended by an exception or Ctrl-C)."""

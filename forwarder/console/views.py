@@ -67,7 +67,11 @@ def run_summary(
     if report.error:
         out.append(style.bad("  error: ") + report.error)
     if report.not_started:
-        out.append(style.warn(f"  {len(report.not_started):,} streams not started: they go first next run"))
+        why = f" ({report.stop_reason})" if report.stop_reason else ""
+        left = f"  {len(report.not_started):,} streams not started{why}: they go first next run"
+        out.append(style.warn(left))
+    if report.not_due:
+        out.append(f"  {len(report.not_due):,} streams not due: quiet, they wait their turn")
     failures = report.failures()
     if failures:
         rows: List[Sequence[Cell]] = [

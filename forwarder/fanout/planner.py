@@ -1,4 +1,6 @@
-"""The planner's work: every tenant's streams, in shards, onto the queue (one cycle per tenant).
+"""The planner's work: every tenant's streams the scheduler chooses (``forwarder.scheduling``: the
+hot ones, then those whose turn it is), in shards, onto the queue (one cycle per tenant). The workers
+tell the same scheduler document what they polled, so the next cycle chooses from that.
 
 A tenant whose previous cycle is still running is left alone this time (``cycle.py``); a tenant
 whose planning fails (bad credentials, users endpoint down) fails alone: the others are queued.
@@ -18,9 +20,12 @@ from .. import stop
 from ..app import build_client, plan
 from ..errors import StateError
 from ..multitenant import run_tenants
+from ..report import RunReport
+from ..scheduling.policy import policy_for
+from ..scheduling.scheduler import Scheduler
 from ..state import open_store_for
 from ..tenants import Tenant
-from ..timeutil import now_us
+from ..timeutil import format_us, now_us
 from . import cycle
 from .queue import WorkQueue
 from .workitem import shard_plan
@@ -31,8 +36,9 @@ log = logging.getLogger(__name__)
 @dataclass
 class TenantPlan:
     tenant: str
-    streams: int = 0
+    streams: int = 0  # queued this cycle (the scheduler's choice)
     shards: int = 0
+    not_due: int = 0  # planned streams the schedule does not need this cycle
     busy: Optional[str] = None  # why nothing was queued: the previous cycle is still running
     error: Optional[str] = None
     stopped: bool = False  # not planned (or not whole) because a stop was requested
@@ -56,12 +62,16 @@ def plan_tenant(
     if busy:
         log.info("tenant still busy: not planned", extra={"tenant": tenant.name, "reason": busy})
         return TenantPlan(tenant.name, busy=busy)
+    scheduler = Scheduler.for_store(store, policy_for(settings))
+    scheduler.load()
     client = build_client(settings)
     try:
-        planned = plan(settings, client)
+        planned = plan(settings, client, scheduler)
     finally:
         client.close()
-    items = shard_plan(tenant.name, cycle_id, planned, shard_size)
+    chosen = scheduler.choose(planned)
+    scheduler.finish(planned, RunReport(format_us(now_us())), None)  # the users list, for the next ticks
+    items = shard_plan(tenant.name, cycle_id, planned, shard_size, chosen.order)
     if items:
         cycle.open_cycle(slot, cycle_id, len(items), now_us())
         try:
@@ -69,8 +79,16 @@ def plan_tenant(
         except Exception:
             cycle.open_cycle(slot, cycle_id, 0, now_us())  # nothing of it runs: not busy next time
             raise
-    log.info("tenant planned", extra={"tenant": tenant.name, "streams": len(planned), "shards": len(items)})
-    return TenantPlan(tenant.name, streams=len(planned), shards=len(items))
+    log.info(
+        "tenant planned",
+        extra={
+            "tenant": tenant.name,
+            "streams": len(chosen.order),
+            "not_due": len(chosen.not_due),
+            "shards": len(items),
+        },
+    )
+    return TenantPlan(tenant.name, streams=len(chosen.order), shards=len(items), not_due=len(chosen.not_due))
 
 
 def plan_tenants(

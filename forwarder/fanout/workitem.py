@@ -14,7 +14,7 @@ import hashlib
 import json
 import zlib
 from dataclasses import dataclass, replace
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..logs import quoted
 from ..streams import Stream, plan_streams
@@ -110,14 +110,17 @@ class WorkItem:
             raise ValueError("the work item's name lists are corrupt") from None
 
 
-def shard_plan(tenant: str, cycle: str, plan: Sequence[Stream], size: int) -> List[WorkItem]:
-    """The tenant's streams in shards of at most ``size``, each with the whole plan's names."""
+def shard_plan(
+    tenant: str, cycle: str, plan: Sequence[Stream], size: int, order: Optional[Sequence[Stream]] = None
+) -> List[WorkItem]:
+    """The streams of ``order`` (the scheduler's choice; default: the whole plan) in shards of at
+    most ``size``, each with the whole plan's names."""
     if size < 1:
         raise ValueError(f"a shard holds at least one stream, not {size}")
     users = tuple(s.name for s in plan if s.object_type == "user")
     domains = tuple(s.name for s in plan if s.object_type == "domain")
     users, domains = tuple(dict.fromkeys(users)), tuple(dict.fromkeys(domains))
-    keys = [s.key for s in plan]
+    keys = [s.key for s in (plan if order is None else order)]
     return [
         WorkItem(tenant, cycle, i // size, tuple(keys[i : i + size]), users, domains)
         for i in range(0, len(keys), size)

@@ -7,7 +7,8 @@ creates it). Items:
   cut and gets ``…<hash>`` (``names.bounded``), and ``keys()`` reads it from the item's document;
 * ``lease`` - the run lease, with ``lease_expires`` (epoch seconds) for the table's TTL to clear
   a lease whose run died long ago (acquiring never depends on that: TTL deletion is lazy);
-* ``run-cursor`` - where the next run starts (``forwarder.schedule``);
+* ``scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``); also
+  ``fanout-cycle``, the fan-out planner's cycle marker.
 * ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
 
 ``dynamodb://table/<namespace>`` (a tenant, ``forwarder.tenants``) puts ``<namespace>/`` in front of
@@ -43,7 +44,6 @@ KEY = "pk"
 _MAX_KEY = 2048  # bytes of a partition key
 _STREAM = "stream#"
 _LEASE = "lease"
-_CURSOR = "run-cursor"
 LEASE_TTL_ATTRIBUTE = "lease_expires"
 _LEASE_TTL_GRACE_S = 3600  # TTL removes the item an hour after the lease expired
 _FIX = "repair or delete the item (state reset)"
@@ -189,9 +189,6 @@ class DynamoDBStore:
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
         lease = _ItemSlot(self._client, self._table, self._prefix + _LEASE, expiring=True)
         return acquire(lease, owner, ttl_seconds, self._clock)
-
-    def cursor_slot(self) -> _ItemSlot:
-        return self.slot(_CURSOR)
 
     def slot(self, name: str) -> _ItemSlot:
         return _ItemSlot(self._client, self._table, self._prefix + name)

@@ -7,7 +7,7 @@ the caller: the add-on's own session key, or ``Settings.splunk_token`` (``FORWAR
 through ``open_store``. It is registered as a secret and kept out of every repr.
 
 The KV store has no conditional update, only an insert that fails with 409 on a duplicate
-``_key``. So each slot (a stream, the lease, the run cursor) is a chain of records ``seq`` 1, 2, ...
+``_key``. So each slot (a stream, the lease, the scheduler document) is a chain of records ``seq`` 1, 2, ...
 with ``_key = <slot hash>-<seq>``: the newest record is the slot's value and its ``seq`` the version.
 A commit over version ``n`` checks that ``n`` is still the newest, then inserts ``n + 1``; of two
 writers over the same version only one insert succeeds. A delete inserts a tombstone the same way,
@@ -40,7 +40,6 @@ from .store import Loaded
 TOKEN_VARIABLE = "FORWARDER_SPLUNK_TOKEN"
 _STREAMS = "streams/"
 _LEASE = "lease"
-_CURSOR = "run-cursor"
 _TIMEOUT = (10.0, 30.0)
 _PAGE = 1000
 GRACE_S = 900.0  # far above two request timeouts, and above clock skew between search heads
@@ -252,9 +251,6 @@ class KVStore:
 
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
         return acquire(self.slot(_LEASE), owner, ttl_seconds, self._clock)
-
-    def cursor_slot(self) -> RecordSlot:
-        return self.slot(_CURSOR)
 
     def slot(self, name: str) -> RecordSlot:
         return RecordSlot(

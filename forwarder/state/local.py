@@ -9,6 +9,7 @@ Layout of the directory:
 * ``.lock`` - taken with ``flock`` around every read-compare-replace, which excludes other
   processes and other threads alike (each lock holder opens the file on its own).
 * ``.lease`` - the run lease. Removing it by hand breaks a lease whose run is known to be gone.
+* ``.scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``).
 * ``.delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
 * ``.tmp-*`` - a write in progress; one left behind by a killed process is never read.
 

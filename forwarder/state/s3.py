@@ -6,7 +6,8 @@ Layout under ``s3://bucket/prefix``:
   that would make the object key pass S3's 1,024 bytes is cut and gets ``…<hash>`` (``names.bounded``);
   ``keys()`` reads such a stream's key from its document.
 * ``lease.json`` - the run lease; deleting it by hand breaks a lease whose run is known to be gone.
-* ``run-cursor.json`` - where the next run starts (``forwarder.schedule``).
+* ``scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``); also
+  ``fanout-cycle``, the fan-out planner's cycle marker.
 * ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
 
 The version a commit must present is the object's ETag: a write carries ``If-Match: <etag>`` (or
@@ -40,7 +41,6 @@ _STREAMS = "streams/"
 _SUFFIX = ".json"
 _MAX_KEY = 1024  # bytes of an S3 object key
 _LEASE = "lease.json"
-_CURSOR = "run-cursor.json"
 _REVISION = "revision"
 _FIX = "repair or delete the object (state reset)"
 
@@ -166,9 +166,6 @@ class S3Store:
 
     def acquire_lease(self, owner: str, ttl_seconds: int) -> SlotLease:
         return acquire(self.slot(_LEASE), owner, ttl_seconds, self._clock)
-
-    def cursor_slot(self) -> _ObjectSlot:
-        return self.slot(_CURSOR)
 
     def slot(self, name: str) -> _ObjectSlot:
         return _ObjectSlot(self._client, self._bucket, self._prefix + name)

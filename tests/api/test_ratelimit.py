@@ -118,3 +118,14 @@ def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests(monkeypat
         # rest, each a quarter second after the one before (the patched sleep does not wait).
         paced = sorted(w for w in waits if w != pytest.approx(0.5, abs=0.05))
         assert len(paced) >= 4 and paced[-1] >= 1.0
+
+
+def test_bucket_started_from_the_last_runs_level_waits_for_it():
+    clock = FakeClock()
+    bucket = TokenBucket(2.0, burst=4, clock=clock, sleep=clock.sleep)
+    bucket.start_from(-1.0)  # the last run promised one request more than its bucket held
+    bucket.take()
+    assert clock.now == 101.0  # two tokens' worth of waiting, not a full burst at once
+    assert bucket.level() == 0.0
+    bucket.start_from(100.0)
+    assert bucket.level() == 4.0  # never more than a burst

@@ -51,9 +51,9 @@ def test_lease_item_carries_a_ttl_after_its_expiry(table):
     assert LEASE_TTL_ATTRIBUTE not in stream_item["Item"]  # stream state never expires
 
 
-def test_cursor_item_is_not_a_stream(table):
+def test_scheduler_item_is_not_a_stream(table):
     store = open_dynamodb(f"dynamodb://{table}")
-    store.cursor_slot().put({"next": KEY}, None)
+    store.slot("scheduler").put({"next": KEY}, None)
     assert store.keys() == []
 
 

@@ -330,12 +330,12 @@ def test_sigterm_while_planning_queues_nothing_and_fails_nothing(aws, monkeypatc
         monkeypatch.setenv("FORWARDER_TENANT_CONCURRENCY", "1")  # the tenants one after another
         planned = planner.plan
 
-        def terminated_while_planning(settings, client):
+        def terminated_while_planning(settings, client, scheduler=None):
             os.kill(os.getpid(), signal.SIGTERM)  # Lambda shuts the environment down
             handled_by = time.monotonic() + 30  # the handler runs on the main thread, soon
             while not stop.requested() and time.monotonic() < handled_by:
                 time.sleep(0.01)
-            return planned(settings, client)
+            return planned(settings, client, scheduler)
 
         monkeypatch.setattr(planner, "plan", terminated_while_planning)
         previous = signal.signal(signal.SIGTERM, lambda *_: None)  # without a handler of its own: ignored
@@ -414,6 +414,20 @@ def test_a_tenant_still_busy_is_not_planned_again(aws, monkeypatch, tmp_path, or
         monkeypatch.setenv("FORWARDER_CYCLE_MAX_AGE", "0s")  # a cycle that old no longer counts
         third = aws_planner.handler({}, FakeContext())["tenants"][0]
         assert third["shards"] == 3 and queue_depth(url) == 6
+
+
+def test_the_next_cycle_queues_only_what_the_scheduler_needs(aws, monkeypatch, tmp_path, orgs, hec):
+    """The workers tell the tenant's scheduler document what they polled: the next tick queues the
+    streams that delivered (hot) and one turn of the idle ones, not all 100 again."""
+    with organizations(orgs[:1]) as sims:
+        url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:1], hec, shard_size=40)
+        assert aws_planner.handler({}, FakeContext())["tenants"][0]["streams"] == 100
+        EventSourceMapping(url, workers=1).run_until_drained()
+        assert ids_by_index(hec.events())["idx0"]
+        again = aws_planner.handler({}, FakeContext())["tenants"][0]
+        hot = len(quiet_users(orgs[0]))  # the real users delivered: hot for the next hour
+        # 5-minute schedule: idle users within 30 minutes, a lap in 5 cycles
+        assert again["streams"] == hot + -(-(100 - hot) // 5) and again["not_due"] == 100 - again["streams"]
 
 
 # -- single mode with tenants ----------------------------------------------------------------------

@@ -337,8 +337,10 @@ def test_5000_user_streams_in_20_seconds_stop_in_time_and_the_next_run_continues
     expected = (budget_ms - margin_ms) // cost_ms
     assert expected - concurrency <= n1 <= expected and expected - concurrency <= n2 <= expected
     assert first["not_started_count"] == 5000 - n1 and first["not_started"][0] == f"user/{users[n1]}"
-    # the second run began where the first stopped, and left the streams the first one served
-    assert second["not_started_count"] == 5000 - n2
+    # the second run began where the first stopped; the idle streams the first one served are not
+    # due yet (tests/scheduling: they wait their turn), the rest is left for the next run
+    assert second["not_started_count"] + second["not_due_count"] == 5000 - n2
+    assert second["not_due_count"] >= n1 - 5
     assert second["not_started"][0] == f"user/{users[n1 + n2]}"
 
     reached = users[: n1 + n2 : 200]  # the real users among the streams the two runs served

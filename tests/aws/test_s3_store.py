@@ -38,13 +38,13 @@ def test_bad_locations_are_refused(location):
         open_s3(location)
 
 
-def test_layout_keeps_streams_lease_and_cursor_apart(bucket):
+def test_layout_keeps_streams_lease_and_scheduler_apart(bucket):
     store = open_s3(f"s3://{bucket}/p")
     store.commit(KEY, delivered(make_record("a", T0_US)), None)
     store.acquire_lease("run-a", 60)
-    store.cursor_slot().put({"next": KEY}, None)
+    store.slot("scheduler").put({"next": KEY}, None)
     names = sorted(o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=bucket)["Contents"])
-    assert names == ["p/lease.json", "p/run-cursor.json", "p/streams/user%2Falice@example.com.json"]
+    assert names == ["p/lease.json", "p/scheduler", "p/streams/user%2Falice@example.com.json"]
     assert store.keys() == [KEY]
 
 

@@ -159,6 +159,8 @@ def assert_todays_json_lines(stderr: str) -> None:
         "failed_streams",
         "max_lag_seconds",
         "not_started",
+        "not_due",
+        "stop_reason",
     }
     assert run["streams"] == len(finished) and run["ok"] is True
 

@@ -313,3 +313,25 @@ class StoreContract:
         with pytest.raises(StateError, match="corrupt") as failure:
             Claims.load(store, 3600, clock)
         assert slot.location in str(failure.value)
+
+    # -- the scheduler document (forwarder.scheduling), advice kept beside the states ---------
+
+    def test_scheduler_document_round_trips_and_a_lost_race_is_ignored(self, store, open_handle, clock):
+        from forwarder.report import RunReport, StreamReport
+        from forwarder.scheduling.policy import Policy
+        from forwarder.scheduling.scheduler import Scheduler
+        from forwarder.streams import Stream
+
+        policy = Policy(10, 120, 60, 600, None, None, 3600)
+        plan = [Stream("user", "alice@example.com"), Stream("domain", "example.com")]
+        report = RunReport("now", streams=[StreamReport(KEY, new=1)])
+        mine, theirs = Scheduler.for_store(store, policy, clock), Scheduler.for_store(store, policy, clock)
+        mine.load()
+        theirs.load()
+        mine.finish(plan, report, 3.5)
+        theirs.finish(plan, RunReport("now"), None)  # read before mine was written: loses, quietly
+        again = Scheduler.for_store(open_handle(clock), policy, clock)
+        again.load()
+        assert again.book.streams[KEY].delivered_s == int(clock())
+        assert again.book.bucket == (clock(), 3.5)
+        assert store.keys() == []  # not a stream

@@ -1,0 +1,111 @@
+"""The scheduler document: what the scheduler remembers between runs, one small document per store
+(``scheduler``), beside the stream states::
+
+    {"schema": 1, "packed": "<zlib + base64 of the JSON below>"}
+    {"streams": {"<key>": [polled, delivered]}, "users": [fetched, ["a@x", ...]],
+     "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens],
+     "run": <when the last run began>}
+
+Times are whole epoch seconds (``at`` a float). Packed, since a thousand stream keys and a users list
+compress about fourfold and a DynamoDB item holds 400 KB. The document is advice, not state: one that
+cannot be read counts as empty (``read_marks``), and delivery stays exactly as safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+SCHEMA = 1
+MAX_NAMES = 10_000  # discovered actors, departed users: the most recent are kept
+
+
+@dataclass(frozen=True)
+class Marks:
+    """When a stream was last polled, and last delivered a new record (epoch seconds)."""
+
+    polled_s: Optional[int] = None
+    delivered_s: Optional[int] = None
+
+
+@dataclass
+class Book:
+    streams: Dict[str, Marks] = field(default_factory=dict)
+    users: Optional[Tuple[int, Tuple[str, ...]]] = None  # (fetched, the users endpoint's emails)
+    actors: Dict[str, int] = field(default_factory=dict)  # found in records, not listed -> last seen
+    departed: Dict[str, int] = field(default_factory=dict)  # listed once, no longer -> when it left
+    bucket: Optional[Tuple[float, float]] = None  # the rate bucket at the end of the last run
+    run_s: Optional[int] = None  # when the last run began: the cadence runs really have
+
+    def to_doc(self) -> Dict[str, Any]:
+        body: Dict[str, Any] = {
+            "streams": {k: [m.polled_s, m.delivered_s] for k, m in sorted(self.streams.items())},
+            "actors": _newest(self.actors),
+            "departed": _newest(self.departed),
+        }
+        if self.users is not None:
+            body["users"] = [self.users[0], list(self.users[1])]
+        if self.bucket is not None:
+            body["bucket"] = list(self.bucket)
+        if self.run_s is not None:
+            body["run"] = self.run_s
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return {"schema": SCHEMA, "packed": base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
+
+
+def read_marks(doc: Optional[Dict[str, Any]]) -> Book:
+    """The book a document holds; ValueError naming what is wrong with one that is not ours."""
+    if doc is None:
+        return Book()
+    if doc.get("schema") != SCHEMA or not isinstance(doc.get("packed"), str):
+        raise ValueError(f"not a schema-{SCHEMA} scheduler document")
+    try:
+        body = json.loads(zlib.decompress(base64.b64decode(doc["packed"].encode("ascii"), validate=True)))
+    except (ValueError, zlib.error, binascii.Error):
+        raise ValueError("the scheduler document is corrupt") from None
+    if not isinstance(body, dict):
+        raise ValueError("the scheduler document holds no object")
+    return Book(
+        streams={k: Marks(_time(v, 0), _time(v, 1)) for k, v in _dict(body, "streams").items()},
+        users=_users(body.get("users")),
+        actors=_times(_dict(body, "actors")),
+        departed=_times(_dict(body, "departed")),
+        bucket=_bucket(body.get("bucket")),
+        run_s=_time([body.get("run")], 0),
+    )
+
+
+def _dict(body: Dict[str, Any], name: str) -> Dict[str, Any]:
+    value = body.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _time(pair: Any, i: int) -> Optional[int]:
+    value = pair[i] if isinstance(pair, list) and len(pair) > i else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _times(found: Dict[str, Any]) -> Dict[str, int]:
+    return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _users(value: Any) -> Optional[Tuple[int, Tuple[str, ...]]]:
+    if isinstance(value, list) and len(value) == 2:
+        fetched, names = value
+        if isinstance(fetched, int) and isinstance(names, list):
+            return fetched, tuple(n for n in names if isinstance(n, str))
+    return None
+
+
+def _bucket(value: Any) -> Optional[Tuple[float, float]]:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        return float(value[0]), float(value[1])
+    return None
+
+
+def _newest(names: Dict[str, int]) -> Dict[str, int]:
+    return dict(sorted(names.items(), key=lambda item: -item[1])[:MAX_NAMES])

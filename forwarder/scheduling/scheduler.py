@@ -1,0 +1,162 @@
+"""The scheduler's edge: its document in the state store (``marks``), read once before a run and
+written once after it, and the calls ``app.run_once`` makes between.
+
+The document is advice, not state: it only chooses and orders work. One that cannot be read counts
+as empty (every stream is due, the first streams of the plan first); a lost race on it (two runs at
+once) is logged and ignored; a run with nothing new to remember writes nothing. Delivery stays
+exactly as safe whatever it holds. Every store keeps it (local, S3, DynamoDB, the KV store): the
+slot ``scheduler`` beside the stream states.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
+
+from ..errors import StateError
+from ..records import AuditRecord
+from ..report import RunReport
+from ..state.store import ConditionalSlot
+from ..stop import Stopped
+from ..streams import Stream
+from .actors import actors_in, extra_users, note_actors, note_listing
+from .marks import Book, read_marks
+from .policy import Policy
+from .priority import Outcome, RunPlan, plan_run, record_run
+
+log = logging.getLogger(__name__)
+
+NAME = "scheduler"
+
+
+class Scheduler:
+    def __init__(
+        self, slot: Optional[ConditionalSlot], policy: Policy, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.policy = policy
+        self.book = Book()
+        self._slot = slot
+        self._clock = clock
+        self._version: Optional[str] = None
+        self._stored: Optional[Dict[str, Any]] = None
+        self._listed: Optional[List[str]] = None  # the users endpoint's list this run, when asked
+        self._seen: Set[str] = set()
+        self._began: Optional[int] = None  # when this run chose its streams
+        self._lock = threading.Lock()  # _seen: every stream thread adds to it
+
+    @classmethod
+    def for_store(cls, store: Any, policy: Policy, clock: Callable[[], float] = time.time) -> Scheduler:
+        """The scheduler over ``store``'s ``scheduler`` slot (every store has one; a store without,
+        such as a test's, gets a scheduler that remembers nothing)."""
+        slot = getattr(store, "slot", None)
+        return cls(slot(NAME) if slot is not None else None, policy, clock)
+
+    def load(self) -> None:
+        if self._slot is None:
+            return
+        try:
+            doc, self._version = self._slot.read()
+        except StateError as exc:  # no version to replace it by: it stays until removed
+            log.warning(
+                "scheduler document %s unreadable: every stream is due until it is removed",
+                self._slot.location,
+                extra={"error": str(exc)},
+            )
+            self._slot = None
+            return
+        try:
+            self.book = read_marks(doc)
+            self._stored = doc
+        except ValueError as exc:  # ours to replace: its version is known
+            log.warning("scheduler document not understood: every stream is due", extra={"error": str(exc)})
+
+    def users(self, fetch: Callable[[], List[str]]) -> List[str]:
+        """The users to pull: the users endpoint's list (``fetch``), reused for the cache's time,
+        and the actors it does not list (``actors``)."""
+        now = int(self._clock())
+        cached = self.book.users
+        if cached is not None and 0 <= now - cached[0] < self.policy.users_cache_s:
+            listed = list(cached[1])
+        else:
+            listed = fetch()
+            note_listing(self.book, listed, cached[1] if cached else None, now)
+            self.book.users = (now, tuple(listed))
+        self._listed = listed
+        extras = extra_users(self.book, listed, now)
+        if extras:
+            log.info("users the users endpoint does not list are pulled too", extra={"count": len(extras)})
+        return listed + extras
+
+    def choose(self, planned: Sequence[Stream]) -> RunPlan:
+        now = self._clock()
+        last = self.book.run_s
+        cadence = now - last if last is not None and now - last < 2 * self.policy.interval_s else None
+        chosen = plan_run(planned, self.book.streams, now, self.policy, cadence)
+        self._began = int(now)
+        budget = self.policy.budget_calls
+        if budget is not None and chosen.needed > budget:
+            log.warning(
+                "the run budget is below what the revisit bounds need: raise FORWARDER_RUN_BUDGET_CALLS "
+                "or FORWARDER_MAX_RPS, or lengthen FORWARDER_COLD_REVISIT or FORWARDER_DOMAIN_REVISIT",
+                extra={"budget_calls": budget, "due_streams": chosen.needed},
+            )
+        return chosen
+
+    def seen(self, stream: Stream, records: Sequence[AuditRecord]) -> None:
+        """Records a stream handed to the sink: the actors they name (thread-safe)."""
+        found = actors_in(records)
+        with self._lock:
+            self._seen |= found
+
+    def bucket(self, rate: float) -> Optional[float]:
+        """The rate bucket's tokens now, from what the last run left (refilled since), or None."""
+        if self.book.bucket is None:
+            return None
+        at, tokens = self.book.bucket
+        return tokens + max(0.0, self._clock() - at) * rate
+
+    def finish(self, planned: Sequence[Stream], report: RunReport, tokens: Optional[float]) -> None:
+        """Remember what the run did; write the document if that changed it."""
+        now = int(self._clock())
+        outcome = Outcome(
+            polled={s.stream for s in report.streams},
+            # Cut short (a stop, a page cap) or failed: hot too, so the next run reads it again.
+            delivered={s.stream for s in report.streams if s.new or s.stopped or s.truncated or s.error},
+        )
+        keys = [s.key for s in planned]
+        self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)
+        # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
+        # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.
+        listed = self._listed if self._listed is not None else (self.book.users or (0, None))[1]
+        if listed is not None:
+            note_actors(self.book, self._seen, listed, now)
+        if tokens is not None:
+            self.book.bucket = (round(self._clock(), 3), round(tokens, 3))
+        last = self.book.run_s
+        if self._began is not None and (last is None or self._began - last >= self.policy.interval_s / 2):
+            self.book.run_s = self._began  # back-to-back runs keep the first's: the document stays
+        self._save()
+
+    def _save(self) -> None:
+        if self._slot is None:
+            return
+        doc = self.book.to_doc()
+        if _same(doc, self._stored):
+            return
+        try:
+            self._version = self._slot.put(doc, self._version)
+            self._stored = doc
+        except (StateError, Stopped) as exc:  # ConflictError included: another run wrote it; its word
+            # stands. Stopped: a second stop request cuts even this write; the next run is due early.
+            log.warning("scheduler document not saved", extra={"error": str(exc)})
+
+
+def _same(doc: Dict[str, Any], stored: Optional[Dict[str, Any]]) -> bool:
+    if stored is None:
+        return False
+    try:
+        return read_marks(doc) == read_marks(stored)
+    except ValueError:
+        return False
