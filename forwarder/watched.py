@@ -157,6 +157,13 @@ class WatchedAdapter(requests.adapters.HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
 
+    def build_response(self, req: Any, resp: Any) -> Any:
+        # urllib3 1.26 (the Splunk add-on's, and botocore's pin on Python 3.9) takes a body cut before
+        # its Content-Length for the whole body; 2.x refuses it. Refused on both, it is a transport
+        # error the retries see, never a truncated page read as JSON.
+        resp.enforce_content_length = True
+        return super().build_response(req, resp)
+
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
         new = proxy not in self.proxy_manager
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
