@@ -62,7 +62,7 @@ def test_check_reports_each_step_and_ships_nothing(sim, tmp_path):
         "check",
         env={**env_for(sim.base_url, sink, str(tmp_path / "s")), "FORWARDER_CLIENT_SECRET": "nope-nope"},
     )
-    assert bad.returncode == 1 and "FAIL" in bad.stdout and "nope-nope" not in bad.stdout + bad.stderr
+    assert bad.returncode == 1 and "FAIL token: " in bad.stdout and "nope-nope" not in bad.stdout + bad.stderr
 
 
 def test_state_show_and_reset(sim, tmp_path):
