@@ -133,8 +133,7 @@ class PageSize:
     (``asking``): the others learn from its answer. One exception ends paging there: a page of
     fewer than ``SMALLEST_CAP`` records (no service cuts its pages that short, and an idle poll, a
     record or two, costs one call). A service that ignores offset answers the same page past it,
-    which proves nothing: it may still cut its pages, so the reader asks without a limit instead
-    (see ``TrailReader._offset_ignored``). Pages that came
+    which proves nothing: it may still cut its pages (``TrailReader._offset_ignored`` tells). Pages that came
     oldest-first are asked past too: stopping there would lose nothing, but a service with a page
     size of its own would then deliver one page a run.
     """

@@ -306,8 +306,9 @@ class TrailReader:
         """Every offset answers the first page, and start_date cannot move on. A first page that ends
         paging (``PageSize.is_last``) was the whole trail (or all the service shows): the pass ends.
         Any other may be cut by the limit or by the service's own page size (a short page of 10 to an
-        ask of 11 is no end): the pass is read again unpaged, which must answer more records than a
-        short page, or at least as many as a full one."""
+        ask of 11 is no end). Unless a request for one record shows the service ignores limit too (its
+        answers are whole), the pass is read again unpaged, which must answer at least as many records
+        and, after a short page, the same when asked for one more (``_whole``)."""
         if self.sizes.is_last(len(page_one)):
             return []  # an empty page: the end
         if len(page_one) < self.limit and not self._limit_honoured(stream, tally):
