@@ -323,7 +323,7 @@ class TrailReader:
         if self.honoured.paging is None:
             tally.pages += 1
             if len(self._get(stream, 1, 0, sort=False, start_us=None)) > 1:
-                self.honoured.paging = False
+                self.honoured.paging, self.sizes.whole = False, True
         return self.honoured.paging is not False
 
     def _strategy(self, start_us: Optional[int]) -> str:
