@@ -130,10 +130,11 @@ class PageSize:
     the service answered (pages cut by a cap are all as long as the cap), or shorter than the cap
     learnt (a short page that was followed by more). Anywhere else it may be the service's own page
     size, and the page past it is asked for (which learns the cap), one stream at a time
-    (``asking``): the others learn from its answer. Two exceptions end paging there: a page of
+    (``asking``): the others learn from its answer. One exception ends paging there: a page of
     fewer than ``SMALLEST_CAP`` records (no service cuts its pages that short, and an idle poll, a
-    record or two, costs one call), and a short page where the service ignores offset (asking on
-    cannot tell; the reader's other checks see a page cut by a limit it honours). Pages that came
+    record or two, costs one call). A service that ignores offset answers the same page past it,
+    which proves nothing: it may still cut its pages (``TrailReader._offset_ignored`` tells, and
+    ``whole`` keeps what it learnt: the service ignores limit too). Pages that came
     oldest-first are asked past too: stopping there would lose nothing, but a service with a page
     size of its own would then deliver one page a run.
     """
@@ -143,7 +144,7 @@ class PageSize:
         self.honoured = False  # a page of exactly ``limit`` records came
         self.cap: Optional[int] = None  # a page this long, short of the limit, was followed by more
         self.longest = 0  # the longest answer short of the limit asked
-        self.offset_ignored = False  # every offset answers the first page: paging on cannot tell
+        self.whole = False  # the service ignores limit and offset: every answer is all it holds
         self.asking = threading.Lock()  # held by the one stream asking past an ambiguous short page
 
     def saw(self, count: int, asked: Optional[int]) -> None:
@@ -170,7 +171,7 @@ class PageSize:
             return False
         if self.cap is not None:
             return count < self.cap
-        return self.honoured or self.offset_ignored or count < max(self.longest, SMALLEST_CAP)
+        return self.honoured or self.whole or count < max(self.longest, SMALLEST_CAP)
 
 
 def same_page(first: List[Any], items: List[Any]) -> bool:

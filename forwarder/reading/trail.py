@@ -146,13 +146,15 @@ class TrailReader:
                 raise StreamFailed(_crowded(self.limit, anchor, why))
 
         def past_short_page(limit: Optional[int], offset: int) -> List[Any]:
-            """A short page out of order may be the service's page size: the page past it tells. Empty,
-            or the same page (offset ignored): the short page held everything from the anchor."""
+            """A short page out of order may be the service's page size: the page past it tells. Empty:
+            the short page held everything from the anchor. The same page (offset ignored) tells
+            nothing: that page may still be cut at the service's page size (``_offset_ignored``)."""
             items = self._get(stream, limit, offset - base, sort=True, start_us=anchor, tally=tally)
-            if not items or same_page(page, items):
-                if items:
-                    self.honoured.offset, self.sizes.offset_ignored = False, True
+            if not items:
                 return []
+            if same_page(page, items):
+                self.honoured.offset = False
+                return self._offset_ignored(stream, page, tally)
             self.sizes.followed(len(page))
             tally.pages += 1  # fetched, and read again another way
             raise _Unordered()
@@ -178,7 +180,7 @@ class TrailReader:
                     tally.pages += 1  # the refused call; iter_pages counts the re-anchored one
                     items = re_anchor(limit, offset, f"offset ceiling at {offset}")
                 if at and same_page(page_one, items):  # every offset answers the first page
-                    self.honoured.offset, self.sizes.offset_ignored = False, True
+                    self.honoured.offset = False
                     if not with_start:  # no start_date to move on: the trail ends, or goes unpaged
                         return self._offset_ignored(stream, page_one, tally)
                     tally.pages += 1  # fetched, and asked again
@@ -231,7 +233,7 @@ class TrailReader:
             if not offset:
                 page_one = items
             elif same_page(page_one, items):  # every offset answers the first page
-                self.honoured.offset, self.sizes.offset_ignored = False, True
+                self.honoured.offset = False
                 return self._offset_ignored(stream, page_one, tally)
             return items
 
@@ -269,7 +271,8 @@ class TrailReader:
                     "FORWARDER_PAGE_LIMIT above the longest trail"
                 )
             self.honoured.paging = False  # unpaged answers are whole: every stream asks so
-        if limit is None and self.sizes.honoured:
+        # (A paged answer short of the limit is read again unpaged only where limit is honoured.)
+        if limit is None and (self.sizes.honoured or (least is not None and least < self.limit)):
             self._whole(stream, items, optional, tally)
         if end_us is not None and not self.client.sends(AUDITS_PATH, "end_date"):
             self.honoured.time_bounds = False
@@ -300,14 +303,28 @@ class TrailReader:
         )
 
     def _offset_ignored(self, stream: Stream, page_one: List[Any], tally: Tally) -> List[Any]:
-        """Every offset answers the first page, and start_date cannot move on. A first page short of
-        the limit was the whole trail (or all the service shows): the pass ends. A full one may be cut
-        by the limit: the pass is read again unpaged, which must answer at least as many records."""
-        if len(page_one) < self.limit:
+        """Every offset answers the first page, and start_date cannot move on. A first page that ends
+        paging (``PageSize.is_last``) was the whole trail (or all the service shows): the pass ends.
+        Any other may be cut by the limit or by the service's own page size (a short page of 10 to an
+        ask of 11 is no end). Unless a request for one record shows the service ignores limit too (its
+        answers are whole), the pass is read again unpaged, which must answer at least as many records
+        and, after a short page, the same when asked for one more (``_whole``)."""
+        if self.sizes.is_last(len(page_one)):
             return []  # an empty page: the end
+        if len(page_one) < self.limit and not self._limit_honoured(stream, tally):
+            return []  # the service ignores paging: every answer, that short page too, is whole
         self._at_least[stream.key] = len(page_one)
         tally.pages += 1  # fetched, and read again another way
         raise _ReadAgain()
+
+    def _limit_honoured(self, stream: Stream, tally: Tally) -> bool:
+        """Whether the service honours ``limit`` (asked for one record), once a run: a service that
+        ignores offset and limit answers whole, one that honours limit may cut its pages short."""
+        if self.honoured.paging is None:
+            tally.pages += 1
+            if len(self._get(stream, 1, 0, sort=False, start_us=None)) > 1:
+                self.honoured.paging, self.sizes.whole = False, True
+        return self.honoured.paging is not False
 
     def _strategy(self, start_us: Optional[int]) -> str:
         return strategy(self.honoured, start_us is not None, self.client.sends(AUDITS_PATH, "start_date"))

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Union
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from forwarder.api.client import AUDITS_PATH
@@ -199,13 +199,16 @@ def test_every_record_once_whatever_the_service_honours(
     assert set(delivered) == {event_id(r) for r in records}, "a record was lost"
     assert max(delivered.values()) == 1, "a record was delivered twice"
     if not paging and len(records) < page_limit:  # (a window holding exactly a page is split)
-        assert report.api_calls <= 2 * report.passes  # one request a pass, one more to learn the bounds
+        # One request a pass, one more to learn the bounds; a short page of SMALLEST_CAP records or more
+        # that came again past it may be cut at the service's own page size: one request for a single
+        # record tells whether the service pages at all (if it does, the page is no proof of the end).
+        assert report.api_calls <= 2 * report.passes + (len(records) >= SMALLEST_CAP)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     offsets=st.lists(st.integers(0, 400), min_size=1, max_size=120),
-    arrivals=st.data(),
+    arrivals=st.lists(st.integers(0, 2), min_size=120, max_size=120),  # run of each record, modulo runs
     runs=st.integers(1, 3),
     order=st.sampled_from(["asc", "desc", "random"]),
     time_bounds=st.booleans(),
@@ -214,6 +217,18 @@ def test_every_record_once_whatever_the_service_honours(
     page_cap=st.one_of(st.none(), st.integers(SMALLEST_CAP, 29)),
     default_size=st.one_of(st.none(), st.integers(1, 150)),
     cap=st.integers(1, 40),
+)
+@example(  # hypothesis found it: see test_a_short_newest_first_page_...
+    offsets=[0] * 10 + [1],
+    arrivals=[0] * 120,
+    runs=1,
+    order="desc",
+    time_bounds=False,
+    paging="limit",
+    page_limit=11,
+    page_cap=10,
+    default_size=None,
+    cap=1,
 )
 def test_pages_shorter_than_asked_lose_nothing(
     offsets, arrivals, runs, order, time_bounds, paging, page_limit, page_cap, default_size, cap
@@ -224,8 +239,11 @@ def test_pages_shorter_than_asked_lose_nothing(
     that honours offset, in a stable order, is read whole. (Pages cut shorter than SMALLEST_CAP are
     taken as the end: see PageSize.)"""
     assume(order != "random" or time_bounds)  # no client can read it whole (FakeService)
+    # Nor one that ignores offset and cuts every answer, with a limit or without, at one size: a trail
+    # of that size and a longer one answer alike (TrailReader._whole).
+    assume(paging is True or page_cap is None or default_size != page_cap)
     records = make_records(offsets, now_us() - 3600 * 1_000_000)
-    arrive = [arrivals.draw(st.integers(0, runs - 1)) for _ in records]
+    arrive = [a % runs for a in arrivals[: len(records)]]
     api = FakeService(order, time_bounds, paging, page_cap=page_cap, default_size=default_size)
     store, sink = MemoryStore(), MemorySink(max_batch_events=7)
     limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=cap)
