@@ -272,4 +272,4 @@ def open_syslog(settings: SinkSettings) -> SyslogSink:
 
 
 def probe(settings: SinkSettings) -> str:
-    return probed(SyslogSink(settings))
+    return probed(open_syslog(settings))
