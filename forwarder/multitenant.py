@@ -11,6 +11,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Mapping, Sequence, TypeVar
 
+from . import stop
 from .config import read
 from .errors import describe
 from .logs import redact, tenant_logs
@@ -57,5 +58,5 @@ def run_tenants(
             return isolated(tenant, run, failed)
 
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(tenants)))) as pool:
-        results = list(pool.map(tagged, tenants))
+        results = [stop.settle(f) for f in [pool.submit(tagged, t) for t in tenants]]
     return {t.name: r for t, r in zip(tenants, results)}

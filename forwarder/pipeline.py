@@ -279,7 +279,7 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stream") as pool:
             # each worker in a copy of this context: log lines keep the run's tenant (logs.tenant_logs)
             for future in [pool.submit(contextvars.copy_context().run, worker) for _ in range(workers)]:
-                future.result()
+                stop.settle(future)
     finally:
         ctx.shipper = None
         shipper.finish(ctx.flush_timeout_s)  # also when a worker failed: what was sent gets committed

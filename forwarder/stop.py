@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from typing import Any, Callable, Iterator, TypeVar
 
 from .errors import ForwarderError
 
@@ -28,8 +31,12 @@ log = logging.getLogger(__name__)
 _event = threading.Event()  # a stop was requested
 _urgent = threading.Event()  # requested twice: finishing writes are cut too
 _shield = threading.local()  # the shield level of what this thread is doing
+_signals: queue.SimpleQueue[tuple[int, bool]] = queue.SimpleQueue()  # for the log, off the handler
+_reporter: list[threading.Thread] = []
 
 ORDINARY, FINISHING, RELEASING = 0, 1, 2  # cut by any stop, by an urgent one, by none
+_WAKE_S = 0.2  # how long the main thread may go without running signal handlers
+T = TypeVar("T")
 
 
 class Stopped(ForwarderError):
@@ -40,32 +47,37 @@ def install() -> Callable[[], bool]:
     """Stop on SIGTERM and SIGINT from now on (main thread only: Python's rule) and return
     :func:`requested`."""
     if threading.current_thread() is threading.main_thread():
+        if not _reporter:
+            _reporter.append(threading.Thread(target=_report_stops, name="stop-log", daemon=True))
+            _reporter[0].start()
         signal.signal(signal.SIGTERM, _on_signal)
         signal.signal(signal.SIGINT, _on_signal)
     return requested
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    # The handler runs on the main thread wherever it was interrupted, so it takes no lock that
+    # thread may hold: no logging, no thread start (SimpleQueue.put is reentrant).
     urgent = _event.is_set()
     (_urgent if urgent else _event).set()
-    # Log from another thread: the handler runs on the main thread wherever it was interrupted,
-    # possibly inside a log handler or the console's screen lock, which would then deadlock.
-    threading.Thread(target=_log_stop, args=(signum, urgent), name="stop-log", daemon=True).start()
+    _signals.put((signum, urgent))
 
 
-def _log_stop(signum: int, urgent: bool) -> None:
-    if urgent:
-        log.warning(
-            "stop requested again: abandoning the batches in flight and their state writes "
-            "(sent again next run); releasing the lease",
-            extra={"signal": signum},
-        )
-    else:
-        log.warning(
-            "stop requested: finishing the batch in flight, starting nothing new "
-            "(a second Ctrl-C or SIGTERM ends at once)",
-            extra={"signal": signum},
-        )
+def _report_stops() -> None:
+    while True:
+        signum, urgent = _signals.get()
+        if urgent:
+            log.warning(
+                "stop requested again: abandoning the batches in flight and their state writes "
+                "(sent again next run); releasing the lease",
+                extra={"signal": signum},
+            )
+        else:
+            log.warning(
+                "stop requested: finishing the batch in flight, starting nothing new "
+                "(a second Ctrl-C or SIGTERM ends at once)",
+                extra={"signal": signum},
+            )
 
 
 def request() -> None:
@@ -105,7 +117,28 @@ def wait(seconds: float) -> bool:
     if shield >= RELEASING:
         time.sleep(max(0.0, seconds))
         return False
-    return (_urgent if shield == FINISHING else _event).wait(max(0.0, seconds))
+    flag = _urgent if shield == FINISHING else _event
+    if threading.current_thread() is not threading.main_thread():
+        return flag.wait(max(0.0, seconds))
+    end = time.monotonic() + max(0.0, seconds)
+    while not flag.is_set():  # short sleeps: see settle()
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(left, _WAKE_S))
+    return True
+
+
+def settle(future: Future[T]) -> T:
+    """``future.result()`` for the main thread, which wakes every fraction of a second meanwhile.
+
+    Python runs a signal handler on the main thread only, once that thread runs Python code; the
+    kernel may deliver SIGTERM to any thread, and a main thread blocked in a lock until the work is
+    done would hear of it only then (a Ctrl-C ignored for the whole run, an `--interval` wait for
+    the whole interval)."""
+    while not wait_futures([future], timeout=_WAKE_S).done:
+        pass
+    return future.result()
 
 
 def check(what: str) -> None:

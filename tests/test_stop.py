@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from typing import Iterator
 
@@ -68,3 +70,43 @@ def test_sigterm_then_sigint_request_a_stop_then_an_urgent_one():
     assert stop.requested() and not stop.cuts(stop.FINISHING)
     os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt: the second stop is urgent
     assert stop.cuts(stop.FINISHING) and not stop.cuts(stop.RELEASING)
+
+
+# The kernel may deliver a process's SIGTERM to any of its threads, while Python runs the handler
+# only on the main thread and only once that thread runs Python code. pthread_kill sends the signal
+# to a chosen thread, as the kernel now and then does (a CI run's `--interval` wait ignored SIGTERM).
+SIGNAL_TO_A_WORKER = """
+import signal, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from forwarder import stop
+
+stop.install()
+
+def signal_this_thread():
+    time.sleep(0.2)
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+def signal_then_wait_for_the_stop():
+    signal_this_thread()
+    seen_by = time.monotonic() + 60
+    while not stop.requested() and time.monotonic() < seen_by:
+        time.sleep(0.01)
+    return stop.requested()
+
+if sys.argv[1] == "wait":
+    threading.Thread(target=signal_this_thread).start()
+    print(stop.wait(600))
+else:
+    with ThreadPoolExecutor(1) as pool:
+        print(stop.settle(pool.submit(signal_then_wait_for_the_stop)))
+"""
+
+
+@pytest.mark.parametrize("blocked_in", ["wait", "settle"])
+def test_a_stop_delivered_to_another_thread_reaches_a_blocked_main_thread(blocked_in):
+    """An `--interval` wait and a run waiting for its stream workers both end on such a stop."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_TO_A_WORKER, blocked_in], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

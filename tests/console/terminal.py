@@ -38,8 +38,26 @@ class Screenful(NamedTuple):
 
 def environment(extra: Dict[str, str], term: str = "xterm-256color") -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORWARDER_") and k != "NO_COLOR"}
-    env.update({"TERM": term, **extra})
+    env.update({"TERM": term, "PYTHONFAULTHANDLER": "1", **extra})
     return env
+
+
+def threads_of(proc: subprocess.Popen[bytes], master: int) -> str:
+    """Where a process that overran is stuck: SIGABRT makes it print every thread's stack on the
+    terminal (PYTHONFAULTHANDLER, set by ``environment``) before it dies."""
+    proc.send_signal(signal.SIGABRT)
+    dump: List[bytes] = []
+    until = time.monotonic() + 5
+    while time.monotonic() < until and proc.poll() is None:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                dump.append(os.read(master, 65536))
+            except OSError:
+                break
+    proc.kill()
+    proc.wait()
+    return b"".join(dump).decode("utf-8", "replace")
 
 
 def in_terminal(
@@ -89,8 +107,10 @@ def in_terminal(
                 proc.send_signal(signal.SIGTERM)
                 terminate_on = None
         else:
-            proc.kill()
-            raise AssertionError(f"audit-forwarder {' '.join(args)} still running after {timeout}s")
+            raise AssertionError(
+                f"audit-forwarder {' '.join(args)} still running after {timeout}s; its threads:\n"
+                + threads_of(proc, master)
+            )
         return Screenful(proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace"))
     finally:
         os.close(master)
