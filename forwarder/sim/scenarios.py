@@ -35,6 +35,8 @@ DKIM_WEAKENED = "emailauth_dkim_weakened"
 AUDIT_REMOVED = "emailauth_audit_role_removed"
 DOMAIN_DELETED = "emailauth_domain_deleted"
 UNKNOWN_ACTION = "emailauth_unknown_action"
+MFA_DISABLED = "emailauth_mfa_disabled"
+SETTING_WEAKENED = "emailauth_security_setting_weakened"
 
 _MINUTE = 60_000_000
 _SECOND = 1_000_000
@@ -42,6 +44,7 @@ _BIN = 10 * _MINUTE  # the burst correlations' timespan
 _RUA = f"mailto:dmarc-reports@{ORG_DOMAIN}"
 _KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAv3Scenario"
 _NEW_KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAn3wRotated"
+_ORG_NAME = "Acme Widgets"  # the object of an organization settings change
 _NOISE_ACTIONS = frozenset({"user.login", "user.update"})
 _PLAIN = ["ThreatFeedSubmissionRole"]  # a role no rule watches
 _MANY = [f"spf{n}.mail.example" for n in range(11)]
@@ -248,6 +251,36 @@ def _domain_actions(w: _Writer) -> None:
           {"dmarc_updated_at": ["2026-01-01T00:00:00.000000Z", None]}, "Domain Updated")  # fmt: skip
 
 
+# (rules, note, actor, changes) of organization.update records, an action outside the catalog (the API
+# documents none for settings): the unknown-action rule (low) matches each, the lookalikes too.
+_NET = "192.0.2.0/24"
+_SETTINGS_CASES: List[Tuple[Tuple[str, ...], str, int, Dict[str, Any]]] = [
+    ((MFA_DISABLED,), "two-factor no longer required", 0, {"two_factor_required": [True, False]}),
+    ((SETTING_WEAKENED,), "password minimum lowered", 1, {"password_min_length": [14, 8]}),
+    ((SETTING_WEAKENED,), "IP allow-list emptied", 0, {"ip_allowlist": [[_NET], []]}),
+    ((SETTING_WEAKENED,), "sessions without a timeout", 6, {"session_timeout_minutes": [30, 0]}),
+    ((SETTING_WEAKENED,), "single sign-on no longer enforced", 0, {"sso_enforced": ["enforced", "optional"]}),
+    ((), "lookalike: two-factor required", 0, {"two_factor_required": [False, True]}),
+    ((), "lookalike: password minimum raised", 1, {"password_min_length": [8, 14]}),
+    ((), "lookalike: two-factor method changed", 0, {"mfa_method": ["sms", "totp"]}),
+    ((), "lookalike: sessions shortened, allow-list grown", 6,
+     {"session_timeout_minutes": [480, 30], "ip_allowlist": [[_NET], [_NET, "198.51.100.0/24"]]}),
+    ((), "lookalike: a setting that is no security's", 1, {"default_report_period": ["7d", "30d"]}),
+]  # fmt: skip
+
+
+def _settings(w: _Writer) -> None:
+    """Security settings changed for the organization, and a user's two-factor switched off by an
+    admin (a known action: no unknown-action match) beside one switched on."""
+    for rules, note, actor, changes in _SETTINGS_CASES:
+        w.add((*rules, UNKNOWN_ACTION), note, "organization.update", actor, _ORG_NAME, changes,
+              "Organization Settings Updated")  # fmt: skip
+    w.add((MFA_DISABLED,), "a user's two-factor switched off", "user.update", 0, w.users[23],
+          {"mfa_enabled": [True, False]})  # fmt: skip
+    w.add((), "lookalike: a user's two-factor switched on", "user.update", 0, w.users[24],
+          {"mfa_enabled": [False, True]})  # fmt: skip
+
+
 def scenarios(org: Org, now_us: int) -> List[Seeded]:
     """Every scenario and lookalike, oldest first, using ``org``'s users and live domains."""
     w = _Writer(org, now_us - 3 * DAY_US)
@@ -259,6 +292,7 @@ def scenarios(org: Org, now_us: int) -> List[Seeded]:
         w.add(rules, note, "domain.update", 0, w.domains[domain], {key: [before, after]}, phrase)
     _grants_elsewhere(w)
     _domain_actions(w)
+    _settings(w)
     return w.out
 
 
