@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from sigma.backends.elasticsearch import ESQLBackend
-from sigma.backends.splunk import SplunkBackend
+from correlation_windows import SlidingESQLBackend, SlidingSplunkBackend, lookback_minutes
 from sigma.collection import SigmaCollection
 from sigma.conversion.base import Backend
 from sigma.correlations import SigmaCorrelationRule
@@ -38,18 +37,21 @@ AnyRule = Union[SigmaRule, SigmaCorrelationRule]
 # evaluated by exactly one run of each search, however late it came.
 # Splunk: every 15 minutes, the events indexed in the 15 minutes before the minute (_indextime), of
 # any event time in the last 15 days (the first run's backfill included); alert.severity 3 .. 6.
+# Correlations read further back by index time (correlation_windows.py): a burst may arrive over runs.
+SPLUNK_INTERVAL_MINUTES = 15
 SPLUNK_SCHEDULE = {
-    "cron_schedule": "*/15 * * * *",
-    "dispatch.index_earliest": "-15m@m",
+    "cron_schedule": f"*/{SPLUNK_INTERVAL_MINUTES} * * * *",
+    "dispatch.index_earliest": f"-{SPLUNK_INTERVAL_MINUTES}m@m",
     "dispatch.index_latest": "@m",
     "dispatch.earliest_time": "-15d@d",
     "dispatch.latest_time": "+1d@d",
 }
 # Elastic: every 5 minutes over the last 6 by event.ingested (elasticsearch/ingest_pipeline.json sets
 # it as each event arrives), falling back to @timestamp for events indexed without the pipeline.
+ELASTIC_NEW_MINUTES = 6
 ELASTIC_SCHEDULE = {
     "interval": "5m",
-    "from": "now-6m",
+    "from": f"now-{ELASTIC_NEW_MINUTES}m",
     "to": "now",
     "timestamp_override": "event.ingested",
     "timestamp_override_fallback_disabled": False,
@@ -61,16 +63,25 @@ ELASTIC_SEVERITY = {"informational": "low"}
 # The ATT&CK entries the rules' tags use (name, tactics): kept here because pySigma would fetch
 # them from the network. A tag missing here fails the build rather than being dropped.
 TACTICS = {
+    "initial-access": ("TA0001", "Initial Access"),
     "persistence": ("TA0003", "Persistence"),
     "privilege-escalation": ("TA0004", "Privilege Escalation"),
     "defense-evasion": ("TA0005", "Defense Evasion"),
+    "credential-access": ("TA0006", "Credential Access"),
     "impact": ("TA0040", "Impact"),
 }
 TECHNIQUES = {
     "T1098": ("Account Manipulation", ("persistence", "privilege-escalation")),
     "T1098.003": ("Additional Cloud Roles", ("persistence", "privilege-escalation")),
+    "T1078": ("Valid Accounts", ("initial-access", "persistence", "privilege-escalation", "defense-evasion")),
+    "T1078.004": (
+        "Cloud Accounts",
+        ("initial-access", "persistence", "privilege-escalation", "defense-evasion"),
+    ),
     "T1531": ("Account Access Removal", ("impact",)),
     "T1562": ("Impair Defenses", ("defense-evasion", "impact")),
+    "T1556": ("Modify Authentication Process", ("credential-access", "defense-evasion", "persistence")),
+    "T1556.006": ("Multi-Factor Authentication", ("credential-access", "defense-evasion", "persistence")),
 }
 
 
@@ -130,11 +141,18 @@ def _source(rule: AnyRule) -> str:
 
 
 def splunk_backend() -> Backend:
-    return SplunkBackend(pipeline("splunk"))
+    return SlidingSplunkBackend(pipeline("splunk"), new_since=SPLUNK_SCHEDULE["dispatch.index_earliest"])
 
 
 def elastic_backend() -> Backend:
-    return ESQLBackend(pipeline("elastic"))
+    return SlidingESQLBackend(pipeline("elastic"), new_minutes=ELASTIC_NEW_MINUTES)
+
+
+def _lookback(rule: AnyRule, new_minutes: int) -> Optional[int]:
+    """Minutes of indexed events a correlation reads back (None for a single-event rule)."""
+    if isinstance(rule, SigmaCorrelationRule) and rule.timespan is not None:
+        return lookback_minutes(new_minutes, rule.timespan.seconds)
+    return None
 
 
 def _one_line(text: Optional[str]) -> str:
@@ -160,6 +178,7 @@ def savedsearches(compiled: Sequence[Compiled]) -> str:
             "disabled": 1,
             "enableSched": 1,
             **SPLUNK_SCHEDULE,
+            **_splunk_lookback(rule),
             "counttype": "number of events",
             "relation": "greater than",
             "quantity": 0,
@@ -170,6 +189,16 @@ def savedsearches(compiled: Sequence[Compiled]) -> str:
         lines += ["", f"[{rule.title.translate({ord(c): None for c in '[]'})}]"]
         lines += [f"{key} = {value}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
+
+
+def _splunk_lookback(rule: AnyRule) -> Dict[str, str]:
+    minutes = _lookback(rule, SPLUNK_INTERVAL_MINUTES)
+    return {} if minutes is None else {"dispatch.index_earliest": f"-{minutes}m@m"}
+
+
+def _elastic_lookback(rule: AnyRule) -> Dict[str, str]:
+    minutes = _lookback(rule, ELASTIC_NEW_MINUTES)
+    return {} if minutes is None else {"from": f"now-{minutes}m"}
 
 
 def _threat(rule: AnyRule) -> List[Dict[str, Any]]:
@@ -236,6 +265,7 @@ def elastic_rules(compiled: Sequence[Compiled]) -> str:
                 "query": item.query,
                 "enabled": False,
                 **ELASTIC_SCHEDULE,
+                **_elastic_lookback(rule),
                 "risk_score": ELASTIC_RISK[level],
                 "severity": ELASTIC_SEVERITY.get(level, level),
                 "tags": ["EmailAuth", *(f"{tag.namespace}.{tag.name}" for tag in rule.tags)],

@@ -1,16 +1,16 @@
 """``emailauth.audit`` of one record: its spec fields, its changes flattened (``changes.py``) and
-their analyses (roles, DMARC, SPF, DKIM), unknown top-level fields under ``extra``. The mapping
-is documented with the ECS one in ``ecs.py``."""
+their analyses (roles, DMARC, SPF, DKIM, security settings), unknown top-level fields under
+``extra``. The mapping is documented with the ECS one in ``ecs.py``."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import dmarc, txtrecords
+from . import dmarc, settings, txtrecords
 from . import roles as role_analysis
 from .changes import TextSides, as_keyword, as_pair, flatten, role_list, safe_names
 from .memo import text_cache
-from .risk import REASONS, dmarc_reasons, role_reasons
+from .risk import REASONS, dmarc_reasons, role_reasons, settings_reasons
 
 # The fields of an audit record in the spec; any other goes to extra.
 SPEC_FIELDS = frozenset({"action", "filterable_action", "user", "object", "changes", "created_at"})
@@ -40,6 +40,10 @@ def audit_of(
         if roles:
             part = audit["roles"] = role_analysis.analyze(*roles, self_change)
             reasons += role_reasons(part)
+        found = settings.analyze(change_map, names)
+        if found:
+            audit["settings"] = found
+            reasons += settings_reasons(found)
         analysis = dmarc_fields(change_map) if _DMARC_KEY in change_map else None
         if analysis is None and texts:
             analysis = dmarc_by_content(texts)

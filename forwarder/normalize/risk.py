@@ -13,6 +13,7 @@ reason                                weight  when
 ``spf_weakened``                      80      see ``spf.py`` (other than ``+all``)
 ``dkim_key_revoked``                  80      a DKIM key now has an empty ``p=``
 ``dkim_record_removed``               80      a DKIM key record is gone or invalid
+``mfa_disabled``                      80      two-factor authentication switched off (``settings.py``)
 ``self_role_change``                  70      an actor granted itself a (non-admin) role
 ``spf_over_lookup_limit``             70      an SPF record needs more than 10 DNS lookups
 ``domain_deleted``                    70      ``domain.destroy`` (or ``.delete``)
@@ -20,6 +21,7 @@ reason                                weight  when
 ``audit_role_removed``                60      a user lost ``AuditingRole`` (access to this trail)
 ``dmarc_reports_removed``             60      DMARC aggregate or failure reports lost
 ``dkim_weakened``                     60      DKIM test mode enabled or a shorter key
+``security_setting_weakened``         60      another security setting weakened (``settings.py``)
 ====================================  ======  ===========================================
 
 Levels (CEF severity is ``score // 10``): 0-19 info, 20-39 low, 40-69 medium, 70-89 high, 90-100
@@ -41,6 +43,7 @@ WEIGHTS: Dict[str, int] = {
     "spf_weakened": 80,
     "dkim_key_revoked": 80,
     "dkim_record_removed": 80,
+    "mfa_disabled": 80,
     "self_role_change": 70,
     "spf_over_lookup_limit": 70,
     "domain_deleted": 70,
@@ -48,6 +51,7 @@ WEIGHTS: Dict[str, int] = {
     "audit_role_removed": 60,
     "dmarc_reports_removed": 60,
     "dkim_weakened": 60,
+    "security_setting_weakened": 60,
 }
 LOGIN_BASE, DEFAULT_BASE = 30, 50
 LEVELS = ((90, "critical"), (70, "high"), (40, "medium"), (20, "low"), (0, "info"))
@@ -68,7 +72,7 @@ class Risk(NamedTuple):
 _LEVEL_OF_SCORE = tuple(next(name for floor, name in LEVELS if score >= floor) for score in range(101))
 
 
-Part = Mapping[str, Any]  # one analysis of emailauth.audit: roles, dmarc, spf or dkim
+Part = Mapping[str, Any]  # one analysis of emailauth.audit: roles, dmarc, spf, dkim or settings
 _ALL_PASS = frozenset({"all_pass"})
 _DKIM_LOSS = frozenset({"key_revoked", "record_removed", "record_invalid"})
 _RANK = {code: (-weight, code) for code, weight in WEIGHTS.items()}  # the order of the reasons
@@ -115,9 +119,18 @@ def dkim_reasons(part: Part) -> List[str]:
     return found
 
 
+def settings_reasons(part: Part) -> List[str]:
+    reasons = part.get("weakened_reasons") or ()
+    found = ["mfa_disabled"] if part.get("mfa_disabled") else []
+    if any(reason != "mfa_disabled" for reason in reasons):
+        found.append("security_setting_weakened")
+    return found
+
+
 # By analysis, in the order their reasons are found.
 REASONS: Dict[str, Callable[[Part], List[str]]] = {
     "roles": role_reasons,
+    "settings": settings_reasons,
     "dmarc": dmarc_reasons,
     "spf": spf_reasons,
     "dkim": dkim_reasons,

@@ -4,8 +4,9 @@ benign lookalikes (a tightened DMARC policy, an admin role removed, a non-admin 
 ``seeded_org`` keeps the generated organization's users, domains, logins and profile updates (noise
 no rule should match) and replaces its role and domain history by the scenarios, so that what each
 rule must find is known exactly: every ``Seeded`` record names the rules that must fire on it (none
-for a lookalike), and ``burst_actors`` the actors the role-change burst correlation must report.
-Scenarios are an hour apart, two days before ``now``; the bursts sit inside one 10-minute bin.
+for a lookalike), and ``burst_actors`` the actors each burst correlation must report. Scenarios are
+an hour apart, from three days before ``now``; of the bursts, one sits inside one 10-minute bin and the
+others straddle a bin's edge (fixed bins split them: the correlations slide).
 ``audit-forwarder simulate --scenarios`` serves this organization.
 """
 
@@ -23,6 +24,8 @@ from .org import Org
 ADMIN_GRANTED = "emailauth_admin_role_granted"
 SELF_ESCALATION = "emailauth_self_escalation"
 ROLE_BURST = "emailauth_role_change_burst"
+LOGIN_BURST = "emailauth_login_burst"
+BURSTS = (ROLE_BURST, LOGIN_BURST)  # the correlations: they report actors, not records
 DMARC_WEAKENED = "emailauth_dmarc_weakened"
 DMARC_REPORTING = "emailauth_dmarc_reporting_removed"
 SPF_WEAKENED = "emailauth_spf_weakened"
@@ -32,12 +35,16 @@ DKIM_WEAKENED = "emailauth_dkim_weakened"
 AUDIT_REMOVED = "emailauth_audit_role_removed"
 DOMAIN_DELETED = "emailauth_domain_deleted"
 UNKNOWN_ACTION = "emailauth_unknown_action"
+MFA_DISABLED = "emailauth_mfa_disabled"
+SETTING_WEAKENED = "emailauth_security_setting_weakened"
 
 _MINUTE = 60_000_000
-_BIN = 10 * _MINUTE  # the burst correlation's timespan
+_SECOND = 1_000_000
+_BIN = 10 * _MINUTE  # the burst correlations' timespan
 _RUA = f"mailto:dmarc-reports@{ORG_DOMAIN}"
 _KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAv3Scenario"
 _NEW_KEY = "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAn3wRotated"
+_ORG_NAME = "Acme Widgets"  # the object of an organization settings change
 _NOISE_ACTIONS = frozenset({"user.login", "user.update"})
 _PLAIN = ["ThreatFeedSubmissionRole"]  # a role no rule watches
 _MANY = [f"spf{n}.mail.example" for n in range(11)]
@@ -151,8 +158,9 @@ class _Writer:
 
 
 def _bursts(w: _Writer) -> None:
-    """Actor 1 changes roles five times in five minutes inside one 10-minute bin (the burst); actor 0
-    four times in one bin and actor 2 six times an hour apart (lookalikes). No admin role is touched."""
+    """Actor 1 changes roles five times in five minutes inside one 10-minute bin, actor 3 five times
+    in four minutes across a bin's edge (the bursts); actor 0 four times in one bin, actor 2 six times
+    an hour apart, actor 4 five times spread over eleven minutes (lookalikes). No admin role is touched."""
     w.ts += 2 * 60 * _MINUTE
     start = w.ts - w.ts % _BIN + _BIN + _MINUTE
     for i in range(5):
@@ -163,10 +171,43 @@ def _bursts(w: _Writer) -> None:
     for i in range(4):
         w.roles((), f"lookalike: 4 changes in a bin, {i + 1}/4", 0, 12 + i, ["DataAccessRole"], _PLAIN,
                 start + i * _MINUTE)  # fmt: skip
+    edge = start + 3 * _BIN - _MINUTE  # a bin's edge
+    for i in range(5):  # two changes before the edge, three after: two bins hold 2 and 3
+        w.roles((), f"burst across a bin edge by actor 3, {i + 1}/5", 3, 12 + i, _PLAIN, ["DataAccessRole"],
+                edge - 2 * _MINUTE + i * _MINUTE)  # fmt: skip
+    spread = edge + 3 * _BIN
+    for i in range(5):  # 165 s apart: any ten minutes hold four
+        w.roles((), f"lookalike: 5 changes over 11 minutes, {i + 1}/5", 4, 17 + i, _PLAIN, ["DataAccessRole"],
+                spread + i * 165 * _SECOND)  # fmt: skip
+    w.ts = spread + 3 * _BIN
     for i in range(6):
         w.roles(
             (), f"lookalike: 6 changes an hour apart, {i + 1}/6", 2, 17 + i, _PLAIN, ["ReportRecipientRole"]
         )
+
+
+def _logins(w: _Writer) -> None:
+    """User 20 logs in ten times in six minutes across a bin's edge (the burst); user 21 twelve times
+    eleven minutes apart, users 10 to 19 once each within two minutes (a team starting its day), and
+    user 22 nine times in five minutes (lookalikes)."""
+    w.ts += 2 * 60 * _MINUTE
+    edge = w.ts - w.ts % _BIN + _BIN
+    for i in range(10):
+        at = edge - 3 * _MINUTE + i * 40 * _SECOND
+        w.add((), f"login burst by user 20, {i + 1}/10", "user.login", 20, w.users[20], {}, at=at)
+    start = edge + 3 * _BIN
+    for i in range(12):
+        w.add((), f"lookalike: logins 11 minutes apart, {i + 1}/12", "user.login", 21, w.users[21], {},
+              at=start + i * 11 * _MINUTE)  # fmt: skip
+    start += 3 * 60 * _MINUTE
+    for user in range(10, 20):
+        w.add((), f"lookalike: user {user} logs in with the team", "user.login", user, w.users[user], {},
+              at=start + (user - 10) * 12 * _SECOND)  # fmt: skip
+    start += 3 * _BIN
+    for i in range(9):
+        w.add((), f"lookalike: 9 logins in five minutes, {i + 1}/9", "user.login", 22, w.users[22], {},
+              at=start + i * 35 * _SECOND)  # fmt: skip
+    w.ts = start + 60 * _MINUTE
 
 
 def _grants_elsewhere(w: _Writer) -> None:
@@ -210,22 +251,55 @@ def _domain_actions(w: _Writer) -> None:
           {"dmarc_updated_at": ["2026-01-01T00:00:00.000000Z", None]}, "Domain Updated")  # fmt: skip
 
 
+# (rules, note, actor, changes) of organization.update records, an action outside the catalog (the API
+# documents none for settings): the unknown-action rule (low) matches each, the lookalikes too.
+_NET = "192.0.2.0/24"
+_SETTINGS_CASES: List[Tuple[Tuple[str, ...], str, int, Dict[str, Any]]] = [
+    ((MFA_DISABLED,), "two-factor no longer required", 0, {"two_factor_required": [True, False]}),
+    ((SETTING_WEAKENED,), "password minimum lowered", 1, {"password_min_length": [14, 8]}),
+    ((SETTING_WEAKENED,), "IP allow-list emptied", 0, {"ip_allowlist": [[_NET], []]}),
+    ((SETTING_WEAKENED,), "sessions without a timeout", 6, {"session_timeout_minutes": [30, 0]}),
+    ((SETTING_WEAKENED,), "single sign-on no longer enforced", 0, {"sso_enforced": ["enforced", "optional"]}),
+    ((), "lookalike: two-factor required", 0, {"two_factor_required": [False, True]}),
+    ((), "lookalike: password minimum raised", 1, {"password_min_length": [8, 14]}),
+    ((), "lookalike: two-factor method changed", 0, {"mfa_method": ["sms", "totp"]}),
+    ((), "lookalike: sessions shortened, allow-list grown", 6,
+     {"session_timeout_minutes": [480, 30], "ip_allowlist": [[_NET], [_NET, "198.51.100.0/24"]]}),
+    ((), "lookalike: a setting that is no security's", 1, {"default_report_period": ["7d", "30d"]}),
+]  # fmt: skip
+
+
+def _settings(w: _Writer) -> None:
+    """Security settings changed for the organization, and a user's two-factor switched off by an
+    admin (a known action: no unknown-action match) beside one switched on."""
+    for rules, note, actor, changes in _SETTINGS_CASES:
+        w.add((*rules, UNKNOWN_ACTION), note, "organization.update", actor, _ORG_NAME, changes,
+              "Organization Settings Updated")  # fmt: skip
+    w.add((MFA_DISABLED,), "a user's two-factor switched off", "user.update", 0, w.users[23],
+          {"mfa_enabled": [True, False]})  # fmt: skip
+    w.add((), "lookalike: a user's two-factor switched on", "user.update", 0, w.users[24],
+          {"mfa_enabled": [False, True]})  # fmt: skip
+
+
 def scenarios(org: Org, now_us: int) -> List[Seeded]:
     """Every scenario and lookalike, oldest first, using ``org``'s users and live domains."""
-    w = _Writer(org, now_us - 2 * DAY_US)
+    w = _Writer(org, now_us - 3 * DAY_US)
     for case in _ROLE_CASES:
         w.roles(*case)
     _bursts(w)
+    _logins(w)
     for rules, note, key, before, after, domain, phrase in _RECORD_CASES:
         w.add(rules, note, "domain.update", 0, w.domains[domain], {key: [before, after]}, phrase)
     _grants_elsewhere(w)
     _domain_actions(w)
+    _settings(w)
     return w.out
 
 
-def burst_actors(org: Org) -> List[str]:
-    """The actors the role-change burst correlation must report (see ``_bursts``)."""
-    return [org.users[1].email]
+def burst_actors(org: Org, rule: str = ROLE_BURST) -> List[str]:
+    """The actors a burst correlation must report (see ``_bursts`` and ``_logins``), sorted."""
+    users = {ROLE_BURST: (1, 3), LOGIN_BURST: (20,)}[rule]
+    return sorted(org.users[i].email for i in users)
 
 
 def seeded_org(seed: int = 7, now_us: Optional[int] = None) -> Tuple[Org, List[Seeded]]:

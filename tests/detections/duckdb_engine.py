@@ -2,9 +2,12 @@
 
 Events are flattened to one column per dotted field (the backend quotes dotted names), typed by
 what they hold: booleans, integers, ``@timestamp`` as a timestamp, anything else as text (lists as
-their JSON text; no rule matches a list field). One deviation from the packaged backend, for
-correlations: it counts ``event_count`` over all time, while Splunk (``bin``) and ES|QL
-(``date_trunc``) count per timespan bin, so ``WindowedDuckDB`` adds the same bin.
+their JSON text; no rule matches a list field). The packaged backend counts an ``event_count``
+correlation over all time; the shipped searches count over windows of the timespan
+(``tools/correlation_windows.py``), modelled here in SQL: ``SlidingDuckDB`` as Splunk's
+``streamstats time_window`` (a window ending at each event), ``HoppingDuckDB`` as the ES|QL query
+(windows starting every minute). ``BinnedDuckDB`` counts per fixed bin, as pySigma's Splunk
+(``bin``) and ES|QL (``date_trunc``) backends do.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import duckdb
+from correlation_windows import HOP_SECONDS
+from sigma.correlations import SigmaCorrelationCondition, SigmaCorrelationRule
 from sigma_backend_duckdb import DuckDBBackend
 
 
-class WindowedDuckDB(DuckDBBackend):
+class BinnedDuckDB(DuckDBBackend):
     event_count_correlation_query = {
         "default": (
             "SELECT {select_fields}{aggregate} FROM (SELECT *, time_bucket(INTERVAL '{timespan} seconds',"
@@ -25,6 +30,38 @@ class WindowedDuckDB(DuckDBBackend):
             " HAVING {condition}"
         )
     }
+
+
+class _WindowedDuckDB(DuckDBBackend):
+    def parts(self, rule: SigmaCorrelationRule) -> Tuple[str, str, str, int]:
+        """The rule's search, its group-by columns, its comparison and its timespan in seconds."""
+        cond = rule.condition
+        assert isinstance(cond, SigmaCorrelationCondition) and rule.group_by and rule.timespan
+        group = ", ".join(self.escape_and_quote_field(f) for f in rule.group_by)
+        test = f"{self.correlation_condition_mapping[cond.op]} {cond.count}"
+        return self.convert_correlation_search(rule), group, test, rule.timespan.seconds
+
+
+class SlidingDuckDB(_WindowedDuckDB):
+    def convert_correlation_event_count_rule(self, rule, output_format=None, method="default"):
+        search, group, test, seconds = self.parts(rule)
+        return [
+            f'SELECT {group} FROM (SELECT *, COUNT(*) OVER (PARTITION BY {group} ORDER BY "@timestamp"'
+            f" RANGE BETWEEN INTERVAL '{seconds} seconds' PRECEDING AND CURRENT ROW) AS event_count"
+            f" FROM ({search}) AS hits) AS counted WHERE event_count {test} GROUP BY {group}"
+        ]
+
+
+class HoppingDuckDB(_WindowedDuckDB):
+    def convert_correlation_event_count_rule(self, rule, output_format=None, method="default"):
+        search, group, test, seconds = self.parts(rule)
+        span, hop = seconds * 1000, HOP_SECONDS * 1000
+        window = f'(epoch_ms("@timestamp") - hop) // {span} * {span} + hop'
+        return [
+            f"SELECT DISTINCT {group} FROM (SELECT {group} FROM (SELECT *, {window} AS sigma_window"
+            f" FROM ({search}) AS hits, (SELECT unnest(range(0, {span}, {hop})) AS hop) AS hops) AS expanded"
+            f" GROUP BY sigma_window, {group} HAVING COUNT(*) {test}) AS windows"
+        ]
 
 
 def flatten(doc: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
