@@ -1,6 +1,7 @@
 """A loopback Microsoft Entra ID token endpoint and Azure Monitor Logs Ingestion endpoint, in one server.
 
-Entra ID (``/{tenant}/oauth2/v2.0/token``): a client-credentials grant for the Monitor scope, with the
+Entra ID (``/{tenant}/oauth2/v2.0/token``): a client-credentials grant for the Monitor scope (``https://monitor.azure.com/.default``,
+as Microsoft's client asks, or with ``//`` as the REST documentation writes it), with the
 app's id and secret in the form; answers ``{"token_type": "Bearer", "expires_in", "access_token"}``,
 or OAuth errors as Entra words them (``invalid_client`` AADSTS7000215 for a wrong secret, 401).
 ``/{tenant}/v2.0/.well-known/openid-configuration`` answers the discovery MSAL asks first.
@@ -39,7 +40,7 @@ CLIENT_ID = "2d6f7c7a-5b1e-4e0a-9f7e-1c2b3a4d5e6f"
 CLIENT_SECRET = "Qx8~tEst.sEcrEt_vAluE-0123456789abcdefXYZ"
 RULE_ID = "dcr-0123456789abcdef0123456789abcdef"
 STREAM = "Custom-EmailAuthAudit_CL"
-SCOPE = "https://monitor.azure.com//.default"
+RESOURCE = "https://monitor.azure.com"  # its scope is ``<resource>/.default``, a // before it allowed
 API_VERSION = "2023-01-01"
 LIMIT = 1_000_000  # the service's 1 MB per call
 
@@ -68,6 +69,8 @@ class SentinelReceiver(LoopbackReceiver):
         self.token_requests = 0
         self.uploads: List[int] = []  # decompressed size of every accepted call
         self.wire_sizes: List[int] = []  # size on the wire of every ingestion call, whatever the answer
+        self.flaky_every = 0  # > 0: every n-th ingestion call is refused, 429 and 503 in turn, unstored
+        self._calls = 0
 
     @property
     def base_url(self) -> str:
@@ -160,7 +163,8 @@ class SentinelReceiver(LoopbackReceiver):
                     f"secret ID, for a secret added to app '{CLIENT_ID}'.",
                 },
             )
-        if form.get("scope") != SCOPE:
+        scope = form.get("scope") or ""
+        if not scope.endswith("/.default") or scope[: -len("/.default")].rstrip("/") != RESOURCE:
             return json_reply(400, {"error": "invalid_scope", "error_description": "AADSTS1002012"})
         token = "eyJ0eXAiOiJKV1QifQ." + secrets.token_urlsafe(32) + "." + secrets.token_urlsafe(16)
         with self.lock:
@@ -176,6 +180,12 @@ class SentinelReceiver(LoopbackReceiver):
     def _ingest(self, path: str, query: Dict[str, List[str]], headers: Dict[str, str], raw: bytes) -> Reply:
         with self.lock:
             self.wire_sizes.append(len(raw))
+            self._calls += 1
+            calls = self._calls
+        if self.flaky_every and calls % self.flaky_every == 0:
+            if (calls // self.flaky_every) % 2:
+                return azure_error(429, "TooManyRequests", "over the rate", {"Retry-After": "1"})
+            return azure_error(503, "ServiceUnavailable", "try again")
         if query.get("api-version") != [API_VERSION]:
             return azure_error(400, "InvalidApiVersion", "api-version is missing or not supported")
         auth = headers.get("authorization", "")
