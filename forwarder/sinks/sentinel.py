@@ -12,8 +12,8 @@ Protocol choices, from the Logs Ingestion API and Microsoft identity platform do
   (``forwarder.api.token``, shared with the platform API's tokens) and asked again once when the
   ingestion endpoint answers 401. The token and the client secret are masked in every output.
 * Rows. One JSON object per event, built by concatenation (the event body is embedded byte for byte):
-  ``{"TimeGenerated": <the event's time>, "EventId": <event id>, "Event": <the ECS document>}``; the
-  rule's transform spreads ``Event`` into the table's columns. Log Analytics does not de-duplicate:
+  ``{"TimeGenerated": <the event's time>, "EventId": <event id>, "Ecs": <the ECS document>}``; the
+  rule's transform spreads ``Ecs`` into the table's columns. Log Analytics does not de-duplicate:
   ``EventId`` tells a re-sent row from a new one.
 * Body and size. A JSON array (the service stores nothing of a bare object yet answers 204), gzipped
   unless FORWARDER_SINK_GZIP is false, ``Content-Type: application/json``. The service refuses a call
@@ -120,7 +120,7 @@ def _checked(settings: SinkSettings) -> None:
 def row(event: Event) -> bytes:
     """The row of one (ECS) event: its time, its id and the event itself, embedded as it is."""
     head = b'{"TimeGenerated":"' + format_us(event.time_us).encode("ascii") + b'","EventId":'
-    return head + jsonutil.dumps(event.id) + b',"Event":' + event.body + b"}"
+    return head + jsonutil.dumps(event.id) + b',"Ecs":' + event.body + b"}"
 
 
 def _describe(response: requests.Response) -> str:

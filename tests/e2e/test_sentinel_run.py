@@ -76,7 +76,7 @@ def test_the_whole_org_arrives_once_through_429s_and_503s_and_a_second_run_sends
         ids = row_ids(fake)
         assert sorted(ids) == expected() and len(ids) == len(set(ids))  # every record, each once
         assert second.ok and second.totals()["shipped"] == 0 and len(fake.rows()) == len(ids)
-        assert all(row["Event"]["event"]["id"] == row["EventId"] for row in fake.rows())
+        assert all(row["Ecs"]["event"]["id"] == row["EventId"] for row in fake.rows())
         statuses = Counter(s.status for s in fake.seen() if s.path.startswith("/dataCollectionRules/"))
         assert statuses[429] > 0 and statuses[503] > 0
         tokens = [s.status for s in fake.seen() if s.path.endswith("/oauth2/v2.0/token")]

@@ -61,7 +61,7 @@ def test_rows_carry_the_time_the_id_and_the_event_byte_for_byte(use_gzip):
 
         assert (result.delivered, result.rejected) == (5, [])
         assert fake.rows() == [
-            {"TimeGenerated": format_us(e.time_us), "EventId": e.id, "Event": json.loads(e.body)}
+            {"TimeGenerated": format_us(e.time_us), "EventId": e.id, "Ecs": json.loads(e.body)}
             for e in events
         ]
         token, upload = fake.seen()
@@ -75,7 +75,7 @@ def test_rows_carry_the_time_the_id_and_the_event_byte_for_byte(use_gzip):
 def test_a_row_embeds_the_event_as_it_is():
     body = b'{"event":{"id":"x"},"message":"a \\u2603 \\"quoted\\""}'
     assert row(Event("x", 0, body)) == (
-        b'{"TimeGenerated":"1970-01-01T00:00:00.000000Z","EventId":"x","Event":' + body + b"}"
+        b'{"TimeGenerated":"1970-01-01T00:00:00.000000Z","EventId":"x","Ecs":' + body + b"}"
     )
 
 

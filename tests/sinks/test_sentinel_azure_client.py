@@ -24,7 +24,7 @@ ROWS = [
     {
         "TimeGenerated": "2026-01-02T03:04:05.000000Z",
         "EventId": f"id-{n}",
-        "Event": {"event": {"id": f"id-{n}"}},
+        "Ecs": {"event": {"id": f"id-{n}"}},
     }
     for n in range(3)
 ]
@@ -100,7 +100,7 @@ def test_microsofts_client_can_send_an_array_over_the_limit_and_the_sink_cannot(
     read. The sink counts the whole array."""
     row_text = "z" * 1000
     rows = [
-        {"TimeGenerated": "2026-01-02T03:04:05.000000Z", "EventId": f"id-{n:04d}", "Event": row_text}
+        {"TimeGenerated": "2026-01-02T03:04:05.000000Z", "EventId": f"id-{n:04d}", "Ecs": row_text}
         for n in range(1030)
     ]
     size = len(json.dumps(rows[0]).encode())
