@@ -13,44 +13,23 @@ from collections import Counter
 
 import pytest
 
-from forwarder import retry
 from forwarder.app import run_once
 from forwarder.check import check
-from forwarder.sim.generate import generate_org
-from forwarder.sim.simulator import Simulator
 from forwarder.sinks.sentinel import MAX_REQUEST_BYTES
 from forwarder.state import open_store
-from forwarder.timeutil import now_us, parse_iso
-from tests.e2e.helpers import expected_ids, settings_for
+from tests.e2e import test_every_sink as every
+from tests.e2e.helpers import settings_for
 from tests.receivers.sentinel import CLIENT_SECRET, SentinelReceiver
 from tests.sinks.test_es_crash import Crash, CrashingStore
 
-LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
-ORG = generate_org(21)
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
-
-
-@pytest.fixture
-def sim():
-    with Simulator(ORG) as s:
-        yield s
-
-
-def expected():
-    floor = now_us() - LOOKBACK_US
-    return expected_ids(r for r in ORG.all_records() if parse_iso(r["created_at"]) >= floor)
-
-
-def domains():
-    return ",".join(d.name for d in ORG.domains if d.destroyed_us is None)
+# The organization, its simulator and what it must deliver are test_every_sink's; retries do not wait.
+sim, no_waiting, expected = every.sim, every.no_waiting, every.expected
 
 
 def settings(sim, fake, state):
-    return settings_for(sim.base_url, fake.sink_uri, str(state), FORWARDER_DOMAINS=domains(), **fake.env())
+    return settings_for(
+        sim.base_url, fake.sink_uri, str(state), FORWARDER_DOMAINS=every.domains(), **fake.env()
+    )
 
 
 def row_ids(fake):
