@@ -25,14 +25,14 @@ def test_the_committed_sentinel_rules_are_up_to_date():
     )
 
 
-def test_every_rule_is_a_disabled_scheduled_rule_over_the_rows_ingested_since_the_last_run():
+def test_every_rule_is_a_disabled_hourly_rule_over_the_rows_ingested_since_the_last_run():
     assert len(rules()) == len(RULE_FILES) - 1  # the correlation's building block has no rule of its own
     for rule in rules():
         props = rule["properties"]
         assert rule["type"] == "Microsoft.SecurityInsights/alertRules" and rule["kind"] == "Scheduled"
         assert props["enabled"] is False
-        assert props["query"].startswith("EmailAuthAudit_CL\n| where ingestion_time() > ago(15m)\n| where ")
-        assert props["queryFrequency"] == "PT15M" and props["queryPeriod"] == "P14D"
+        assert props["query"].startswith("EmailAuthAudit_CL\n| where ingestion_time() > ago(1h)\n| where ")
+        assert props["queryFrequency"] == "PT1H" and props["queryPeriod"] == "P14D"
         assert props["severity"] in ("Informational", "Low", "Medium", "High")
         assert set(props["tactics"]) <= TACTICS  # (a threat-hunting rule has none)
         assert all(re.fullmatch(r"T\d{4}", t) for t in props["techniques"])
