@@ -1,14 +1,17 @@
 """The Sentinel fake is faithful: Microsoft's own clients (``azure-identity``'s ClientSecretCredential
 through MSAL, and ``azure-monitor-ingestion``'s LogsIngestionClient) drive it over TLS as they drive
 Entra ID and a data collection endpoint, and read its answers and its errors as the service's. What
-the forwarder's sink sends is then held to the same requests."""
+the forwarder's sink sends is then held to the same requests, and each check the fake makes is shown
+to refuse what it should."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 
 import pytest
+import requests
 
 pytest.importorskip("azure.monitor.ingestion")  # the test extra; not in the Python 3.9 pure pass
 
@@ -117,3 +120,38 @@ def test_microsofts_client_can_send_an_array_over_the_limit_and_the_sink_cannot(
         result = SentinelSink(settings_for(fake)).send(events)
         assert (result.delivered, result.rejected) == (len(events), [])
         assert max(fake.uploads) <= 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "code"),
+    [
+        ({"body": b'{"TimeGenerated": "2026-01-01T00:00:00Z"}'}, 400, "InvalidContent"),  # not an array
+        ({"body": b'[{"EventId": "x"}]'}, 400, "InvalidContent"),
+        ({"body": b"[" + b" " * 1_000_000 + b"]"}, 413, "ContentLengthLimitExceeded"),
+        ({"body": gzip.compress(b"[" + b" " * 1_000_000 + b"]")}, 413, "ContentLengthLimitExceeded"),
+        ({"body": b"\x1f\x8bnot gzip", "gzip": True}, 400, "InvalidContent"),
+        ({"content_type": "application/x-ndjson"}, 415, "UnsupportedMediaType"),
+        ({"query": "api-version=2021-11-01-preview"}, 400, "InvalidApiVersion"),
+        ({"token": "eyJ0eXAiOiJKV1QifQ.forged.token"}, 401, "InvalidToken"),
+    ],
+)
+def test_the_fake_refuses_what_the_service_refuses(change, status, code):
+    """Each check of the fake, so that a sink sending any of these would fail here, not in Azure."""
+    with SentinelReceiver() as fake:
+        SentinelSink(settings_for(fake)).send([event(0)])  # a token the fake issued
+        body = change.get("body", b'[{"TimeGenerated": "2026-01-01T00:00:00Z"}]')
+        headers = {
+            "Authorization": f"Bearer {change.get('token', fake.issued()[0])}",
+            "Content-Type": change.get("content_type", "application/json"),
+        }
+        if change.get("gzip") or body[:2] == b"\x1f\x8b":
+            headers["Content-Encoding"] = "gzip"
+        query = change.get("query", "api-version=2023-01-01")
+        answer = requests.post(
+            f"{fake.base_url}/dataCollectionRules/{RULE_ID}/streams/{STREAM}?{query}",
+            data=body,
+            headers=headers,
+            timeout=10,
+        )
+        assert (answer.status_code, answer.json()["error"]["code"]) == (status, code)
+        assert len(fake.rows()) == 1
