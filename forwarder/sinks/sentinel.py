@@ -16,10 +16,10 @@ Protocol choices, from the Logs Ingestion API and Microsoft identity platform do
   rule's transform spreads ``Ecs`` into the table's columns. Log Analytics does not de-duplicate:
   ``EventId`` tells a re-sent row from a new one.
 * Body and size. A JSON array (the service stores nothing of a bare object yet answers 204), gzipped
-  unless FORWARDER_SINK_GZIP is false, ``Content-Type: application/json``. The service refuses a call
-  over 1 MB, compressed or not: a request holds at most ``MAX_REQUEST_BYTES`` of uncompressed array
-  and of what goes on the wire; a row alone over it is rejected (quarantine) unsent, a request the
-  service still answers 413 is split in halves.
+  unless FORWARDER_SINK_GZIP is false (or the rows do not compress), ``Content-Type:
+  application/json``. The service refuses a call over 1 MB, compressed or not: a request's array is
+  at most ``MAX_REQUEST_BYTES``, and what goes on the wire never more than the array; a row alone
+  over it is rejected (quarantine) unsent, a request the service still answers 413 is split in halves.
 * Proof. 204 No Content, and only that: any other 2xx proves nothing (retryable). 429 and 5xx are
   retried with backoff, ``Retry-After`` honoured; 401, 403 and 404 name the settings to check.
 """
@@ -198,12 +198,8 @@ class SentinelSink:
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
 
     def _upload(self, events: List[Event], rows: List[bytes]) -> Optional[List[Rejection]]:
-        """One request: None when it is too large (compressed, or by the service's 413), else no
-        rejections once the service answered 204."""
-        body, headers = self._encoded(b"[" + b",".join(rows) + b"]")
-        if len(body) > MAX_REQUEST_BYTES:
-            return None  # never sent: the halves are
-        response = self._post_rows(body, headers)
+        """One request: None when the service answers 413, else no rejections once it answered 204."""
+        response = self._post_rows(*self._encoded(b"[" + b",".join(rows) + b"]"))
         if response.status_code == 413:
             return None
         if response.status_code != 204:
@@ -213,10 +209,14 @@ class SentinelSink:
         return []
 
     def _encoded(self, array: bytes) -> Tuple[bytes, Dict[str, str]]:
-        """The body as it goes on the wire (gzipped unless FORWARDER_SINK_GZIP is false), and its headers."""
-        if not self._gzip:
-            return array, {}
-        return gzip.compress(array, compresslevel=6, mtime=0), {"Content-Encoding": "gzip"}
+        """The body as it goes on the wire, and its headers: gzipped unless FORWARDER_SINK_GZIP is false
+        or gzip would make it larger (rows that do not compress), so it is never over the limit the
+        array was built within."""
+        if self._gzip:
+            compressed = gzip.compress(array, compresslevel=6, mtime=0)
+            if len(compressed) < len(array):
+                return compressed, {"Content-Encoding": "gzip"}
+        return array, {}
 
     def _post_rows(self, body: bytes, headers: Dict[str, str]) -> requests.Response:
         """POST ``body`` with the current token, once more with a new one on 401."""

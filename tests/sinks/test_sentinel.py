@@ -286,3 +286,15 @@ def test_configuration_refuses_what_cannot_work(extra, problem):
         load_settings(env(**extra))
     assert any(p.startswith(problem) or problem in p for p in caught.value.problems), caught.value.problems
     assert CLIENT_SECRET not in str(caught.value)
+
+
+def test_a_body_gzip_would_make_larger_goes_as_it_is():
+    """JSON text always compresses but for the shortest arrays: gzip's header and trailer alone are
+    18 bytes. The wire is then never larger than the array, whose size the batching bounds."""
+    with SentinelReceiver() as fake:
+        probe_sink(settings_for(fake))
+        sink_for(fake).send([event(1)])
+
+        empty, one = [s for s in fake.seen() if s.path.startswith("/dataCollectionRules/")]
+        assert (empty.wire_bytes, empty.headers.get("content-encoding")) == (2, None)
+        assert one.headers["content-encoding"] == "gzip"
