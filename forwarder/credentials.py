@@ -80,20 +80,27 @@ def load_credentials(
     return Credentials(str(values[0]), str(values[1]))
 
 
-def load_token(ref: str, clock: Callable[[], float] = time.monotonic, timeout_seconds: float = 60.0) -> str:
-    """A sink token: the secret's text, or its ``token`` field when it holds a JSON object."""
-    text = load_secret(ref, "FORWARDER_SINK_TOKEN_SECRET", clock, timeout_seconds).strip()
+def load_token(
+    ref: str,
+    clock: Callable[[], float] = time.monotonic,
+    timeout_seconds: float = 60.0,
+    variable: str = "FORWARDER_SINK_TOKEN_SECRET",
+    key: str = "token",
+) -> str:
+    """A sink's secret named by ``variable``: the secret's text, or its ``key`` field when it holds a
+    JSON object (a sink token, an Entra app's client secret)."""
+    text = load_secret(ref, variable, clock, timeout_seconds).strip()
     if text.startswith("{"):
         try:
             doc = loads(text)
         except ValueError:
             doc = None
-        token = doc.get("token") if isinstance(doc, dict) else None
+        token = doc.get(key) if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
-            raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {clip(ref)} holds JSON without a token field"])
+            raise ConfigError([f"{variable}: {clip(ref)} holds JSON without a {key} field"])
         return token
     if not text:
-        raise ConfigError([f"FORWARDER_SINK_TOKEN_SECRET: {clip(ref)} is empty"])
+        raise ConfigError([f"{variable}: {clip(ref)} is empty"])
     return text
 
 

@@ -4,8 +4,9 @@ Every invocation is one run (``forwarder.app.run_once``) configured from the env
 Any event works: the scheduled event's content is not needed, so a console test event ``{}`` runs
 the same way. What the invocation does:
 
-* reads ``FORWARDER_CREDENTIALS`` and ``FORWARDER_SINK_TOKEN_SECRET`` from Secrets Manager or SSM
-  (cached for a few minutes across warm invocations; nothing else outlives an invocation);
+* reads ``FORWARDER_CREDENTIALS``, ``FORWARDER_SINK_TOKEN_SECRET`` and
+  ``FORWARDER_AZURE_CLIENT_SECRET_SECRET`` from Secrets Manager or SSM (cached for a few minutes
+  across warm invocations; nothing else outlives an invocation);
 * polls the streams the scheduler chooses (``forwarder.scheduling``: the hot ones, then those whose
   turn it is), and stops starting streams once its budget is spent or fewer than
   ``FORWARDER_DEADLINE_MARGIN`` seconds are left, leaving them to the next invocation;
@@ -38,13 +39,24 @@ from .lambda_runtime import RunFailed, deadline, function_name
 log = logging.getLogger("forwarder.lambda")
 
 
+# A variable naming a secret -> (the variable it fills, the field of a JSON secret holding it).
+SECRET_REFS = {
+    "FORWARDER_SINK_TOKEN_SECRET": ("FORWARDER_SINK_TOKEN", "token"),
+    "FORWARDER_AZURE_CLIENT_SECRET_SECRET": ("FORWARDER_AZURE_CLIENT_SECRET", "client_secret"),
+}
+
+
 def environment(env: Mapping[str, str]) -> Dict[str, str]:
-    """The settings' environment with the sink token fetched from its secret, if one is named."""
+    """The settings' environment with the sink's secrets fetched from Secrets Manager or SSM, where
+    a reference names them."""
     resolved = dict(env)
-    ref = read(env, "FORWARDER_SINK_TOKEN_SECRET")
-    if ref:
-        timeout_s = read(env, "FORWARDER_HTTP_TIMEOUT")
-        resolved["FORWARDER_SINK_TOKEN"] = credentials.load_token(ref, timeout_seconds=timeout_s)
+    for variable, (target, key) in SECRET_REFS.items():
+        ref = read(env, variable)
+        if ref:
+            timeout_s = read(env, "FORWARDER_HTTP_TIMEOUT")
+            resolved[target] = credentials.load_token(
+                ref, timeout_seconds=timeout_s, variable=variable, key=key
+            )
     return resolved
 
 

@@ -1,6 +1,7 @@
 # Sigma detections (detections/rules): compiled for Splunk into the add-on by `make splunk-app`, and
-# for Elastic into elasticsearch/detection_rules.ndjson (committed; a test checks it is up to date).
+# for Elastic into elasticsearch/detection_rules.ndjson and for Microsoft Sentinel into
+# sentinel/analytics_rules.json (committed; tests check they are up to date).
 .PHONY: detections
 
 detections: $(STAMP)
-	$(BIN)/python tools/compile_detections.py --elastic
+	$(BIN)/python tools/compile_detections.py --elastic --sentinel

@@ -3,8 +3,10 @@
 ``--splunk OUT`` writes ``savedsearches.conf`` stanzas (SPL, every search disabled and scheduled,
 reading the add-on's fields through ``detections/pipelines/splunk.yml``); ``--elastic OUT`` writes
 Elastic Security detection rules (ES|QL) as NDJSON in Kibana's rule import format, reading
-``logs-emailauth.audit-*`` through ``detections/pipelines/elastic.yml``. Every rule is compiled for
-both backends whatever is asked, and any rule that does not compile for one of them fails the run
+``logs-emailauth.audit-*`` through ``detections/pipelines/elastic.yml``; ``--sentinel OUT`` writes
+Microsoft Sentinel scheduled analytics rules (KQL, pySigma's Kusto backend) as an ARM template, reading
+the table ``EmailAuthAudit_CL`` through ``detections/pipelines/sentinel.yml``. Every rule is compiled for
+every backend whatever is asked, and any rule that does not compile for one of them fails the run
 (exit 1, one line per failure). Rules that only feed a correlation (``generate`` unset) produce no
 search of their own. The pySigma packages are pinned in pyproject.toml: outputs are reproducible.
 """
@@ -13,23 +15,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from correlation_windows import SlidingESQLBackend, SlidingSplunkBackend, lookback_minutes
+from sigma.backends.kusto import KustoBackend
 from sigma.collection import SigmaCollection
 from sigma.conversion.base import Backend
+from sigma.conversion.state import ConversionState
 from sigma.correlations import SigmaCorrelationRule
 from sigma.exceptions import SigmaError
 from sigma.processing.pipeline import ProcessingPipeline
 from sigma.rule import SigmaRule
+from sigma.types import SigmaBool
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "detections" / "rules"
 PIPELINES = ROOT / "detections" / "pipelines"
 ELASTIC_OUT = ROOT / "elasticsearch" / "detection_rules.ndjson"
+SENTINEL_OUT = ROOT / "sentinel" / "analytics_rules.json"
 AnyRule = Union[SigmaRule, SigmaCorrelationRule]
 
 # Events reach the SIEM a poll interval after they happen, and late records (a re-sweep) days after:
@@ -55,6 +62,19 @@ ELASTIC_SCHEDULE = {
     "to": "now",
     "timestamp_override": "event.ingested",
     "timestamp_override_fallback_disabled": False,
+}
+# Sentinel: every hour, the rows ingested in the last hour (ingestion_time()), of any event time in the
+# last 14 days (the longest look-back a scheduled rule may have; a look-back of days takes an hourly
+# rule or a slower one), as Microsoft advises for data that arrives late.
+SENTINEL_TABLE = "EmailAuthAudit_CL"
+SENTINEL_SCHEDULE = {"queryFrequency": "PT1H", "queryPeriod": "P14D"}
+SENTINEL_WINDOW = "| where ingestion_time() > ago(1h)"
+SENTINEL_SEVERITY = {
+    "informational": "Informational",
+    "low": "Low",
+    "medium": "Medium",
+    "high": "High",
+    "critical": "High",
 }
 SPLUNK_SEVERITY = {"informational": 2, "low": 3, "medium": 4, "high": 5, "critical": 6}
 # Elastic Security: risk score by level, as Elastic's prebuilt rules do.
@@ -153,6 +173,40 @@ def _lookback(rule: AnyRule, new_minutes: int) -> Optional[int]:
     if isinstance(rule, SigmaCorrelationRule) and rule.timespan is not None:
         return lookback_minutes(new_minutes, rule.timespan.seconds)
     return None
+
+
+class SentinelBackend(KustoBackend):
+    """pySigma's Kusto backend for the table's columns: ``Audit.roles.admin_granted`` (a path into the
+    dynamic ``Audit`` column) stays unquoted, a boolean is compared as one (``tobool(...) == true``, not
+    ``=~``, a string comparison), and an event-count correlation becomes ``summarize`` over bins."""
+
+    field_quote_pattern = re.compile(r"^[A-Za-z_][\w.]*$")
+    correlation_methods = {"summarize": "Correlation with summarize"}
+    default_correlation_method = "summarize"
+    default_correlation_query = {"summarize": "{search}\n{aggregate}\n{condition}"}
+    correlation_search_single_rule_expression = "{query}"
+    correlation_search_multi_rule_expression = "{queries}"
+    correlation_search_multi_rule_query_expression = "({query})"
+    correlation_search_multi_rule_query_expression_joiner = " or "
+    event_count_aggregation_expression = {
+        "summarize": "| summarize event_count = count() by bin(TimeGenerated, {timespan}){groupby}"
+    }
+    event_count_condition_expression = {"summarize": "| where event_count {op} {count}"}
+    timespan_mapping = {"s": "s", "m": "m", "h": "h", "d": "d"}
+    groupby_expression_nofield = {"summarize": ""}
+    groupby_expression = {"summarize": "{fields}"}
+    groupby_field_expression = {"summarize": ", {field}"}
+    groupby_field_expression_joiner = {"summarize": ""}
+    referenced_rules_expression = {"summarize": "{ruleid}"}
+    referenced_rules_expression_joiner = {"summarize": ","}
+
+    def convert_condition_field_eq_val_bool(self, cond: Any, state: ConversionState) -> str:
+        value: SigmaBool = cond.value
+        return f"tobool({self.escape_and_quote_field(cond.field)}) == {self.bool_values[value.boolean]}"
+
+
+def sentinel_backend() -> Backend:
+    return SentinelBackend(pipeline("sentinel"))
 
 
 def _one_line(text: Optional[str]) -> str:
@@ -281,6 +335,57 @@ def elastic_rules(compiled: Sequence[Compiled]) -> str:
     return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
 
 
+def sentinel_rules(compiled: Sequence[Compiled]) -> str:
+    """An ARM template of Sentinel scheduled analytics rules, every one disabled: deploy it into the
+    workspace's resource group (``workspace`` parameter), then enable the rules you want."""
+    resources = []
+    for item in sorted(compiled, key=lambda c: str(c.rule.id)):
+        rule, level = item.rule, _level(item.rule)
+        threat = _threat(rule)
+        query = "\n".join([SENTINEL_TABLE, SENTINEL_WINDOW, f"| where {item.query}"])
+        properties: Dict[str, Any] = {
+            "displayName": rule.title,
+            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id})",
+            "severity": SENTINEL_SEVERITY[level],
+            "enabled": False,
+            "query": query,
+            **SENTINEL_SCHEDULE,
+            "triggerOperator": "GreaterThan",
+            "triggerThreshold": 0,
+            "suppressionDuration": "PT5H",
+            "suppressionEnabled": False,
+            "tactics": [t["tactic"]["name"].replace(" ", "") for t in threat],
+            "techniques": sorted({tech["id"] for t in threat for tech in t["technique"]}),
+            "eventGroupingSettings": {"aggregationKind": "AlertPerResult"},
+        }
+        resources.append(
+            {
+                "type": "Microsoft.SecurityInsights/alertRules",
+                "apiVersion": "2023-02-01",
+                "scope": "[format('Microsoft.OperationalInsights/workspaces/{0}', parameters('workspace'))]",
+                "name": str(rule.id),
+                "kind": "Scheduled",
+                "properties": properties,
+            }
+        )
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "metadata": {
+            "description": "Generated by tools/compile_detections.py from detections/rules (Sigma): do not "
+            "edit. Microsoft Sentinel scheduled analytics rules over EmailAuthAudit_CL, every one disabled."
+        },
+        "parameters": {
+            "workspace": {
+                "type": "string",
+                "metadata": {"description": "the Log Analytics workspace Microsoft Sentinel is enabled on"},
+            }
+        },
+        "resources": resources,
+    }
+    return json.dumps(template, indent=2, ensure_ascii=False) + "\n"
+
+
 def write_splunk(out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(savedsearches(compile_rules(splunk_backend)), encoding="utf-8")
@@ -293,14 +398,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--elastic", type=Path, metavar="OUT", nargs="?", const=ELASTIC_OUT,
         help=f"write the Kibana NDJSON here (default {ELASTIC_OUT.relative_to(ROOT)})",
     )  # fmt: skip
+    parser.add_argument(
+        "--sentinel", type=Path, metavar="OUT", nargs="?", const=SENTINEL_OUT,
+        help=f"write the Sentinel ARM template here (default {SENTINEL_OUT.relative_to(ROOT)})",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         splunk = savedsearches(compile_rules(splunk_backend))
         elastic = elastic_rules(compile_rules(elastic_backend))
+        sentinel = sentinel_rules(compile_rules(sentinel_backend))
     except CompileError as exc:
         print(f"detections do not compile:\n{exc}", file=sys.stderr)
         return 1
-    for out, text in ((args.splunk, splunk), (args.elastic, elastic)):
+    for out, text in ((args.splunk, splunk), (args.elastic, elastic), (args.sentinel, sentinel)):
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")

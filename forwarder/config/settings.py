@@ -63,7 +63,13 @@ class Settings:
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
         headers = [v for k, v in self.sink.headers.items() if k.lower() != "content-type"]  # a media type
-        values = (self.client_secret, self.splunk_token, self.sink.token, *headers)
+        values = (
+            self.client_secret,
+            self.splunk_token,
+            self.sink.token,
+            self.sink.azure_client_secret,
+            *headers,
+        )
         return [s for s in values if s]
 
 

@@ -363,6 +363,54 @@ VARIABLES: Tuple[Variable, ...] = (
         Text(),
         field="sink.sse_kms_key_id",
     ),
+    # Microsoft Sentinel sink (forwarder/sinks/sentinel.py)
+    V(
+        "FORWARDER_SENTINEL_RULE_ID",
+        "Microsoft Sentinel sink: the data collection rule's immutable id (`dcr-...`)",
+        Text(),
+        field="sink.sentinel_rule_id",
+    ),
+    V(
+        "FORWARDER_SENTINEL_STREAM",
+        "Microsoft Sentinel sink: the rule's input stream",
+        Text(),
+        "Custom-EmailAuthAudit_CL",
+        field="sink.sentinel_stream",
+    ),
+    V(
+        "FORWARDER_AZURE_TENANT_ID",
+        "Microsoft Sentinel sink: the Entra tenant (directory) id of the app that writes",
+        Text(),
+        field="sink.azure_tenant_id",
+    ),
+    V(
+        "FORWARDER_AZURE_CLIENT_ID",
+        "Microsoft Sentinel sink: the Entra app's client (application) id",
+        Text(),
+        field="sink.azure_client_id",
+    ),
+    V(
+        "FORWARDER_AZURE_CLIENT_SECRET",
+        "Microsoft Sentinel sink: the Entra app's client secret",
+        Text(),
+        secret=True,
+        field="sink.azure_client_secret",
+    ),
+    V(
+        "FORWARDER_AZURE_CLIENT_SECRET_SECRET",
+        "`secretsmanager:<id>` or `ssm:<name>` holding the Entra app's client secret, as text or JSON "
+        '`{"client_secret"}` (instead of `FORWARDER_AZURE_CLIENT_SECRET`)',
+        Text(_credentials_ref, "reference"),
+        where=LAMBDA,
+    ),
+    V(
+        "FORWARDER_AZURE_AUTHORITY",
+        "Microsoft Sentinel sink: the Entra ID authority the token comes from (another cloud's, e.g. "
+        "`https://login.microsoftonline.us`; plain `http://` only for loopback hosts)",
+        Url(),
+        "https://login.microsoftonline.com",
+        field="sink.azure_authority",
+    ),
     V(
         "FORWARDER_INITIAL_LOOKBACK",
         "first-run window per stream, e.g. `14d`, `13mo` (a month counts 31 days; at most 20 years)",

@@ -30,6 +30,8 @@ _REGISTRY: Dict[str, str] = {
     "syslog+tls": "forwarder.sinks.syslog:open_syslog",
     "relp+tcp": "forwarder.sinks.relp:open_relp",
     "relp+tls": "forwarder.sinks.relp:open_relp",
+    "sentinel+https": "forwarder.sinks.sentinel:open_sentinel",
+    "sentinel+http": "forwarder.sinks.sentinel:open_sentinel",
 }
 
 

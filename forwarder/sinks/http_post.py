@@ -103,19 +103,26 @@ class HttpPoster:
         self._session.headers.update(headers)
 
     def post(
-        self, url: str, body: bytes, content_type: str = NDJSON, compress: bool = True, method: str = "POST"
+        self,
+        url: str,
+        body: bytes,
+        content_type: str = NDJSON,
+        compress: bool = True,
+        method: str = "POST",
+        headers: Optional[Mapping[str, str]] = None,
     ) -> requests.Response:
         """The first answer not worth retrying; a retryable SinkError once the attempts run out.
 
         The body is gzipped when the settings ask for it, unless ``compress`` is false. ``method``
-        GET or OPTIONS: the probes of ``check``, which send no event.
+        GET or OPTIONS: the probes of ``check``, which send no event. ``headers`` are this request's
+        own (an access token that changes while the session lives).
         """
-        headers = {"Content-Type": content_type}
+        sent = {**(headers or {}), "Content-Type": content_type}
         if self._gzip and compress:
             import gzip  # here: a run with nothing to send (the common idle run) never loads it
 
             body = gzip.compress(body, compresslevel=6, mtime=0)
-            headers["Content-Encoding"] = "gzip"
+            sent["Content-Encoding"] = "gzip"
 
         def attempt() -> requests.Response:
             try:
@@ -124,7 +131,7 @@ class HttpPoster:
                     method,
                     url,
                     data=body,
-                    headers=headers,
+                    headers=sent,
                     timeout=(min(10.0, self._timeout), self._timeout),
                     deadline_s=self._timeout,
                     verify=self._verify,

@@ -35,3 +35,10 @@ class SinkSettings:
     es_namespace: str = "default"  # Elasticsearch data stream logs-emailauth.audit-<namespace>
     syslog_max_message_bytes: int = 8192
     sse_kms_key_id: Optional[str] = None  # S3 sink and quarantine: SSE-KMS with this key, else SSE-S3
+    # Microsoft Sentinel (Logs Ingestion API): the rule and stream, and the Entra app that may write
+    sentinel_rule_id: Optional[str] = None
+    sentinel_stream: str = "Custom-EmailAuthAudit_CL"
+    azure_tenant_id: Optional[str] = None
+    azure_client_id: Optional[str] = None
+    azure_client_secret: Optional[str] = field(default=None, repr=False)
+    azure_authority: str = "https://login.microsoftonline.com"

@@ -364,3 +364,22 @@ def test_quarantined_and_future_dated_records_show_in_the_metrics(lambda_env, or
     assert emf["FutureDatedRecords"] == result["totals"]["future"]
     assert emf_again["FutureDatedRecords"] == again["totals"]["future"]
     assert result["totals"]["future"] + again["totals"]["future"] == 1
+
+
+def test_the_entra_client_secret_comes_from_secrets_manager_or_ssm(aws):
+    from handlers.aws_lambda import environment
+
+    boto3.client("secretsmanager").create_secret(Name="entra", SecretString='{"client_secret": "Qx8~s.1"}')
+    boto3.client("ssm").put_parameter(Name="/entra", Value="Qx8~s.2", Type="SecureString")
+    boto3.client("secretsmanager").create_secret(Name="other", SecretString='{"secret": "Qx8~s.3"}')
+
+    from_secret = environment({"FORWARDER_AZURE_CLIENT_SECRET_SECRET": "secretsmanager:entra"})
+    from_parameter = environment({"FORWARDER_AZURE_CLIENT_SECRET_SECRET": "ssm:/entra"})
+
+    assert from_secret["FORWARDER_AZURE_CLIENT_SECRET"] == "Qx8~s.1"
+    assert from_parameter["FORWARDER_AZURE_CLIENT_SECRET"] == "Qx8~s.2"
+    with pytest.raises(ConfigError) as caught:
+        environment({"FORWARDER_AZURE_CLIENT_SECRET_SECRET": "secretsmanager:other"})
+    assert caught.value.problems == [
+        "FORWARDER_AZURE_CLIENT_SECRET_SECRET: secretsmanager:other holds JSON without a client_secret field"
+    ]
