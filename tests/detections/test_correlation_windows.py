@@ -223,7 +223,8 @@ def test_a_burst_inside_one_bin_and_one_run_alerted_before_too():
 
 def test_a_sentinel_burst_split_by_the_hour_and_its_bins_alerts_once():
     """Five role changes from 00:56 to 01:00, each ingested two minutes later: the hourly rule over
-    10-minute bins saw three at 01:00 (two bins), two at 02:00; the shipped one alerts at 02:00, once."""
+    10-minute bins saw them split between two runs and two bins; the shipped one alerts at 02:00,
+    once (at 01:00 it had three)."""
     (props,) = [p for p in sentinel_correlations() if "event_count >= 5 " in p["query"]]
     base = 20 * DAY
     events = [("actor", base + m * MINUTE, base + (m + 2) * MINUTE) for m in range(56, 61)]
