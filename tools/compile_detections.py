@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from correlation_windows import SlidingESQLBackend, SlidingSplunkBackend, lookback_minutes
-from sigma.backends.kusto import KustoBackend
+from correlation_windows import (
+    SlidingESQLBackend,
+    SlidingKustoBackend,
+    SlidingSplunkBackend,
+    lookback_minutes,
+)
 from sigma.collection import SigmaCollection
 from sigma.conversion.base import Backend
 from sigma.conversion.state import ConversionState
@@ -65,10 +69,14 @@ ELASTIC_SCHEDULE = {
 }
 # Sentinel: every hour, the rows ingested in the last hour (ingestion_time()), of any event time in the
 # last 14 days (the longest look-back a scheduled rule may have; a look-back of days takes an hourly
-# rule or a slower one), as Microsoft advises for data that arrives late.
+# rule or a slower one), as Microsoft advises for data that arrives late. Correlations read back further
+# by ingestion time and count by the event's own time (correlation_windows.py): EventTime, the ECS
+# @timestamp the rule's transform keeps; TimeGenerated where a row predates that column.
 SENTINEL_TABLE = "EmailAuthAudit_CL"
+SENTINEL_INTERVAL_MINUTES = 60
 SENTINEL_SCHEDULE = {"queryFrequency": "PT1H", "queryPeriod": "P14D"}
 SENTINEL_WINDOW = "| where ingestion_time() > ago(1h)"
+SENTINEL_EVENT_TIME = "coalesce(EventTime, TimeGenerated)"
 SENTINEL_SEVERITY = {
     "informational": "Informational",
     "low": "Low",
@@ -175,30 +183,13 @@ def _lookback(rule: AnyRule, new_minutes: int) -> Optional[int]:
     return None
 
 
-class SentinelBackend(KustoBackend):
+class SentinelBackend(SlidingKustoBackend):
     """pySigma's Kusto backend for the table's columns: ``Audit.roles.admin_granted`` (a path into the
     dynamic ``Audit`` column) stays unquoted, a boolean is compared as one (``tobool(...) == true``, not
-    ``=~``, a string comparison), and an event-count correlation becomes ``summarize`` over bins."""
+    ``=~``, a string comparison), and an event-count correlation counts over a sliding window."""
 
     field_quote_pattern = re.compile(r"^[A-Za-z_][\w.]*$")
-    correlation_methods = {"summarize": "Correlation with summarize"}
-    default_correlation_method = "summarize"
-    default_correlation_query = {"summarize": "{search}\n{aggregate}\n{condition}"}
-    correlation_search_single_rule_expression = "{query}"
-    correlation_search_multi_rule_expression = "{queries}"
-    correlation_search_multi_rule_query_expression = "({query})"
-    correlation_search_multi_rule_query_expression_joiner = " or "
-    event_count_aggregation_expression = {
-        "summarize": "| summarize event_count = count() by bin(TimeGenerated, {timespan}){groupby}"
-    }
-    event_count_condition_expression = {"summarize": "| where event_count {op} {count}"}
     timespan_mapping = {"s": "s", "m": "m", "h": "h", "d": "d"}
-    groupby_expression_nofield = {"summarize": ""}
-    groupby_expression = {"summarize": "{fields}"}
-    groupby_field_expression = {"summarize": ", {field}"}
-    groupby_field_expression_joiner = {"summarize": ""}
-    referenced_rules_expression = {"summarize": "{ruleid}"}
-    referenced_rules_expression_joiner = {"summarize": ","}
 
     def convert_condition_field_eq_val_bool(self, cond: Any, state: ConversionState) -> str:
         value: SigmaBool = cond.value
@@ -206,7 +197,13 @@ class SentinelBackend(KustoBackend):
 
 
 def sentinel_backend() -> Backend:
-    return SentinelBackend(pipeline("sentinel"))
+    return SentinelBackend(
+        pipeline("sentinel"),
+        table=SENTINEL_TABLE,
+        event_time=SENTINEL_EVENT_TIME,
+        event_id="EventId",
+        interval_minutes=SENTINEL_INTERVAL_MINUTES,
+    )
 
 
 def _one_line(text: Optional[str]) -> str:
@@ -342,7 +339,9 @@ def sentinel_rules(compiled: Sequence[Compiled]) -> str:
     for item in sorted(compiled, key=lambda c: str(c.rule.id)):
         rule, level = item.rule, _level(item.rule)
         threat = _threat(rule)
-        query = "\n".join([SENTINEL_TABLE, SENTINEL_WINDOW, f"| where {item.query}"])
+        query = item.query  # a correlation: a whole query of its own
+        if not isinstance(rule, SigmaCorrelationRule):
+            query = "\n".join([SENTINEL_TABLE, SENTINEL_WINDOW, f"| where {item.query}"])
         properties: Dict[str, Any] = {
             "displayName": rule.title,
             "description": f"{_one_line(rule.description)} (Sigma rule {rule.id})",

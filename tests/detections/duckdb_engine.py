@@ -6,8 +6,9 @@ their JSON text; no rule matches a list field). The packaged backend counts an `
 correlation over all time; the shipped searches count over windows of the timespan
 (``tools/correlation_windows.py``), modelled here in SQL: ``SlidingDuckDB`` as Splunk's
 ``streamstats time_window`` (a window ending at each event), ``HoppingDuckDB`` as the ES|QL query
-(windows starting every minute). ``BinnedDuckDB`` counts per fixed bin, as pySigma's Splunk
-(``bin``) and ES|QL (``date_trunc``) backends do.
+(windows starting every minute), ``JoinedDuckDB`` as the KQL query (the hits joined with themselves
+per group, each event counted once). ``BinnedDuckDB`` counts per fixed bin, as pySigma's Splunk
+(``bin``), ES|QL (``date_trunc``) and Kusto (``bin(TimeGenerated, ...)``) backends do.
 """
 
 from __future__ import annotations
@@ -61,6 +62,22 @@ class HoppingDuckDB(_WindowedDuckDB):
             f"SELECT DISTINCT {group} FROM (SELECT {group} FROM (SELECT *, {window} AS sigma_window"
             f" FROM ({search}) AS hits, (SELECT unnest(range(0, {span}, {hop})) AS hop) AS hops) AS expanded"
             f" GROUP BY sigma_window, {group} HAVING COUNT(*) {test}) AS windows"
+        ]
+
+
+class JoinedDuckDB(_WindowedDuckDB):
+    def convert_correlation_event_count_rule(self, rule, output_format=None, method="default"):
+        search, group, test, seconds = self.parts(rule)
+        fields = [self.escape_and_quote_field(f) for f in rule.group_by]
+        same = " AND ".join(f"later.{f} = event.{f}" for f in fields)
+        keys = ", ".join(f"event.{f} AS {f}" for f in fields)
+        return [
+            f'WITH hits AS (SELECT DISTINCT ON ("event.id") * FROM ({search}) AS found)'
+            f" SELECT {group} FROM (SELECT {keys}, COUNT(*) AS event_count FROM hits AS event"
+            f' JOIN hits AS later ON {same} AND later."@timestamp" <= event."@timestamp"'
+            f' AND later."@timestamp" > event."@timestamp" - INTERVAL \'{seconds} seconds\''
+            f' GROUP BY event."event.id", {", ".join(f"event.{f}" for f in fields)}) AS counted'
+            f" WHERE event_count {test} GROUP BY {group}"
         ]
 
 

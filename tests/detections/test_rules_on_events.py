@@ -20,7 +20,7 @@ from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import canonical_id, settings_for
 
-from .duckdb_engine import BinnedDuckDB, HoppingDuckDB, SlidingDuckDB, load, matching
+from .duckdb_engine import BinnedDuckDB, HoppingDuckDB, JoinedDuckDB, SlidingDuckDB, load, matching
 
 ORG, SEEDED = seeded_org(31, now_us())
 
@@ -102,13 +102,15 @@ def correlations(backend) -> Dict[str, Compiled]:
 @pytest.mark.parametrize("burst", BURSTS)
 def test_the_bursts_slide_over_bin_edges(con, burst):
     """Counting over all time (the packaged backend) also flags actor 2's six changes an hour apart;
-    fixed bins (pySigma's Splunk and ES|QL queries) miss the bursts across a bin's edge. Windows that
-    slide (Splunk's streamstats) or hop every minute (the ES|QL query) find exactly the bursts."""
+    fixed bins (pySigma's Splunk, ES|QL and Kusto queries) miss the bursts across a bin's edge. Windows
+    that slide (Splunk's streamstats, the KQL self-join) or hop every minute (the ES|QL query) find
+    exactly the bursts."""
     want = burst_actors(ORG, burst)
     binned = matching(con, correlations(BinnedDuckDB)[burst].query, "user.id")
     assert binned != want and set(binned) < set(want)
     assert matching(con, correlations(SlidingDuckDB)[burst].query, "user.id") == want
     assert matching(con, correlations(HoppingDuckDB)[burst].query, "user.id") == want
+    assert matching(con, correlations(JoinedDuckDB)[burst].query, "user.id") == want
     if burst == ROLE_BURST:
         packaged = correlations(DuckDBBackend)[burst]
         assert ORG.users[2].email in matching(con, packaged.query, "user.id")

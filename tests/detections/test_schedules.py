@@ -13,7 +13,7 @@ import json
 import re
 from typing import List, Tuple
 
-from compile_detections import ELASTIC_OUT, compile_rules, savedsearches, splunk_backend
+from compile_detections import ELASTIC_OUT, SENTINEL_OUT, compile_rules, savedsearches, splunk_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +120,79 @@ def test_every_elastic_rule_evaluates_each_delivered_event(events, jitter):
     document and rule."""
     for rule in elastic_rules():
         assert all(elastic_evaluations(rule, e, jitter) >= 1 for e in events), rule["name"]
+
+
+# Log Analytics keeps a row's TimeGenerated unless it is more than two days before the row arrived (or
+# a day after): then the row gets the time it arrived. A rule's queryPeriod filters on TimeGenerated.
+TIME_GENERATED_MAX_AGE = 2 * DAY
+
+
+def time_generated(happened: int, ingested: int) -> int:
+    return happened if ingested - happened <= TIME_GENERATED_MAX_AGE else ingested
+
+
+def iso_seconds(duration: str) -> int:
+    """An ISO 8601 duration of one unit (`PT1H`, `P14D`, `PT5M`) in seconds."""
+    match = re.fullmatch(r"P(?:(\d+)D|T(\d+)([HMS]))", duration)
+    assert match, duration
+    if match.group(1):
+        return int(match.group(1)) * DAY
+    return int(match.group(2)) * _UNITS[match.group(3).lower()]
+
+
+@functools.cache
+def sentinel_rules() -> List[dict]:
+    return [r["properties"] for r in json.loads(SENTINEL_OUT.read_text(encoding="utf-8"))["resources"]]
+
+
+def sentinel_runs(props: dict, start: int, end: int, phase: int) -> List[int]:
+    """The runs, every queryFrequency from when the rule was enabled (``phase`` into the frequency)."""
+    step = iso_seconds(props["queryFrequency"])
+    return list(range(start - start % step + phase - step, end + 2 * step, step))
+
+
+def sentinel_selects(props: dict, event: Tuple[int, int], run: int, window: int) -> bool:
+    """Whether the run at ``run`` reads ``event`` (happened, ingested): ingested in the ``window``
+    before the run (`ingestion_time() > ago(...)`) and TimeGenerated within the queryPeriod."""
+    happened, ingested = event
+    stamped = time_generated(happened, ingested)
+    return run - iso_seconds(props["queryPeriod"]) <= stamped <= run and run - window < ingested <= run
+
+
+def sentinel_window(query: str) -> int:
+    found = re.search(r"ingestion_time\(\) > ago\((\d+)([mhd])\)", query)
+    assert found, query
+    return int(found.group(1)) * _UNITS[found.group(2)]
+
+
+def sentinel_evaluations(props: dict, event: Tuple[int, int], phase: int) -> int:
+    _, ingested = event
+    window = sentinel_window(props["query"])
+    runs = sentinel_runs(props, ingested, ingested, phase)
+    return sum(sentinel_selects(props, event, run, window) for run in runs)
+
+
+@functools.cache
+def sentinel_single_event_rules() -> List[dict]:
+    """One rule per distinct schedule and window among the single-event rules (the correlations read
+    further back on purpose: test_correlation_windows.py replays bursts through them)."""
+    single = [p for p in sentinel_rules() if not p["query"].startswith("let sigma_events")]
+    keys = ("queryFrequency", "queryPeriod")
+    return list({(*(p[k] for k in keys), sentinel_window(p["query"])): p for p in single}.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(deliveries, st.integers(0, HOUR - 1))
+def test_every_sentinel_rule_evaluates_each_delivered_event_exactly_once(events, phase):
+    """Late ones too: a row more than two days late is stamped with its arrival, inside the period."""
+    for props in sentinel_single_event_rules():
+        assert [sentinel_evaluations(props, e, phase) for e in events] == [1] * len(events), props
+
+
+def test_selecting_sentinel_rows_by_time_generated_missed_late_ones():
+    (props,) = sentinel_single_event_rules()
+    late = (20 * DAY, 20 * DAY + 2 * HOUR)  # a record that reached the API two hours late
+    runs = sentinel_runs(props, late[1], late[1], phase=0)
+    assert sum(sentinel_selects(props, late, run, HOUR) for run in runs) == 1
+    # `where TimeGenerated > ago(1h)`: no run has it both ingested and within the hour
+    assert not any(run - HOUR < late[0] and late[1] <= run for run in runs)
