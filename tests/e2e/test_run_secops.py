@@ -1,0 +1,148 @@
+"""End to end into Google SecOps: the simulator's whole organization through the loopback fake of
+Google's token endpoint and the Chronicle API, each event imported exactly once across injected
+429/5xx, a crash between an accepted import and the state commit, and a second run; a refused event
+in quarantine; no secret in anything the forwarder printed or stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import pytest
+
+from forwarder import retry
+from forwarder.app import run_once
+from forwarder.config import load_settings
+from forwarder.sim.generate import generate_org
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.state import open_store
+from forwarder.state.model import StreamState
+from forwarder.timeutil import now_us, parse_iso
+from tests.e2e.helpers import cli, expected_ids
+from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
+
+LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
+ORG = generate_org(21)
+BATCH = 40
+
+
+class Crash(BaseException):
+    """The process dies: nothing in the forwarder may catch this."""
+
+
+class CrashingStore:
+    """A real store whose ``crash_on``-th commit dies before writing anything."""
+
+    def __init__(self, inner: Any, crash_on: Optional[int]) -> None:
+        self.inner, self.crash_on, self.commits = inner, crash_on, 0
+
+    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
+        self.commits += 1
+        if self.commits == self.crash_on:
+            raise Crash(f"killed before commit {self.commits}")
+        return self.inner.commit(key, state, version)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+
+
+@pytest.fixture
+def sim():
+    with Simulator(ORG) as s:
+        yield s
+
+
+def expected():
+    floor = now_us() - LOOKBACK_US
+    return expected_ids(r for r in ORG.all_records() if parse_iso(r["created_at"]) >= floor)
+
+
+def env_for(sim, fake, tmp_path, **extra):
+    domains = ",".join(d.name for d in ORG.domains if d.destroyed_us is None)
+    return {
+        "FORWARDER_API_URL": sim.base_url,
+        "FORWARDER_CLIENT_ID": DEMO_CLIENT_ID,
+        "FORWARDER_CLIENT_SECRET": DEMO_CLIENT_SECRET,
+        "FORWARDER_STATE": str(tmp_path / "state"),
+        "FORWARDER_QUARANTINE": str(tmp_path / "quarantine"),
+        "FORWARDER_INITIAL_LOOKBACK": "13mo",
+        "FORWARDER_DOMAINS": domains,
+        "FORWARDER_BATCH_EVENTS": str(BATCH),
+        "FORWARDER_FORMAT": "udm",
+        "FORWARDER_SINK": fake.url,
+        "FORWARDER_SECOPS_PROJECT": PROJECT,
+        "FORWARDER_SECOPS_REGION": REGION,
+        "FORWARDER_SECOPS_INSTANCE": INSTANCE,
+        "FORWARDER_SECOPS_CREDENTIALS": str(fake.key_file(tmp_path)),
+        **extra,
+    }
+
+
+def test_the_whole_org_arrives_once_across_faults_and_a_second_run_sends_nothing(sim, tmp_path):
+    with SecOpsFake() as fake:
+        settings = load_settings(env_for(sim, fake, tmp_path))
+        fake.fail_next(3, status=429, retry_after=1)
+        fake.fail_next(2, status=503)
+        first = run_once(settings)
+        assert first.ok, first.to_dict()
+        second = run_once(settings)
+        assert second.ok and second.totals()["shipped"] == 0
+        ids = fake.ids()
+        assert sorted(ids) == expected() and len(ids) == len(set(ids))
+        assert fake.oversized == 0 and fake.largest_request <= 1_000_000
+        assert all(event["metadata"]["vendor_name"] == "Fortra" for event in fake.events)
+
+
+@pytest.mark.parametrize("crash_on", [1, 3])
+def test_a_crash_between_import_and_commit_sends_nothing_twice(sim, tmp_path, crash_on):
+    with SecOpsFake() as fake:
+        settings = load_settings(env_for(sim, fake, tmp_path, FORWARDER_CONCURRENCY="1"))
+        store = CrashingStore(open_store(settings.state), crash_on)
+        with pytest.raises(Crash):
+            run_once(settings, store=store)
+        assert fake.ids()  # something was imported before the crash
+        report = run_once(settings)
+        assert report.ok, report.to_dict()
+        ids = fake.ids()
+        assert sorted(ids) == expected() and len(ids) == len(set(ids))
+
+
+def test_a_refused_event_goes_to_quarantine_and_the_rest_arrive(sim, tmp_path):
+    bad = expected()[7]
+    with SecOpsFake() as fake:
+        fake.poisoned = {bad}
+        settings = load_settings(env_for(sim, fake, tmp_path))
+        first = run_once(settings)
+        again = run_once(settings)
+    quarantined = [
+        json.loads(line) for line in (tmp_path / "quarantine" / "quarantine.ndjson").read_text().splitlines()
+    ]
+    assert [entry["event_id"] for entry in quarantined] == [bad]
+    assert "HTTP 400 INVALID_ARGUMENT" in quarantined[0]["reason"]
+    assert first.ok and first.totals()["quarantined"] == 1
+    assert sorted(fake.ids()) == [i for i in expected() if i != bad]
+    assert again.ok and again.totals()["shipped"] == 0
+
+
+def test_run_and_check_print_no_secret(sim, tmp_path):
+    with SecOpsFake() as fake:
+        env = env_for(sim, fake, tmp_path, FORWARDER_LOG_FORMAT="json", FORWARDER_LOG_LEVEL="DEBUG")
+        fake.fail_next(2, status=503)
+        checked = cli("check", env=env)
+        ran = cli("run", env=env)
+        tokens = fake.issued()
+    assert checked.returncode == 0, checked.stderr
+    assert ran.returncode == 0, ran.stderr
+    assert "instance projects/" in checked.stdout + checked.stderr
+    key = fake.key_document()
+    pem_lines = [line for line in key["private_key"].splitlines() if line and "-----" not in line]
+    stored = "".join(
+        p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file() and "key" not in p.name
+    )
+    output = checked.stdout + checked.stderr + ran.stdout + ran.stderr + stored
+    assert tokens and not [secret for secret in [*tokens, *pem_lines] if secret in output]
