@@ -8,6 +8,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forwarder import logs
 from forwarder.errors import SinkError
@@ -25,7 +27,7 @@ def fake():
         yield server
 
 
-def settings(fake, tmp_path, **extra):
+def settings_for(fake, tmp_path, **extra):
     values = {
         "uri": fake.url,
         "secops_project": PROJECT,
@@ -60,7 +62,7 @@ def secret_texts(fake, tmp_path):
 
 
 def test_events_are_imported_with_a_token_asked_once(fake, tmp_path):
-    sink = SecOpsSink(settings(fake, tmp_path))
+    sink = SecOpsSink(settings_for(fake, tmp_path))
     try:
         first = sink.send([udm_event(n) for n in range(10)])
         second = sink.send([udm_event(n) for n in range(10, 15)])
@@ -73,7 +75,7 @@ def test_events_are_imported_with_a_token_asked_once(fake, tmp_path):
 
 def test_a_token_past_its_life_is_renewed(tmp_path):
     with SecOpsFake(token_seconds=30) as fake:  # under the minute kept in hand: renewed every time
-        sink = SecOpsSink(settings(fake, tmp_path))
+        sink = SecOpsSink(settings_for(fake, tmp_path))
         sink.send([udm_event(1)])
         sink.send([udm_event(2)])
         sink.close()
@@ -81,7 +83,7 @@ def test_a_token_past_its_life_is_renewed(tmp_path):
 
 
 def test_a_revoked_token_is_replaced_once_and_the_batch_goes_through(fake, tmp_path):
-    sink = SecOpsSink(settings(fake, tmp_path))
+    sink = SecOpsSink(settings_for(fake, tmp_path))
     sink.send([udm_event(1)])
     fake.revoke_tokens()
     result = sink.send([udm_event(2)])
@@ -91,7 +93,8 @@ def test_a_revoked_token_is_replaced_once_and_the_batch_goes_through(fake, tmp_p
 
 
 def test_no_request_exceeds_the_limit_and_an_event_too_large_alone_is_rejected_unsent(fake, tmp_path):
-    sink = SecOpsSink(settings(fake, tmp_path, batch_bytes=5_000_000))  # asked for more than the API takes
+    # asked for more than the API takes
+    sink = SecOpsSink(settings_for(fake, tmp_path, batch_bytes=5_000_000))
     assert sink.max_batch_bytes < REQUEST_LIMIT
     events = [udm_event(n, size=90_000) for n in range(40)] + [udm_event(99, size=REQUEST_LIMIT)]
     result = sink.send(events)
@@ -106,7 +109,7 @@ def test_no_request_exceeds_the_limit_and_an_event_too_large_alone_is_rejected_u
 def test_a_refused_import_is_split_down_to_the_bad_event(fake, tmp_path):
     fake.poisoned = {"id-000013"}
     events = [udm_event(n) for n in range(32)] + [udm_event(40, kind="NOT_A_TYPE")]
-    sink = SecOpsSink(settings(fake, tmp_path))
+    sink = SecOpsSink(settings_for(fake, tmp_path))
     result = sink.send(events)
     sink.close()
     assert sorted(r.event.id for r in result.rejected) == ["id-000013", "id-000040"]
@@ -125,7 +128,7 @@ def test_a_refused_import_is_split_down_to_the_bad_event(fake, tmp_path):
 def test_throttling_and_server_errors_are_retried(fake, tmp_path, waits):
     fake.fail_next(2, status=429, retry_after=7)
     fake.fail_next(1, status=503)
-    sink = SecOpsSink(settings(fake, tmp_path))
+    sink = SecOpsSink(settings_for(fake, tmp_path))
     result = sink.send([udm_event(n) for n in range(5)])
     sink.close()
     assert result.delivered == 5 and len(fake.ids()) == 5
@@ -134,7 +137,7 @@ def test_throttling_and_server_errors_are_retried(fake, tmp_path, waits):
 
 def test_attempts_running_out_is_a_retryable_error(fake, tmp_path, waits):
     fake.fail_next(10, status=503)
-    sink = SecOpsSink(settings(fake, tmp_path, max_attempts=3))
+    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=3))
     with pytest.raises(SinkError) as caught:
         sink.send([udm_event(1)])
     sink.close()
@@ -145,7 +148,7 @@ def test_attempts_running_out_is_a_retryable_error(fake, tmp_path, waits):
 
 
 def test_a_permission_refusal_raises_naming_what_to_check(fake, tmp_path):
-    sink = SecOpsSink(settings(fake, tmp_path, secops_instance="00000000-0000-0000-0000-000000000000"))
+    sink = SecOpsSink(settings_for(fake, tmp_path, secops_instance="00000000-0000-0000-0000-000000000000"))
     with pytest.raises(SinkError) as caught:
         sink.send([udm_event(1)])
     sink.close()
@@ -154,7 +157,7 @@ def test_a_permission_refusal_raises_naming_what_to_check(fake, tmp_path):
 
 
 def test_the_probe_authenticates_and_finds_the_instance_without_sending(fake, tmp_path):
-    line = probe_sink(settings(fake, tmp_path))
+    line = probe_sink(settings_for(fake, tmp_path))
     assert line == (
         f"Google SecOps at 127.0.0.1:{fake.port}: token issued to "
         f"forwarder@emailauth-secops.iam.gserviceaccount.com; instance "
@@ -169,7 +172,7 @@ def test_a_probe_with_a_key_google_does_not_know_says_what_to_check(fake, tmp_pa
     path = tmp_path / "other.json"
     path.write_text(json.dumps(document))
     with pytest.raises(SinkError) as caught:
-        probe_sink(settings(fake, tmp_path, secops_credentials=str(path)))
+        probe_sink(settings_for(fake, tmp_path, secops_credentials=str(path)))
     message = str(caught.value)
     assert message.startswith("Google refused the service account's token request: HTTP 400 invalid_grant")
     assert "FORWARDER_SECOPS_CREDENTIALS" in message
@@ -178,7 +181,7 @@ def test_a_probe_with_a_key_google_does_not_know_says_what_to_check(fake, tmp_pa
 
 def test_no_secret_reaches_errors_reprs_or_logs(fake, tmp_path, waits, caplog):
     caplog.set_level(logging.DEBUG)
-    sink = SecOpsSink(settings(fake, tmp_path, max_attempts=2))
+    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=2))
     sink.send([udm_event(1)])
     fake.fail_next(5, status=503)
     with pytest.raises(SinkError) as caught:
@@ -265,3 +268,52 @@ def test_the_fake_refuses_what_the_service_refuses():
     ) == ("USER_LOGIN requires target.user")
     assert "Unknown name" in udm_problem({"metadata": {}, "emailauth": {}})
     assert "event_timestamp" in udm_problem({"metadata": {"event_timestamp": "yesterday"}})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.integers(0, 300_000), min_size=1, max_size=30),
+    poison=st.sets(st.integers(0, 29), max_size=4),
+    faults=st.lists(st.sampled_from([429, 500, 503]), max_size=3),
+    batch_events=st.integers(1, 12),
+)
+def test_whatever_is_refused_or_throttled_each_event_is_imported_once_or_rejected(
+    fake, tmp_path, waits, sizes, poison, faults, batch_events
+):
+    """Refusals (bad events anywhere), throttling and server errors, any batch shape: every event is
+    imported exactly once or rejected, only bad events (or one over the limit) are rejected, and no
+    request exceeds the limit."""
+    with fake.lock:
+        fake.events.clear()
+        fake.largest_request = fake.oversized = 0
+    events = [udm_event(n, size=size) for n, size in enumerate(sizes)]
+    fake.poisoned = {events[n].id for n in poison if n < len(events)}
+    for status in faults:
+        fake.fail_next(1, status=status)
+    sink = SecOpsSink(settings_for(fake, tmp_path, batch_events=batch_events))
+    try:
+        result = sink.send(events)
+    finally:
+        sink.close()
+    too_large = {e.id for e in events if len(e.body) + 8 > sink.max_batch_bytes}
+    rejected = [r.event.id for r in result.rejected]
+    assert sorted(rejected) == sorted(fake.poisoned | too_large)
+    assert sorted(fake.ids()) == sorted(e.id for e in events if e.id not in set(rejected))
+    assert result.delivered == len(events) - len(rejected)
+    assert fake.oversized == 0 and fake.largest_request <= REQUEST_LIMIT
+
+
+def test_the_key_can_come_from_secrets_manager_and_is_masked(fake, tmp_path, aws):
+    import boto3
+
+    from forwarder import credentials
+
+    document = json.dumps(fake.key_document())
+    boto3.client("secretsmanager").create_secret(Name="emailauth/secops-key", SecretString=document)
+    credentials.forget()
+    line = probe_sink(settings_for(fake, tmp_path, secops_credentials="secretsmanager:emailauth/secops-key"))
+    assert line.endswith("found")
+    assert logs.redact(document) == logs.MASK
+    with pytest.raises(SinkError) as caught:
+        probe_sink(settings_for(fake, tmp_path, secops_credentials="secretsmanager:emailauth/nothing-here"))
+    assert str(caught.value).startswith("FORWARDER_SECOPS_CREDENTIALS: cannot read secretsmanager:emailauth/")
