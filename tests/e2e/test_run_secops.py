@@ -6,60 +6,27 @@ in quarantine; no secret in anything the forwarder printed or stored."""
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
 
 import pytest
 
 from forwarder import retry
 from forwarder.app import run_once
 from forwarder.config import load_settings
-from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.state import open_store
-from forwarder.state.model import StreamState
-from forwarder.timeutil import now_us, parse_iso
-from tests.e2e.helpers import cli, expected_ids
+from tests.e2e.helpers import cli
+from tests.e2e.test_every_sink import ORG, expected
 from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
+from tests.sinks.test_es_crash import Crash, CrashingStore
 
-LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
-ORG = generate_org(21)
 BATCH = 40
 
 
-class Crash(BaseException):
-    """The process dies: nothing in the forwarder may catch this."""
-
-
-class CrashingStore:
-    """A real store whose ``crash_on``-th commit dies before writing anything."""
-
-    def __init__(self, inner: Any, crash_on: Optional[int]) -> None:
-        self.inner, self.crash_on, self.commits = inner, crash_on, 0
-
-    def commit(self, key: str, state: StreamState, version: Optional[str]) -> str:
-        self.commits += 1
-        if self.commits == self.crash_on:
-            raise Crash(f"killed before commit {self.commits}")
-        return self.inner.commit(key, state, version)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
-
-
 @pytest.fixture
-def sim():
-    with Simulator(ORG) as s:
-        yield s
-
-
-def expected():
-    floor = now_us() - LOOKBACK_US
-    return expected_ids(r for r in ORG.all_records() if parse_iso(r["created_at"]) >= floor)
+def sim(monkeypatch):
+    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    with Simulator(ORG) as simulator:
+        yield simulator
 
 
 def env_for(sim, fake, tmp_path, **extra):
