@@ -15,7 +15,6 @@ from forwarder import logs
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.sinks import probe_sink, sink_problems
-from forwarder.sinks.google_auth import parse_key
 from forwarder.sinks.secops import REQUEST_LIMIT, SecOpsSink, endpoint
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake, udm_problem
@@ -230,36 +229,6 @@ def test_the_endpoint_is_the_regional_host():
     assert endpoint("secops+https://chronicle.europe-west2.rep.googleapis.com") == (
         "https://chronicle.europe-west2.rep.googleapis.com"
     )
-
-
-@pytest.mark.parametrize(
-    ("document", "problem"),
-    [
-        ("not json", "does not hold a JSON service-account key"),
-        (json.dumps({"type": "authorized_user"}), "is not a service-account key"),
-        (
-            json.dumps({"type": "service_account", "client_email": "a@b"}),
-            "has no private_key, private_key_id",
-        ),
-        (
-            json.dumps(
-                {
-                    "type": "service_account",
-                    "client_email": "a",
-                    "private_key": "k",
-                    "private_key_id": "i",
-                    "token_uri": "http://oauth.example.com/token",
-                }
-            ),
-            "plain http is allowed for loopback hosts only",
-        ),
-    ],
-)
-def test_a_bad_key_file_is_named_without_quoting_it(document, problem):
-    with pytest.raises(ValueError) as caught:
-        parse_key(document, "/etc/key.json")
-    assert problem in str(caught.value) and "FORWARDER_SECOPS_CREDENTIALS" in str(caught.value)
-    assert '"k"' not in str(caught.value)
 
 
 def test_the_fake_refuses_what_the_service_refuses():
