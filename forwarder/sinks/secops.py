@@ -150,9 +150,14 @@ class SecOpsSink:
         return f"SecOpsSink(url={self.import_url!r}, account={self._tokens.key.client_email!r})"
 
     def send(self, batch: Sequence[Event]) -> SendResult:
-        kept, envelopes, rejected = reject_oversized(
-            batch, envelope, self.max_batch_bytes, "UDM envelope", "request limit"
+        # a text event (CEF, replayed from another sink's quarantine) is no UDM: refused unsent
+        rejected = [
+            Rejection(e, f"{WHO} imports UDM events: this event is not JSON") for e in batch if not e.is_json
+        ]
+        kept, envelopes, too_large = reject_oversized(
+            [e for e in batch if e.is_json], envelope, self.max_batch_bytes, "UDM envelope", "request limit"
         )
+        rejected += too_large
         for events, chunk in wire_batches(kept, envelopes, self.max_batch_events, self.max_batch_bytes):
             rejected += self._send_splitting(events, chunk)
         return SendResult(delivered=len(batch) - len(rejected), rejected=rejected)
@@ -184,14 +189,16 @@ class SecOpsSink:
 
     def _authorized(self, url: str, body: bytes, method: str = "POST") -> requests.Response:
         """The request with a bearer token; once more with a new token when the first is refused (401)."""
-        for attempt in (1, 2):
-            token = self._tokens.get()
-            headers = {"Authorization": f"Bearer {token}"}
-            response = self._poster.post(url, body, JSON, compress=False, method=method, headers=headers)
-            if response.status_code != 401 or attempt == 2:
-                return response
+        token = self._tokens.get()
+        response = self._with_token(url, body, method, token)
+        if response.status_code == 401:
             self._tokens.forget(token)
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns
+            response = self._with_token(url, body, method, self._tokens.get())
+        return response
+
+    def _with_token(self, url: str, body: bytes, method: str, token: str) -> requests.Response:
+        headers = {"Authorization": f"Bearer {token}"}
+        return self._poster.post(url, body, JSON, compress=False, method=method, headers=headers)
 
     def _post_form(self, url: str, form: bytes) -> google_auth.TokenReply:
         response = self._poster.post(url, form, google_auth.FORM, compress=False)

@@ -105,6 +105,16 @@ def test_no_request_exceeds_the_limit_and_an_event_too_large_alone_is_rejected_u
     assert sorted(fake.ids()) == sorted(e.id for e in events[:40])
 
 
+def test_a_text_event_is_rejected_unsent(fake, tmp_path):
+    sink = SecOpsSink(settings_for(fake, tmp_path))
+    result = sink.send([udm_event(1), Event("cef-1", 0, b"CEF:0|Fortra|x|v1|a|b|3|", is_json=False)])
+    sink.close()
+    assert result.delivered == 1 and fake.ids() == ["id-000001"]
+    assert [(r.event.id, r.reason) for r in result.rejected] == [
+        ("cef-1", "Google SecOps imports UDM events: this event is not JSON")
+    ]
+
+
 def test_a_refused_import_is_split_down_to_the_bad_event(fake, tmp_path):
     fake.poisoned = {"id-000013"}
     events = [udm_event(n) for n in range(32)] + [udm_event(40, kind="NOT_A_TYPE")]
