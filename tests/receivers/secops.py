@@ -5,7 +5,8 @@
   the account's key (verified with its public key, found by ``kid`` and ``iss``), ``aud`` this
   endpoint, ``exp`` at most an hour after ``iat``, ``iat`` within five minutes of now, a ``scope``.
   Refusals as Google words them: 400 ``invalid_grant`` (OAuth's error form). A token lives
-  ``token_seconds``; ``revoke_tokens()`` makes the tokens issued so far fail with 401.
+  ``token_seconds``; ``revoke_tokens()`` makes the tokens issued so far fail with 401, and
+  ``tokens_accepted = False`` every token, issued or to come.
 * ``POST /v1/{instance}/events:import``: a live bearer token with the cloud-platform scope (401
   UNAUTHENTICATED / 403), the instance this fake is (404 NOT_FOUND otherwise), ``Content-Type:
   application/json``, a body of at most ``max_request_bytes`` (400 INVALID_ARGUMENT; such a request
@@ -114,6 +115,7 @@ class SecOpsFake(LoopbackReceiver):
         self.largest_request = 0
         self.imports = 0  # import requests, answered whatever the answer
         self.token_requests = 0
+        self.tokens_accepted = True  # False: the API refuses every token (401); they are still issued
         self._tokens: Dict[str, float] = {}  # access token -> expires (wall seconds)
         self._token_faults: Deque[int] = deque()
 
@@ -244,7 +246,7 @@ class SecOpsFake(LoopbackReceiver):
         scheme, _, token = headers.get("authorization", "").partition(" ")
         with self.lock:
             expires = self._tokens.get(token)
-        if scheme != "Bearer" or expires is None or expires < time.time():
+        if scheme != "Bearer" or expires is None or expires < time.time() or not self.tokens_accepted:
             return google_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         if SCOPE not in getattr(self, "_scopes", []):
             return google_error(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.")

@@ -91,6 +91,27 @@ def test_a_revoked_token_is_replaced_once_and_the_batch_goes_through(fake, tmp_p
     assert fake.token_requests == 2
 
 
+def test_a_token_endpoint_that_fails_for_a_while_is_retried(fake, tmp_path, waits):
+    fake.fail_token_next(2, status=503)
+    sink = SecOpsSink(settings_for(fake, tmp_path))
+    result = sink.send([udm_event(1)])
+    sink.close()
+    assert result.delivered == 1 and fake.token_requests == 3 and len(waits) == 2
+
+
+def test_tokens_the_api_keeps_refusing_stop_the_batch_naming_the_key(fake, tmp_path):
+    fake.tokens_accepted = False  # a key whose account lost its access after the token was issued
+    sink = SecOpsSink(settings_for(fake, tmp_path))
+    with pytest.raises(SinkError) as caught:
+        sink.send([udm_event(1)])
+    sink.close()
+    assert str(caught.value) == (
+        "Google SecOps refused the import: HTTP 401 UNAUTHENTICATED: Request had invalid authentication "
+        "credentials.; check FORWARDER_SECOPS_CREDENTIALS"
+    )
+    assert fake.token_requests == 2 and fake.ids() == []
+
+
 def test_no_request_exceeds_the_limit_and_an_event_too_large_alone_is_rejected_unsent(fake, tmp_path):
     # asked for more than the API takes
     sink = SecOpsSink(settings_for(fake, tmp_path, batch_bytes=5_000_000))
