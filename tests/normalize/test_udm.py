@@ -18,7 +18,7 @@ from forwarder.normalize.ecs import to_ecs
 from forwarder.normalize.facts import facts
 from forwarder.normalize.udm import _FORMAT, event_type, format_udm
 from forwarder.records import parse_record
-from tests.receivers.secops import udm_problem
+from tests.receivers.udm_checks import udm_problem
 
 from . import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
 

@@ -28,7 +28,6 @@ import json
 import secrets
 import time
 from collections import deque
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 from urllib.parse import parse_qs, urlsplit
@@ -38,28 +37,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from .http_collector import LoopbackReceiver, Reply, json_reply
+from .udm_checks import at_path, udm_problem
 
 PROJECT = "emailauth-secops"
 REGION = "us"
 INSTANCE = "3f0ac524-5ae1-4bfd-b86d-53afc953e7e6"
 CLIENT_EMAIL = "forwarder@emailauth-secops.iam.gserviceaccount.com"
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-EVENT_TYPES = {
-    "GENERIC_EVENT": (),
-    "USER_LOGIN": ("target.user", "extensions.auth"),
-    "USER_CREATION": ("principal.user", "target.user"),
-    "USER_DELETION": ("principal.user", "target.user"),
-    "USER_CHANGE_PERMISSIONS": ("principal.user", "target.user"),
-    "USER_UNCATEGORIZED": ("principal.user",),
-    "USER_RESOURCE_CREATION": ("principal.user", "target.resource"),
-    "USER_RESOURCE_DELETION": ("principal.user", "target.resource"),
-    "USER_RESOURCE_UPDATE_CONTENT": ("principal.user", "target.resource"),
-    "USER_RESOURCE_ACCESS": ("principal.user", "target.resource"),
-}
-UDM_FIELDS = {
-    "metadata", "principal", "target", "src", "observer", "intermediary", "about", "security_result",
-    "network", "extensions", "additional",
-}  # fmt: skip
 
 
 def google_error(status: int, code: str, message: str) -> Reply:
@@ -68,36 +52,6 @@ def google_error(status: int, code: str, message: str) -> Reply:
 
 def _unb64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-def _get(doc: Any, path: str) -> Any:
-    for name in path.split("."):
-        doc = doc.get(name) if isinstance(doc, dict) else None
-    return doc
-
-
-def udm_problem(udm: Any) -> Optional[str]:
-    """Why the service would refuse this UDM event, or None."""
-    if not isinstance(udm, dict):
-        return "udm must be an object"
-    unknown = sorted(set(udm) - UDM_FIELDS)
-    if unknown:
-        return f"Unknown name \"{unknown[0]}\" at 'udm': Cannot find field."
-    stamp = _get(udm, "metadata.event_timestamp")
-    try:
-        datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return f"invalid metadata.event_timestamp: {stamp!r}"
-    kind = _get(udm, "metadata.event_type")
-    if kind not in EVENT_TYPES:
-        return f"invalid metadata.event_type: {kind!r}"
-    for noun in EVENT_TYPES[kind]:
-        if not _get(udm, noun):
-            return f"{kind} requires {noun}"
-    user = _get(udm, "principal.user")
-    if user is not None and not (user.get("userid") or user.get("email_addresses")):
-        return "principal.user needs a userid or an email address"
-    return None
 
 
 class SecOpsFake(LoopbackReceiver):
@@ -281,7 +235,7 @@ class SecOpsFake(LoopbackReceiver):
         for at, event in enumerate(events):
             udm = event.get("udm") if isinstance(event, dict) and set(event) == {"udm"} else None
             problem = udm_problem(udm)
-            if problem is None and _get(udm, "metadata.product_log_id") in self.poisoned:
+            if problem is None and at_path(udm, "metadata.product_log_id") in self.poisoned:
                 problem = "event rejected by validation"
             if problem:
                 return google_error(400, "INVALID_ARGUMENT", f"events[{at}]: {problem}")

@@ -17,7 +17,8 @@ from forwarder.events import Event
 from forwarder.sinks import probe_sink, sink_problems
 from forwarder.sinks.secops import REQUEST_LIMIT, SecOpsSink, endpoint
 from forwarder.sinks.settings import SinkSettings
-from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake, udm_problem
+from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
+from tests.receivers.udm_checks import udm_problem
 
 
 @pytest.fixture
