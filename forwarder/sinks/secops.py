@@ -10,8 +10,8 @@ Protocol choices, from the Chronicle API reference (``projects.locations.instanc
   writes and maintains in their instance before anything is usable.
 * Target. ``{endpoint}/v1/projects/{FORWARDER_SECOPS_PROJECT}/locations/{FORWARDER_SECOPS_REGION}/
   instances/{FORWARDER_SECOPS_INSTANCE}/events:import``; the body ``{"inlineSource": {"events":
-  [{"udm": <event>}, ...]}}``, JSON, not compressed; an empty reply body with 200 is the proof of
-  acceptance (anything else 2xx proves nothing: retried).
+  [{"udm": <event>}, ...]}}``, JSON, not compressed; 200 with an empty body (as documented) or a JSON
+  object is the proof of acceptance (anything else 2xx proves nothing: retried).
 * Auth. The service account's JSON key (``FORWARDER_SECOPS_CREDENTIALS``: a path, or Secrets
   Manager / SSM) gives access tokens (``google_auth.py``), cached until shortly before expiry; a 401
   drops the token and the request goes once more with a new one. The account needs
@@ -183,8 +183,8 @@ class SecOpsSink:
             return google_error(response)
         if response.status_code != 200:
             raise self._refused(response, "the import")
-        if response.content.strip() not in (b"", b"{}"):
-            raise self._poster.unproven(response, "not the empty reply of an accepted import")
+        if response.content.strip() and json_object(response) is None:
+            raise self._poster.unproven(response, "not the JSON reply of an accepted import")
         return None
 
     def _authorized(self, url: str, body: bytes, method: str = "POST") -> requests.Response:

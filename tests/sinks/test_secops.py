@@ -318,3 +318,12 @@ def test_the_key_can_come_from_secrets_manager_and_is_masked(fake, tmp_path, aws
     with pytest.raises(SinkError) as caught:
         probe_sink(settings_for(fake, tmp_path, secops_credentials="secretsmanager:emailauth/nothing-here"))
     assert str(caught.value).startswith("FORWARDER_SECOPS_CREDENTIALS: cannot read secretsmanager:emailauth/")
+
+
+def test_a_200_that_is_not_the_apis_reply_proves_nothing(fake, tmp_path, waits, monkeypatch):
+    monkeypatch.setattr(fake, "_import", lambda headers, raw: (200, b"OK", {"Content-Type": "text/plain"}))
+    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=2))
+    with pytest.raises(SinkError) as caught:
+        sink.send([udm_event(1)])
+    sink.close()
+    assert caught.value.retryable and "not the JSON reply of an accepted import" in str(caught.value)
