@@ -67,6 +67,19 @@ def test_the_whole_org_arrives_once_across_faults_and_a_second_run_sends_nothing
         assert all(event["metadata"]["vendor_name"] == "Fortra" for event in fake.events)
 
 
+def test_a_batch_refused_past_its_attempts_is_sent_again_each_event_once(sim, tmp_path):
+    with SecOpsFake() as fake:
+        settings = load_settings(env_for(sim, fake, tmp_path, FORWARDER_CONCURRENCY="1"))
+        fake.fail_next(5, status=503)  # FORWARDER_MAX_ATTEMPTS: the first request gives up
+        run_once(settings)  # the stream may read its records again in this run, or fail it
+        second = run_once(settings)
+        imports = [seen.status for seen in fake.seen() if seen.path.endswith(":import")]
+        assert imports[:6] == [503] * 5 + [200]
+        assert second.ok, second.to_dict()
+        ids = fake.ids()
+        assert sorted(ids) == expected() and len(ids) == len(set(ids))
+
+
 @pytest.mark.parametrize("crash_on", [1, 3])
 def test_a_crash_between_import_and_commit_sends_nothing_twice(sim, tmp_path, crash_on):
     with SecOpsFake() as fake:
