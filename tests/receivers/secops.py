@@ -36,6 +36,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from .bearer import BearerTokens
 from .http_collector import LoopbackReceiver, Reply, json_reply
 from .udm_checks import at_path, udm_problem
 
@@ -70,7 +71,7 @@ class SecOpsFake(LoopbackReceiver):
         self.imports = 0  # import requests, answered whatever the answer
         self.token_requests = 0
         self.tokens_accepted = True  # False: the API refuses every token (401); they are still issued
-        self._tokens: Dict[str, float] = {}  # access token -> expires (wall seconds)
+        self.tokens = BearerTokens()
         self._token_faults: Deque[int] = deque()
 
     @property
@@ -114,12 +115,10 @@ class SecOpsFake(LoopbackReceiver):
             self._token_faults.extend([status] * n)
 
     def revoke_tokens(self) -> None:
-        with self.lock:
-            self._tokens.clear()
+        self.tokens.revoke()
 
     def issued(self) -> List[str]:
-        with self.lock:
-            return list(self._tokens)
+        return self.tokens.issued()
 
     def handle(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
         if urlsplit(target).path == "/token":
@@ -154,9 +153,8 @@ class SecOpsFake(LoopbackReceiver):
         claims, problem = self._verified(form.get("assertion", ""))
         if problem:
             return refuse(problem)
-        token = "ya29." + secrets.token_urlsafe(48)
+        token = self.tokens.issue("ya29.", self.token_seconds)
         with self.lock:
-            self._tokens[token] = time.time() + self.token_seconds
             self._scopes = str(claims.get("scope", "")).split()
         return json_reply(
             200, {"access_token": token, "expires_in": self.token_seconds, "token_type": "Bearer"}
@@ -198,9 +196,7 @@ class SecOpsFake(LoopbackReceiver):
     def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
         path = urlsplit(target).path
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        with self.lock:
-            expires = self._tokens.get(token)
-        if scheme != "Bearer" or expires is None or expires < time.time() or not self.tokens_accepted:
+        if scheme != "Bearer" or not self.tokens.live(token) or not self.tokens_accepted:
             return google_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         if SCOPE not in getattr(self, "_scopes", []):
             return google_error(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.")
