@@ -1,13 +1,17 @@
 """End to end into Google SecOps: the simulator's whole organization through the loopback fake of
 Google's token endpoint and the Chronicle API, each event imported exactly once across injected
 429/5xx, a crash between an accepted import and the state commit, and a second run; a refused event
-in quarantine; no secret in anything the forwarder printed or stored."""
+in quarantine; the delivery property over all of these at once; no secret in anything the forwarder
+printed or stored."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forwarder import retry
 from forwarder.app import run_once
@@ -128,3 +132,37 @@ def test_run_and_check_print_no_secret(sim, tmp_path):
     )
     output = checked.stdout + checked.stderr + ran.stdout + ran.stderr + stored
     assert tokens and not [secret for secret in [*tokens, *pem_lines] if secret in output]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    poisoned=st.sets(st.integers(0, 1000), max_size=3),
+    faults=st.lists(st.sampled_from([429, 500, 503]), max_size=4),
+    crash_on=st.none() | st.integers(1, 6),
+    batch=st.sampled_from([25, 200]),
+)
+def test_whatever_is_refused_throttled_or_killed_each_event_arrives_once_or_in_quarantine(
+    sim, tmp_path_factory, poisoned, faults, crash_on, batch
+):
+    """The delivery property against this sink: refused events anywhere (partial acceptance of a
+    batch), throttling and server errors, a process killed at a state commit; then runs until one
+    is clean: every event imported or quarantined, none imported twice, none both."""
+    tmp_path = tmp_path_factory.mktemp("property")
+    bad = {expected()[n] for n in poisoned}
+    with SecOpsFake() as fake:
+        fake.poisoned = bad
+        for status in faults:
+            fake.fail_next(1, status=status)
+        settings = load_settings(env_for(sim, fake, tmp_path, FORWARDER_BATCH_EVENTS=str(batch)))
+        if crash_on is not None:
+            with contextlib.suppress(Crash):
+                run_once(settings, store=CrashingStore(open_store(settings.state), crash_on))
+        reports = [run_once(settings) for _ in range(2)]
+        ids = fake.ids()
+    quarantine = tmp_path / "quarantine" / "quarantine.ndjson"
+    lines = quarantine.read_text().splitlines() if quarantine.exists() else []
+    quarantined = [json.loads(line)["event_id"] for line in lines]
+    assert reports[-1].ok and reports[-1].totals()["shipped"] == 0
+    assert len(ids) == len(set(ids)) and not set(ids) & set(quarantined)
+    assert sorted(set(ids) | set(quarantined)) == expected()
+    assert set(quarantined) == bad
