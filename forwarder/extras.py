@@ -19,6 +19,7 @@ AWS_VALUES: Dict[str, Tuple[str, ...]] = {
     "FORWARDER_SINK": ("s3://", "firehose://"),
     "FORWARDER_CREDENTIALS": ("secretsmanager:", "ssm:"),
     "FORWARDER_TENANTS": ("s3://", "secretsmanager:", "ssm:"),
+    "FORWARDER_SECOPS_CREDENTIALS": ("secretsmanager:", "ssm:"),
 }
 
 

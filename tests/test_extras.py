@@ -38,6 +38,7 @@ AWS_SETTINGS = [
     ("FORWARDER_CREDENTIALS", "ssm:/emailauth/api"),
     ("FORWARDER_TENANTS", "s3://bucket/tenants.json"),
     ("FORWARDER_TENANTS", "secretsmanager:emailauth/tenants"),
+    ("FORWARDER_SECOPS_CREDENTIALS", "secretsmanager:emailauth/secops-key"),
 ]
 
 

@@ -5,10 +5,14 @@ reading the add-on's fields through ``detections/pipelines/splunk.yml``); ``--el
 Elastic Security detection rules (ES|QL) as NDJSON in Kibana's rule import format, reading
 ``logs-emailauth.audit-*`` through ``detections/pipelines/elastic.yml``; ``--sentinel OUT`` writes
 Microsoft Sentinel scheduled analytics rules (KQL, pySigma's Kusto backend) as an ARM template, reading
-the table ``EmailAuthAudit_CL`` through ``detections/pipelines/sentinel.yml``. Every rule is compiled for
-every backend whatever is asked, and any rule that does not compile for one of them fails the run
-(exit 1, one line per failure). Rules that only feed a correlation (``generate`` unset) produce no
-search of their own. The pySigma packages are pinned in pyproject.toml: outputs are reproducible.
+the table ``EmailAuthAudit_CL`` through ``detections/pipelines/sentinel.yml``; ``--secops`` writes
+Google SecOps YARA-L 2.0 rules, one file per rule, on the UDM events of the Google SecOps sink through
+``detections/pipelines/secops.yml`` (the conditions by pySigma's SecOps backend; the rule around them,
+and an event-count correlation, which that backend does not convert, written here). Every rule is
+compiled for every backend whatever is asked, and any rule that does not compile for one of them
+fails the run (exit 1, one line per failure). Rules that only feed a correlation (``generate``
+unset) produce no search of their own. The pySigma packages are pinned in pyproject.toml: outputs are
+reproducible.
 """
 
 from __future__ import annotations
@@ -27,20 +31,23 @@ from correlation_windows import (
     SlidingSplunkBackend,
     lookback_minutes,
 )
+from sigma.backends.secops import SecOpsBackend
 from sigma.collection import SigmaCollection
 from sigma.conversion.base import Backend
 from sigma.conversion.state import ConversionState
-from sigma.correlations import SigmaCorrelationRule
+from sigma.correlations import SigmaCorrelationCondition, SigmaCorrelationRule, SigmaCorrelationType
 from sigma.exceptions import SigmaError
-from sigma.processing.pipeline import ProcessingPipeline
+from sigma.processing.pipeline import ProcessingItem, ProcessingPipeline
+from sigma.processing.transformations.base import ValueTransformation
 from sigma.rule import SigmaRule
-from sigma.types import SigmaBool
+from sigma.types import SigmaBool, SigmaString, SigmaType
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "detections" / "rules"
 PIPELINES = ROOT / "detections" / "pipelines"
 ELASTIC_OUT = ROOT / "elasticsearch" / "detection_rules.ndjson"
 SENTINEL_OUT = ROOT / "sentinel" / "analytics_rules.json"
+SECOPS_OUT = ROOT / "secops" / "rules"
 AnyRule = Union[SigmaRule, SigmaCorrelationRule]
 
 # Events reach the SIEM a poll interval after they happen, and late records (a re-sweep) days after:
@@ -83,6 +90,16 @@ SENTINEL_SEVERITY = {
     "medium": "Medium",
     "high": "High",
     "critical": "High",
+}
+# Google SecOps: the events of this product (FORWARDER_PRODUCT's default: edit the rules if you change
+# it); YARA-L's severity and priority by level.
+SECOPS_PRODUCT = "EmailAuth Platform"
+SECOPS_SEVERITY = {
+    "informational": "Info",
+    "low": "Low",
+    "medium": "Medium",
+    "high": "High",
+    "critical": "Critical",
 }
 SPLUNK_SEVERITY = {"informational": 2, "low": 3, "medium": 4, "high": 5, "critical": 6}
 # Elastic Security: risk score by level, as Elastic's prebuilt rules do.
@@ -204,6 +221,142 @@ def sentinel_backend() -> Backend:
         event_id="EventId",
         interval_minutes=SENTINEL_INTERVAL_MINUTES,
     )
+
+
+@dataclass
+class BoolAsText(ValueTransformation):
+    """``true``/``false`` as text: the SecOps backend converts no boolean, and the UDM events carry
+    the analyses' booleans as text (forwarder/normalize/udm.py)."""
+
+    def apply_value(self, field: Optional[str], val: SigmaType) -> Optional[SigmaType]:
+        return SigmaString("true" if val.boolean else "false") if isinstance(val, SigmaBool) else None
+
+
+def secops_backend() -> Backend:
+    secops = pipeline("secops")
+    secops.items.append(ProcessingItem(BoolAsText(), identifier="emailauth_secops_bool_as_text"))
+    return SecOpsBackend(secops)
+
+
+def secops_mapping() -> Dict[str, str]:
+    """Rule field -> UDM field, as ``detections/pipelines/secops.yml`` maps them."""
+    mapped: Dict[str, str] = {}
+    for item in pipeline("secops").items:
+        mapping = getattr(item.transformation, "mapping", None)
+        if isinstance(mapping, dict):
+            mapped.update({key: str(v[0] if isinstance(v, list) else v) for key, v in mapping.items()})
+    return mapped
+
+
+def secops_field(name: str) -> str:
+    """The UDM field a rule's field is read from; CompileError when the pipeline maps it nowhere."""
+    try:
+        return secops_mapping()[name]
+    except KeyError:
+        raise CompileError(f"detections/pipelines/secops.yml does not map {name}") from None
+
+
+def _yaral_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _with_event(query: str) -> str:
+    """The backend's UDM search condition as a YARA-L events line: each field read on event ``$e``."""
+    for udm in sorted(secops_mapping().values(), key=len, reverse=True):
+        query = re.sub(r"(?<![$\w.\"])" + re.escape(udm), "$e." + udm, query)
+    return query
+
+
+def yaral(rule: AnyRule, name: str, events: List[str], match: str = "", condition: str = "$e") -> str:
+    """A YARA-L 2.0 rule: meta from the Sigma rule, ``events`` lines, an optional ``match``."""
+    techniques = [
+        tag.name.upper() for tag in rule.tags if tag.namespace == "attack" and tag.name.startswith("t")
+    ]
+    meta = {
+        "author": rule.author or "emailauth-audit-forwarder",
+        "description": _one_line(rule.description),
+        "sigma_id": str(rule.id),
+        "severity": SECOPS_SEVERITY[_level(rule)],
+        "priority": SECOPS_SEVERITY[_level(rule)],
+        "mitre_attack_technique": ", ".join(techniques),
+        "false_positives": " ".join(_one_line(f) for f in rule.falsepositives or []),
+        "reference": ", ".join(rule.references or []),
+    }
+    lines = [
+        "// Generated by tools/compile_detections.py from detections/rules (Sigma): do not edit.",
+        f"rule {name} {{",
+        "  meta:",
+        *(f"    {key} = {_yaral_string(value)}" for key, value in meta.items() if value),
+        "",
+        "  events:",
+        f"    $e.metadata.product_name = {_yaral_string(SECOPS_PRODUCT)}",
+        *(f"    {line}" for line in events),
+    ]
+    if match:
+        lines += ["", "  match:", f"    {match}"]
+    lines += ["", "  condition:", f"    {condition}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _secops_condition(rule: SigmaRule) -> str:
+    """The rule's condition as UDM search, converted alone (a correlation's base rule too)."""
+    queries = secops_backend().convert(SigmaCollection([rule]), "default")
+    results = queries or rule.get_conversion_result()
+    if len(results) != 1 or not isinstance(results[0], str):
+        raise CompileError(f"{_source(rule)}: expected one query, got {results!r}")
+    return f"({results[0]})" if " OR " in results[0] else results[0]
+
+
+def _secops_correlation(rule: SigmaCorrelationRule, name: str) -> str:
+    condition, bases = rule.condition, [ref.rule for ref in rule.rules or []]
+    if (
+        rule.type != SigmaCorrelationType.EVENT_COUNT
+        or not isinstance(condition, SigmaCorrelationCondition)
+        or len(bases) != 1
+        or not isinstance(bases[0], SigmaRule)
+    ):
+        raise CompileError(
+            f"{_source(rule)}: only event_count correlations of one rule are written for SecOps"
+        )
+    base = bases[0]
+    groups = [(field, "$" + re.sub(r"\W", "_", field)) for field in rule.group_by or []]
+    events = [_with_event(_secops_condition(base))]
+    events += [f"$e.{secops_field(field)} = {variable}" for field, variable in groups]
+    match = f"{', '.join(v for _, v in groups)} over {rule.timespan.spec}" if groups else ""
+    op = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "eq": "="}[condition.op.name.lower()]
+    return yaral(rule, name, events, match, f"#e {op} {condition.count}")
+
+
+def secops_rules() -> Dict[str, str]:
+    """File name -> YARA-L rule, for every rule that yields an alert (a correlation's base rule has
+    none of its own); CompileError with one line per rule that does not convert."""
+    rules: Dict[str, str] = {}
+    failures: List[str] = []
+    for index in range(len(load().rules)):
+        rule = load().rules[index]
+        if not isinstance(rule, SigmaCorrelationRule) and rule._backreferences:
+            continue  # feeds a correlation only (generate unset)
+        name = Path(str(rule.source.path)).stem if rule.source else re.sub(r"\W", "_", rule.title.lower())
+        try:
+            if isinstance(rule, SigmaCorrelationRule):
+                rules[f"{name}.yaral"] = _secops_correlation(rule, name)
+            else:
+                rules[f"{name}.yaral"] = yaral(rule, name, [_with_event(_secops_condition(rule))])
+        except (SigmaError, NotImplementedError, CompileError) as exc:
+            failures.append(f"{_source(rule)}: {type(exc).__name__}: {exc}")
+    if failures:
+        raise CompileError("\n".join(failures))
+    return rules
+
+
+def write_secops(out: Path, rules: Dict[str, str]) -> None:
+    """``rules`` as files in ``out``, replacing the ``.yaral`` files there."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.yaral"):
+        if stale.name not in rules:
+            stale.unlink()
+    for file_name, text in rules.items():
+        (out / file_name).write_text(text, encoding="utf-8")
 
 
 def _one_line(text: Optional[str]) -> str:
@@ -401,11 +554,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--sentinel", type=Path, metavar="OUT", nargs="?", const=SENTINEL_OUT,
         help=f"write the Sentinel ARM template here (default {SENTINEL_OUT.relative_to(ROOT)})",
     )  # fmt: skip
+    parser.add_argument(
+        "--secops", type=Path, metavar="DIR", nargs="?", const=SECOPS_OUT,
+        help=f"write the YARA-L rules here (default {SECOPS_OUT.relative_to(ROOT)})",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         splunk = savedsearches(compile_rules(splunk_backend))
         elastic = elastic_rules(compile_rules(elastic_backend))
         sentinel = sentinel_rules(compile_rules(sentinel_backend))
+        secops = secops_rules()
     except CompileError as exc:
         print(f"detections do not compile:\n{exc}", file=sys.stderr)
         return 1
@@ -414,6 +572,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")
             print(out)
+    if args.secops:
+        write_secops(args.secops, secops)
+        print(args.secops)
     return 0
 
 

@@ -358,6 +358,34 @@ VARIABLES: Tuple[Variable, ...] = (
         tenant=PER_TENANT,
     ),
     V(
+        "FORWARDER_SECOPS_PROJECT",
+        "Google SecOps sink: the Google Cloud project the instance is bound to",
+        Text(),
+        field="sink.secops_project",
+    ),
+    V(
+        "FORWARDER_SECOPS_REGION",
+        "Google SecOps sink: the instance's location (`us`, `europe`, `europe-west2`, ...), as in its "
+        "regional endpoint",
+        Text(),
+        field="sink.secops_region",
+    ),
+    V(
+        "FORWARDER_SECOPS_INSTANCE",
+        "Google SecOps sink: the instance (customer) id, a UUID (SIEM Settings → Profile)",
+        Text(),
+        field="sink.secops_instance",
+        tenant=PER_TENANT,
+    ),
+    V(
+        "FORWARDER_SECOPS_CREDENTIALS",
+        "Google SecOps sink: the service account's JSON key, as a file path or `secretsmanager:<id>` / "
+        "`ssm:<name>` holding it (the key is masked everywhere; the path is not a secret)",
+        Text(shown="path or reference"),
+        field="sink.secops_credentials",
+        tenant=PER_TENANT,
+    ),
+    V(
         "FORWARDER_S3_KMS_KEY_ID",
         "KMS key for the S3 sink and quarantine (empty: SSE-S3)",
         Text(),

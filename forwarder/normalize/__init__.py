@@ -34,6 +34,7 @@ _REGISTRY: Dict[str, str] = {
     "raw": "forwarder.normalize.raw:format_raw",
     "cef": "forwarder.normalize.cef:format_cef",
     "ocsf": "forwarder.normalize.ocsf:format_ocsf",
+    "udm": "forwarder.normalize.udm:format_udm",
 }
 
 

@@ -32,6 +32,8 @@ _REGISTRY: Dict[str, str] = {
     "relp+tls": "forwarder.sinks.relp:open_relp",
     "sentinel+https": "forwarder.sinks.sentinel:open_sentinel",
     "sentinel+http": "forwarder.sinks.sentinel:open_sentinel",
+    "secops+https": "forwarder.sinks.secops:open_secops",
+    "secops+http": "forwarder.sinks.secops:open_secops",
 }
 
 

@@ -188,6 +188,11 @@ class HttpPoster:
     def unreachable(self, cause: causes.Cause, attempts: int = 1) -> str:
         return causes.explain(self.who, cause, attempts, "FORWARDER_SINK", "FORWARDER_SINK_CA_BUNDLE")
 
+    def add_secret(self, secret: str) -> None:
+        """Mask ``secret`` too in every error built from now on (a token obtained while running)."""
+        if secret and secret not in self._secrets:
+            self._secrets.append(secret)
+
     def error(self, message: str, retryable: bool = False) -> SinkError:
         for secret in self._secrets:
             message = message.replace(secret, "<redacted>")

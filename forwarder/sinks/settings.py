@@ -42,3 +42,9 @@ class SinkSettings:
     azure_client_id: Optional[str] = None
     azure_client_secret: Optional[str] = field(default=None, repr=False)
     azure_authority: str = "https://login.microsoftonline.com"
+    # Google SecOps: the instance (FORWARDER_SECOPS_*) and the service account's key (a path or a
+    # secretsmanager:/ssm: reference, not the key itself)
+    secops_project: Optional[str] = None
+    secops_region: Optional[str] = None
+    secops_instance: Optional[str] = None
+    secops_credentials: Optional[str] = None

@@ -79,19 +79,29 @@ def test_splunk_saved_searches_are_disabled_scheduled_alerts_on_the_add_on_field
     assert burst["dispatch.index_earliest"] == "-60m@m"  # the run's 15 minutes, the timespan, the lag
 
 
-def test_a_rule_that_does_not_compile_fails_the_build(tmp_path, monkeypatch, capsys):
+STRAY_LOGSOURCE = "logsource:\n    product: windows\ndetection:\n    sel:\n        EventID: 1\n"
+# a field detections/pipelines/secops.yml does not map: the UDM events would not hold it
+STRAY_FIELD = (
+    "logsource:\n    product: emailauth\n    service: audit\ndetection:\n    sel:\n"
+    "        emailauth.audit.unmapped: x\n"
+)
+
+
+@pytest.mark.parametrize(("flag", "stray"), [("--splunk", STRAY_LOGSOURCE), ("--secops", STRAY_FIELD)])
+def test_a_rule_that_does_not_compile_fails_the_build(tmp_path, monkeypatch, capsys, flag, stray):
     import compile_detections
 
     rules = tmp_path / "rules"
     shutil.copytree(RULES, rules)
     (rules / "stray.yml").write_text(
         "title: Stray\nid: 6f1b0f5e-0c4e-4a53-9a0e-3b1c55a2c001\nstatus: test\nlevel: low\n"
-        "logsource:\n    product: windows\ndetection:\n    sel:\n        EventID: 1\n    condition: sel\n",
+        + stray
+        + "    condition: sel\n",
         encoding="utf-8",
     )
     monkeypatch.setattr(compile_detections, "RULES", rules)
-    out = tmp_path / "savedsearches.conf"
-    assert main(["--splunk", str(out)]) == 1
+    out = tmp_path / "out"
+    assert main([flag, str(out)]) == 1
     assert not out.exists()
     assert "stray.yml" in capsys.readouterr().err
 

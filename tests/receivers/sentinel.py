@@ -19,12 +19,11 @@ are kept in ``rows()``, and the answer is 204 with no body. Faults come from ``L
 from __future__ import annotations
 
 import json
-import secrets
 import ssl
-import time
 from typing import Any, Dict, List, Optional
 from urllib.parse import parse_qs, urlsplit
 
+from tests.receivers.bearer import BearerTokens
 from tests.receivers.http_collector import (
     BadBody,
     Fault,
@@ -64,7 +63,7 @@ class SentinelReceiver(LoopbackReceiver):
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.token_lifetime = token_lifetime
         self.max_request_bytes = max_request_bytes
-        self._tokens: Dict[str, float] = {}  # issued token -> expiry (monotonic)
+        self.tokens = BearerTokens()
         self._rows: List[Dict[str, Any]] = []
         self.token_requests = 0
         self.uploads: List[int] = []  # decompressed size of every accepted call
@@ -97,12 +96,10 @@ class SentinelReceiver(LoopbackReceiver):
 
     def revoke_tokens(self) -> None:
         """Every token issued so far is refused from now on (401)."""
-        with self.lock:
-            self._tokens.clear()
+        self.tokens.revoke()
 
     def issued(self) -> List[str]:
-        with self.lock:
-            return list(self._tokens)
+        return self.tokens.issued()
 
     def fault_reply(self, fault: Fault) -> Reply:
         code = "TooManyRequests" if fault.status == 429 else "ServiceUnavailable"
@@ -166,9 +163,7 @@ class SentinelReceiver(LoopbackReceiver):
         scope = form.get("scope") or ""
         if not scope.endswith("/.default") or scope[: -len("/.default")].rstrip("/") != RESOURCE:
             return json_reply(400, {"error": "invalid_scope", "error_description": "AADSTS1002012"})
-        token = "eyJ0eXAiOiJKV1QifQ." + secrets.token_urlsafe(32) + "." + secrets.token_urlsafe(16)
-        with self.lock:
-            self._tokens[token] = time.monotonic() + self.token_lifetime
+        token = self.tokens.issue("eyJ0eXAiOiJKV1QifQ.", self.token_lifetime)
         reply = {
             "token_type": "Bearer",
             "expires_in": self.token_lifetime,
@@ -189,9 +184,7 @@ class SentinelReceiver(LoopbackReceiver):
         if query.get("api-version") != [API_VERSION]:
             return azure_error(400, "InvalidApiVersion", "api-version is missing or not supported")
         auth = headers.get("authorization", "")
-        with self.lock:
-            expiry = self._tokens.get(auth[len("Bearer ") :]) if auth.startswith("Bearer ") else None
-        if expiry is None or time.monotonic() >= expiry:
+        if not (auth.startswith("Bearer ") and self.tokens.live(auth[len("Bearer ") :])):
             return azure_error(401, "InvalidToken", "The provided token is missing, invalid or expired.")
         segments = path.split("/")
         if len(segments) != 5 or segments[2] != RULE_ID or segments[3] != "streams":
