@@ -45,8 +45,6 @@ def test_nothing_the_risk_attributes_said_is_lost():
             assert older["unmapped"]["risk"]["score"] == event["risk_score"]
             assert ", ".join(older["unmapped"]["risk"]["reasons"]) == event.get("risk_details", "")
             level_id = next(n for n, name in RISK_LEVEL.values() if name == event["risk_level"])
-                event["risk_level"]
-            ][0]
             assert older["severity_id"] == level_id + 1
             assert "security_control" not in older["metadata"].get("profiles", [])
             assert "risk_score" in event  # the 1.8 event itself is left as it was
