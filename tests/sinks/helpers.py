@@ -38,7 +38,8 @@ def lake_objects(bucket: str) -> dict:
     import pyarrow.parquet as pq
 
     s3 = boto3.client("s3")
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
     found = {}
     for key in sorted(keys):
         table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
