@@ -221,3 +221,16 @@ def test_the_probe_reaches_the_bucket_and_names_the_sources_without_writing(lake
 def test_the_probe_fails_on_a_missing_bucket_naming_the_variable(aws):
     with pytest.raises(SinkError, match="does not exist; check FORWARDER_SINK"):
         probe_sink(SinkSettings(uri=URI))
+
+
+def test_the_readme_registers_every_source_with_its_event_class():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^aws securitylake create-custom-log-source (.*)$", readme, re.M)
+    documented = {
+        re.search(r"--source-name (\S+)", c)[1]: (re.search(r"--event-classes (\S+)", c) or [None, None])[1]
+        for c in commands
+    }
+    wanted = {source_names("emailauth")[uid]: event_class for uid, (_, event_class) in SOURCES.items()}
+    assert documented == wanted
