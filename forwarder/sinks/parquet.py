@@ -23,7 +23,7 @@ ROW_GROUP_ROWS = 100_000
 DATA_PAGE_BYTES = 1024 * 1024
 
 
-def _json_text(row: Mapping[str, Any], path: Tuple[str, ...]) -> Dict[str, Any]:
+def with_json_text(row: Mapping[str, Any], path: Tuple[str, ...]) -> Dict[str, Any]:
     """``row`` with the value at ``path`` (when there) replaced by its JSON text (a new dict along
     the path; the rest shared)."""
     head, rest = path[0], path[1:]
@@ -32,7 +32,7 @@ def _json_text(row: Mapping[str, Any], path: Tuple[str, ...]) -> Dict[str, Any]:
     copy = dict(row)
     if rest:
         if isinstance(row[head], Mapping):
-            copy[head] = _json_text(row[head], rest)
+            copy[head] = with_json_text(row[head], rest)
     else:
         copy[head] = dumps(row[head]).decode("utf-8")
     return copy
@@ -59,7 +59,7 @@ def to_parquet(rows: Sequence[Mapping[str, Any]], json_paths: Sequence[Tuple[str
 
     prepared = list(rows)
     for path in json_paths:
-        prepared = [_json_text(row, path) for row in prepared]
+        prepared = [with_json_text(row, path) for row in prepared]
     try:
         inferred = pa.array(prepared)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

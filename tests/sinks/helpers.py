@@ -43,16 +43,16 @@ def lake_objects(bucket: str) -> dict:
     found = {}
     for key in sorted(keys):
         table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
-        found[key] = [_as_written(row) for row in table.to_pylist()]
+        found[key] = [as_written(row) for row in table.to_pylist()]
     return found
 
 
-def _as_written(row: dict) -> dict:
+def as_written(row: dict) -> dict:
     import json
 
     from forwarder.sinks.securitylake import JSON_PATHS
 
-    row = _without_nulls(row)
+    row = without_nulls(row)
     for path in JSON_PATHS:
         holder = row
         for step in path[:-1]:
@@ -62,9 +62,9 @@ def _as_written(row: dict) -> dict:
     return row
 
 
-def _without_nulls(value):
+def without_nulls(value):
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
+        return [without_nulls(v) for v in value]
     return value

@@ -6,31 +6,38 @@ batch counted delivered only on every object's ETag."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import re
 
 import boto3
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.normalize.ocsf import format_ocsf
+from forwarder.normalize.ocsf_1_3 import downgrade
 from forwarder.records import parse_record
 from forwarder.sinks import open_sink, probe_sink, sink_problems
+from forwarder.sinks.parquet import to_parquet, with_json_text
 from forwarder.sinks.securitylake import (
+    JSON_PATHS,
     MAX_SOURCE_NAME,
     SOURCES,
     SecurityLakeSink,
     parse_uri,
+    rows_by_object,
     source_names,
 )
 from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import from_us
-from tests.normalize import OPTIONS, golden_cases, golden_records
+from tests.normalize import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
 from tests.normalize.ocsf_check import OCSF_1_3, OcsfSchema
-from tests.sinks.helpers import lake_objects, only_rejection
+from tests.sinks.helpers import as_written, lake_objects, only_rejection
 
-pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
 
 LAKE = "aws-security-data-lake-us-east-1-abc"
 URI = f"securitylake://{LAKE}/ext/emailauth"
@@ -234,3 +241,54 @@ def test_the_readme_registers_every_source_with_its_event_class():
     }
     wanted = {source_names("emailauth")[uid]: event_class for uid, (_, event_class) in SOURCES.items()}
     assert documented == wanted
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+VALUES = json_like(SCALARS, max_size=3, max_leaves=8)
+ACTIONS = st.sampled_from([*API_ACTIONS, "user.create", "user.delete", "spf_record_source.update", "x.y"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(ACTIONS, VALUES, VALUES, VALUES, st.sampled_from(["user", "domain"])),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_whatever_the_records_hold_each_object_reads_back_as_the_rows_written(records):
+    """Records of any shape, several to an object: the Parquet file is written (no clash of column
+    types) and reads back as each row's OCSF 1.3 form."""
+    events = [
+        record_event(
+            {
+                "filterable_action": action,
+                "user": user,
+                "object": obj,
+                "changes": changes,
+                "created_at": f"2026-01-02T03:04:{n:02d}Z",
+            },
+            stream,
+        )
+        for n, (action, user, obj, changes, stream) in enumerate(records)
+    ]
+    groups, rejected = rows_by_object(events)
+    assert not rejected
+    for pairs in groups.values():
+        table = pq.read_table(io.BytesIO(to_parquet([row for _, row in pairs], JSON_PATHS)))
+        assert [as_written(row) for row in table.to_pylist()] == [written(event) for event, _ in pairs]
+
+
+def written(event: Event) -> dict:
+    """What a row of ``event`` should read back as: its OCSF 1.3 form, free-form values as JSON text,
+    then through ``as_written`` like the rows read."""
+    row = downgrade(json.loads(event.body))
+    for path in JSON_PATHS:
+        row = with_json_text(row, path)
+    return as_written(row)
