@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 from forwarder.normalize.ocsf import RISK_LEVEL, to_ocsf
 from forwarder.normalize.ocsf_1_3 import downgrade
-from forwarder.records import parse_record
 
-from . import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
+from . import API_ACTIONS, OPTIONS, audit_record, golden_cases, golden_records, json_like
 from .ocsf_check import OCSF_1_3, OCSF_1_8, OcsfSchema
 
 OCSF13 = OcsfSchema(OCSF_1_3)
@@ -58,12 +57,7 @@ ACTIONS = st.sampled_from([*API_ACTIONS, "user.create", "user.delete", "dkim_rec
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(action=ACTIONS, user=VALUES, obj=VALUES, changes=VALUES, stream=st.sampled_from(["user", "domain"]))
 def test_arbitrary_records_conform_to_1_3(action, user, obj, changes, stream):
-    raw = {
-        "filterable_action": action,
-        "action": action,
-        "user": user,
-        "object": obj,
-        "changes": changes,
-        "created_at": "2026-01-02T03:04:05Z",
-    }
-    assert OCSF13.check_event(downgrade(to_ocsf(parse_record(raw, stream), OPTIONS))) == []
+    assert (
+        OCSF13.check_event(downgrade(to_ocsf(audit_record(action, user, obj, changes, stream), OPTIONS)))
+        == []
+    )

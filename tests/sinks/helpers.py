@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from forwarder.events import Event, Rejection, SendResult
+from tests.receivers.http_collector import LoopbackReceiver, Reply
+
+
+class NoEtag(LoopbackReceiver):
+    """Something in front of S3 (a proxy, a misconfigured endpoint) answering 200 with no ETag."""
+
+    def answer(self, method: str, target: str, headers: dict, raw: bytes) -> Reply:
+        return 200, b"", {}
 
 
 def only_rejection(result: SendResult, event: Event, delivered: int) -> Rejection:

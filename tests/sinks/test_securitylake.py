@@ -19,7 +19,6 @@ from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.normalize.ocsf import format_ocsf
 from forwarder.normalize.ocsf_1_3 import downgrade
-from forwarder.records import parse_record
 from forwarder.sinks import open_sink, probe_sink, sink_problems
 from forwarder.sinks.parquet import to_parquet, with_json_text
 from forwarder.sinks.securitylake import (
@@ -33,9 +32,9 @@ from forwarder.sinks.securitylake import (
 )
 from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import from_us
-from tests.normalize import API_ACTIONS, OPTIONS, golden_cases, golden_records, json_like
+from tests.normalize import API_ACTIONS, OPTIONS, audit_record, golden_cases, golden_records, json_like
 from tests.normalize.ocsf_check import OCSF_1_3, OcsfSchema
-from tests.sinks.helpers import as_written, lake_objects, only_rejection
+from tests.sinks.helpers import NoEtag, as_written, lake_objects, only_rejection
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -55,10 +54,6 @@ def day(time_us: int) -> str:
 
 def golden_events():
     return [format_ocsf(record, OPTIONS) for case in golden_cases() for record in golden_records(case)]
-
-
-def record_event(raw: dict, object_type: str = "user") -> Event:
-    return format_ocsf(parse_record(raw, object_type), OPTIONS)
 
 
 @pytest.fixture
@@ -100,23 +95,20 @@ def test_every_row_read_back_is_valid_ocsf_1_3(lake):
 def test_a_column_only_a_later_row_holds_is_kept(lake):
     """Two account changes of one day: only the second renames the user, so only it has
     user_result.full_name; a schema taken from the first row alone would drop the column."""
-    plain = record_event(
-        {
-            "filterable_action": "user.update",
-            "user": "admin@example.com",
-            "object": "bob@example.com",
-            "changes": {"phone": ["1", "2"]},
-            "created_at": "2026-01-02T03:04:05Z",
-        }
+    plain = format_ocsf(
+        audit_record("user.update", "admin@example.com", "bob@example.com", {"phone": ["1", "2"]}, "user"),
+        OPTIONS,
     )
-    renamed = record_event(
-        {
-            "filterable_action": "user.update",
-            "user": "admin@example.com",
-            "object": "carol@example.com",
-            "changes": {"full_name": ["Carol", "Carol Smith"]},
-            "created_at": "2026-01-02T03:04:06Z",
-        }
+    renamed = format_ocsf(
+        audit_record(
+            "user.update",
+            "admin@example.com",
+            "carol@example.com",
+            {"full_name": ["Carol", "Carol Smith"]},
+            "user",
+            created_at="2026-01-02T03:04:06Z",
+        ),
+        OPTIONS,
     )
 
     SecurityLakeSink(SinkSettings(uri=URI)).send([plain, renamed])
@@ -167,12 +159,6 @@ def test_an_event_that_is_not_ocsf_is_refused_unsent(lake):
 
 
 def test_a_put_answered_without_an_etag_is_not_delivered(aws, monkeypatch):
-    from tests.receivers.http_collector import LoopbackReceiver
-
-    class NoEtag(LoopbackReceiver):
-        def answer(self, method, target, headers, raw):
-            return 200, b"", {}
-
     with NoEtag() as fake:
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", fake.http_url)
         with pytest.raises(SinkError, match="without an ETag") as caught:
@@ -266,17 +252,8 @@ def test_whatever_the_records_hold_each_object_reads_back_as_the_rows_written(re
     """Records of any shape, several to an object: the Parquet file is written (no clash of column
     types) and reads back as each row's OCSF 1.3 form."""
     events = [
-        record_event(
-            {
-                "filterable_action": action,
-                "user": user,
-                "object": obj,
-                "changes": changes,
-                "created_at": f"2026-01-02T03:04:{n:02d}Z",
-            },
-            stream,
-        )
-        for n, (action, user, obj, changes, stream) in enumerate(records)
+        format_ocsf(audit_record(*fields, created_at=f"2026-01-02T03:04:{n:02d}Z"), OPTIONS)
+        for n, fields in enumerate(records)
     ]
     groups, rejected = rows_by_object(events)
     assert not rejected
