@@ -134,7 +134,7 @@ def rows_by_object(
         except ValueError:
             doc = None
         class_uid = doc.get("class_uid") if isinstance(doc, dict) else None
-        if class_uid not in SOURCES or not isinstance(doc, dict):
+        if not isinstance(doc, dict) or not isinstance(class_uid, int) or class_uid not in SOURCES:
             rejected.append(Rejection(event, "not an OCSF event of a class Security Lake sources take here"))
             continue
         groups.setdefault((class_uid, event_day(event.time_us)), []).append((event, downgrade(doc)))
@@ -152,10 +152,8 @@ class SecurityLakeSink:
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 2  # keys come from the ids, so concurrent batches are safe; memory bounds it
         self._kms_key_id = settings.sse_kms_key_id
-        self._account_setting = settings.securitylake_account_id
-        self._account: Optional[str] = (
-            None if settings.securitylake_account_id == "sts" else self._account_setting
-        )
+        account = settings.securitylake_account_id
+        self._account: Optional[str] = None if account == "sts" else account
         self._lock = threading.Lock()  # _account, found once
         self._client = client or aws.client("s3", settings.timeout_seconds, settings.max_attempts)
         self._sts = sts

@@ -269,3 +269,13 @@ def written(event: Event) -> dict:
     for path in JSON_PATHS:
         row = with_json_text(row, path)
     return as_written(row)
+
+
+def test_a_class_uid_of_any_json_shape_is_refused_not_a_crash(lake):
+    base = golden_events()[0]
+    odd = [
+        Event(f"{n}" * 64, base.time_us, json.dumps({"class_uid": value}).encode())
+        for n, value in enumerate([[3001], {"a": 1}, "3001", None, 3003])
+    ]
+    result = SecurityLakeSink(SinkSettings(uri=URI)).send(odd)
+    assert result.delivered == 0 and [r.event for r in result.rejected] == odd
