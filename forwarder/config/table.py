@@ -447,6 +447,7 @@ VARIABLES: Tuple[Variable, ...] = (
         Text(),
         "external",
         field="sink.securitylake_account_id",
+        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_INITIAL_LOOKBACK",

@@ -279,3 +279,14 @@ def test_a_class_uid_of_any_json_shape_is_refused_not_a_crash(lake):
     ]
     result = SecurityLakeSink(SinkSettings(uri=URI)).send(odd)
     assert result.delivered == 0 and [r.event for r in result.rejected] == odd
+
+
+def test_each_tenant_may_name_its_own_account_partition():
+    from forwarder.tenants import parse_tenants
+    from tests.tenants.test_document import BASE, tenant
+
+    base = {**BASE, "FORWARDER_SINK": URI, "FORWARDER_FORMAT": "ocsf"}
+    doc = {"tenants": [tenant("acme", securitylake_account_id="external_acme"), tenant("globex")]}
+    acme, globex = parse_tenants(doc, base)
+    assert acme.settings.sink.securitylake_account_id == "external_acme"
+    assert globex.settings.sink.securitylake_account_id == "external"
