@@ -19,8 +19,8 @@ Security Lake").
   (``aws.put_s3_object``); any failure fails the whole batch, which is sent again whole (the objects
   already written get the same keys). An event that is not an OCSF event of those four classes is
   refused for good (quarantine) without being sent.
-* Size. Batches are shared by every stream and larger than other sinks' (``DEFAULT_MAX_BYTES`` of
-  OCSF JSON, a few MiB of Parquet); a partly filled one waits ``linger_s`` for more before it is
+* Size. Batches are shared by every stream and large (``DEFAULT_MAX_EVENTS``, ``DEFAULT_MAX_BYTES``
+  of OCSF JSON: a few MiB of Parquet); a partly filled one waits ``linger_s`` for more before it is
   written, so a run makes few objects: the guide asks for one every 5 minutes to a day per source.
 """
 
