@@ -50,7 +50,7 @@ def parquet_problem(variable: str, kind: str) -> Optional[str]:
         return None
     return (
         f"{variable}: {kind} writes Parquet with pyarrow, which this installation lacks: "
-        + INSTALL_SECURITYLAKE
+        f"{INSTALL_SECURITYLAKE} (in Lambda, the layer template.yaml's SecurityLakeLayerArn names)"
     )
 
 

@@ -96,5 +96,6 @@ def test_without_pyarrow_the_security_lake_sink_names_its_extra(monkeypatch):
     settings = SinkSettings(uri="securitylake://bucket/ext/emailauth")
     assert sink_problems(settings, "ocsf") == [
         "FORWARDER_SINK: securitylake:// writes Parquet with pyarrow, which this installation lacks: "
-        "pip install 'emailauth-audit-forwarder[aws,securitylake]'"
+        "pip install 'emailauth-audit-forwarder[aws,securitylake]' (in Lambda, the layer template.yaml's "
+        "SecurityLakeLayerArn names)"
     ]
