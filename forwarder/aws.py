@@ -219,9 +219,8 @@ def put_s3_ndjson(
     kms_key_id: Optional[str],
     if_match: Optional[str] = None,
 ) -> None:
-    """PUT the lines as one object, encrypted at rest; ``compress`` gzips the body; ``if_match``
-    (an ETag) makes it replace only that version (else a failure with a code in ``CONFLICT_CODES``).
-    Only an answer with an ETag counts as stored (a proxy's empty 200 does not)."""
+    """PUT the lines as one object (:func:`put_s3_object`); ``compress`` gzips the body; ``if_match``
+    (an ETag) makes it replace only that version (else a failure with a code in ``CONFLICT_CODES``)."""
     body = b"".join(lines)
     extra: Dict[str, str] = {"ContentType": "application/x-ndjson"}
     if if_match is not None:
@@ -229,6 +228,15 @@ def put_s3_ndjson(
     if compress:
         body = gzip.compress(body, compresslevel=6, mtime=0)
         extra["ContentEncoding"] = "gzip"
+    put_s3_object(client, bucket, key, body, kms_key_id, **extra)
+
+
+def put_s3_object(
+    client: Any, bucket: str, key: str, body: bytes, kms_key_id: Optional[str], **extra: str
+) -> None:
+    """PUT ``body`` as ``s3://bucket/key`` with the PutObject parameters ``extra``, encrypted at rest
+    (SSE-KMS with ``kms_key_id``, else SSE-S3 asked for explicitly). Only an answer with an ETag counts
+    as stored (a proxy's empty 200 does not): else a retryable SinkError."""
     if kms_key_id:
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
     else:

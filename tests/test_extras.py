@@ -34,6 +34,7 @@ AWS_SETTINGS = [
     ("FORWARDER_QUARANTINE", "s3://bucket/quarantine"),
     ("FORWARDER_SINK", "s3://bucket/events"),
     ("FORWARDER_SINK", "firehose://stream"),
+    ("FORWARDER_SINK", "securitylake://bucket/ext/emailauth"),
     ("FORWARDER_CREDENTIALS", "secretsmanager:emailauth/api"),
     ("FORWARDER_CREDENTIALS", "ssm:/emailauth/api"),
     ("FORWARDER_TENANTS", "s3://bucket/tenants.json"),
@@ -84,3 +85,17 @@ def test_the_message_is_the_same_for_every_runtime():
         f"FORWARDER_SINK: firehose:// needs boto3, which this installation lacks: {INSTALL}"
     )
     assert missing_problem("FORWARDER_SINK", "firehose://", modules=("json",)) is None
+
+
+def test_without_pyarrow_the_security_lake_sink_names_its_extra(monkeypatch):
+    from forwarder import extras
+    from forwarder.sinks import sink_problems
+    from forwarder.sinks.settings import SinkSettings
+
+    monkeypatch.setattr(extras, "PARQUET_MODULES", ("no_such_module_x",))
+    settings = SinkSettings(uri="securitylake://bucket/ext/emailauth")
+    assert sink_problems(settings, "ocsf") == [
+        "FORWARDER_SINK: securitylake:// writes Parquet with pyarrow, which this installation lacks: "
+        "pip install 'emailauth-audit-forwarder[aws,securitylake]' (in Lambda, the layer template.yaml's "
+        "SecurityLakeLayerArn names)"
+    ]

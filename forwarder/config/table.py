@@ -440,6 +440,16 @@ VARIABLES: Tuple[Variable, ...] = (
         field="sink.azure_authority",
     ),
     V(
+        "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
+        "Security Lake sink: the `accountId=` partition of its objects: `external` (the user guide's "
+        "advice for records from outside AWS), `external_<id>`, a 12-digit AWS account id, or `sts` "
+        "(the account of the sink's credentials, from STS GetCallerIdentity)",
+        Text(),
+        "external",
+        field="sink.securitylake_account_id",
+        tenant=PER_TENANT,
+    ),
+    V(
         "FORWARDER_INITIAL_LOOKBACK",
         "first-run window per stream, e.g. `14d`, `13mo` (a month counts 31 days; at most 20 years)",
         Duration(MAX_LOOKBACK_S),

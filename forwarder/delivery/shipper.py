@@ -55,7 +55,8 @@ class Shipper:
         self._claims = claims
         self._quarantine = quarantine
         self._store = store
-        self._linger_s = linger_s
+        # A sink writing data lake objects asks for a longer linger (``linger_s``): fewer, larger objects.
+        self._linger_s = max(linger_s, float(getattr(sink, "linger_s", 0.0)))
         self._clock = clock
         self._renew = renew
         self._max_in_flight = max(1, int(getattr(sink, "max_in_flight", 1)))

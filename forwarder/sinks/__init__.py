@@ -26,6 +26,7 @@ _REGISTRY: Dict[str, str] = {
     "http": "forwarder.sinks.http_ndjson:open_http_ndjson",
     "s3": "forwarder.sinks.s3:open_s3",
     "firehose": "forwarder.sinks.firehose:open_firehose",
+    "securitylake": "forwarder.sinks.securitylake:open_securitylake",
     "syslog+tcp": "forwarder.sinks.syslog:open_syslog",
     "syslog+tls": "forwarder.sinks.syslog:open_syslog",
     "relp+tcp": "forwarder.sinks.relp:open_relp",

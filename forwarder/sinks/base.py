@@ -20,6 +20,8 @@ class Sink(Protocol):
     Events it refuses for good are returned as rejections (they go to quarantine); everything
     else in the batch counts as delivered. ``max_batch_events``/``max_batch_bytes`` bound a batch.
     ``max_in_flight`` is how many ``send`` calls may run at once (1: one connection, in order).
+    A sink may also say ``linger_s``: how long a partly filled batch waits for more events at least
+    (a data lake's objects want to be few and large).
     """
 
     name: str

@@ -31,9 +31,13 @@ DEFAULT_MAX_EVENTS = 5000
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # before compression; larger objects suit data lakes better
 
 
+def batch_digest(events: Sequence[Event]) -> str:
+    """A SHA-256 over the events' sorted ids: the same events, in any order, name the same object."""
+    return hashlib.sha256("\n".join(sorted(event.id for event in events)).encode("ascii")).hexdigest()
+
+
 def object_key(prefix: str, events: Sequence[Event], suffix: str) -> str:
-    digest = hashlib.sha256("\n".join(sorted(event.id for event in events)).encode("ascii")).hexdigest()
-    return aws.s3_partition(prefix, max(event.time_us for event in events)) + digest + suffix
+    return aws.s3_partition(prefix, max(event.time_us for event in events)) + batch_digest(events) + suffix
 
 
 class S3Sink:

@@ -48,3 +48,5 @@ class SinkSettings:
     secops_region: Optional[str] = None
     secops_instance: Optional[str] = None
     secops_credentials: Optional[str] = None
+    # Security Lake sink: the accountId partition: a 12-digit account, "external[_<id>]" or "sts"
+    securitylake_account_id: str = "external"

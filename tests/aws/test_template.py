@@ -214,3 +214,15 @@ def test_tenants_secret_and_its_prefix_replace_the_single_credentials(sam):
     assert env["FORWARDER_TENANTS"] == {
         "Fn::If": ["HasTenants", {"Fn::Sub": "secretsmanager:${TenantsSecretArn}"}, ""]
     }
+
+
+def test_the_security_lake_layer_goes_to_every_function_when_given(sam, tmp_path):
+    """Each function loads the sink's configuration, so each gets pyarrow when a layer is named."""
+    layer = "arn:aws:lambda:us-east-1:123456789012:layer:emailauth-pyarrow:3"
+    chosen = {"Fn::If": ["HasSecurityLakeLayer", [{"Ref": "SecurityLakeLayerArn"}], {"Ref": "AWS::NoValue"}]}
+    for mode, names in (("single", ["ForwarderFunction"]), ("fanout", ["PlannerFunction", "WorkerFunction"])):
+        given = translate(sam, Mode=mode, SecurityLakeLayerArn=layer)
+        assert [given["Resources"][n]["Properties"]["Layers"] for n in names] == [chosen] * len(names)
+        out = tmp_path / f"{mode}.json"
+        out.write_text(json.dumps(given, indent=1))
+        assert problems(out) == []

@@ -65,3 +65,28 @@ def test_a_partial_batch_of_two_streams_is_sent_when_the_linger_is_over_not_befo
     shipper.finish(timeout_s=30)
     assert len(sink.batches) == 1  # nothing was left for the end of the run
     assert {s: store.load(s).state.delivered_total for s in added} == {"user/a": 3, "user/b": 2}
+
+
+class LakeSink(RecordingSink):
+    linger_s = 4 * LINGER_S  # a data lake's sink asks for fewer, larger objects
+
+
+def test_a_sink_asking_for_a_longer_linger_gets_it(tmp_path):
+    clock, sink = StillClock(), LakeSink()
+    shipper = Shipper(
+        sink,
+        LocalQuarantine(str(tmp_path)),
+        MemoryStore(),
+        window_us=WINDOW_US,
+        linger_s=LINGER_S,
+        clock=clock,
+    )
+    recs = records("a@example.com", 2)
+    assert shipper.add("user/a", recs, events(recs), StreamState(), None, StreamReport("user/a")) is None
+
+    clock.now += 2 * LINGER_S  # past the run's linger, not the sink's
+    assert not sink.sent.wait(3 * LINGER_S), "the batch did not wait the linger its sink asked for"
+    clock.now += 2 * LINGER_S
+    assert sink.sent.wait(30), "the batch was not sent once the sink's linger was over"
+    shipper.finish(timeout_s=30)
+    assert sink.batches == [[r.event_id for r in recs]]

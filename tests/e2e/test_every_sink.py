@@ -17,7 +17,7 @@ from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import expected_ids, settings_for
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.http_collector import HttpCollector
-from tests.sinks.helpers import firehose_into_bucket
+from tests.sinks.helpers import firehose_into_bucket, lake_objects
 
 LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 ORG = generate_org(21)
@@ -98,3 +98,13 @@ def test_file_in_ocsf(sim, tmp_path):
     run_twice(sim, path.as_uri(), tmp_path, FORWARDER_FORMAT="ocsf")
     ids = [json.loads(line)["metadata"]["uid"] for line in path.read_text().splitlines()]
     assert sorted(ids) == expected()
+
+
+def test_securitylake(aws, sim, tmp_path):
+    pytest.importorskip("pyarrow")
+    boto3.client("s3").create_bucket(Bucket="security-lake")
+    lake = "securitylake://security-lake/ext/emailauth"
+    run_twice(sim, lake, tmp_path, FORWARDER_FORMAT="ocsf", FORWARDER_BATCH_EVENTS="5000")
+    objects = lake_objects("security-lake")
+    assert all(key.startswith("ext/emailauth-") and ".zstd.parquet" in key for key in objects)
+    assert sorted(row["metadata"]["uid"] for rows in objects.values() for row in rows) == expected()

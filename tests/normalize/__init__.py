@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -41,6 +42,21 @@ def golden_records(case: str) -> list[AuditRecord]:
 
 def expected_path(case: str) -> Path:
     return GOLDEN_DIR / f"{case}.json-expected.json"
+
+
+def audit_record(
+    action: Any, user: Any, obj: Any, changes: Any, stream: str, created_at: str = "2026-01-02T03:04:05Z"
+) -> AuditRecord:
+    """A record of the audits endpoint's shape holding these values: the property tests' input."""
+    raw = {
+        "filterable_action": action,
+        "action": action,
+        "user": user,
+        "object": obj,
+        "changes": changes,
+        "created_at": created_at,
+    }
+    return parse_record(raw, stream)
 
 
 def json_like(scalars: st.SearchStrategy, max_size: int, max_leaves: int) -> st.SearchStrategy:

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from forwarder.events import Event, Rejection, SendResult
+from tests.receivers.http_collector import LoopbackReceiver, Reply
+
+
+class NoEtag(LoopbackReceiver):
+    """Something in front of S3 (a proxy, a misconfigured endpoint) answering 200 with no ETag."""
+
+    def answer(self, method: str, target: str, headers: dict, raw: bytes) -> Reply:
+        return 200, b"", {}
 
 
 def only_rejection(result: SendResult, event: Event, delivered: int) -> Rejection:
@@ -26,3 +34,45 @@ def firehose_into_bucket(stream: str, bucket: str) -> None:
             "Prefix": "audit/",
         },
     )
+
+
+def lake_objects(bucket: str) -> dict:
+    """Every Security Lake object in ``bucket``: key -> its rows as written, read back with pyarrow,
+    the JSON-text columns (``securitylake.JSON_PATHS``) parsed again and the nulls Parquet gives for
+    fields a row did not have left out, so each row reads as the OCSF event it was."""
+    import io
+
+    import boto3
+    import pyarrow.parquet as pq
+
+    s3 = boto3.client("s3")
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
+    found = {}
+    for key in sorted(keys):
+        table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
+        found[key] = [as_written(row) for row in table.to_pylist()]
+    return found
+
+
+def as_written(row: dict) -> dict:
+    import json
+
+    from forwarder.sinks.securitylake import JSON_PATHS
+
+    row = without_nulls(row)
+    for path in JSON_PATHS:
+        holder = row
+        for step in path[:-1]:
+            holder = holder.get(step) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and path[-1] in holder:
+            holder[path[-1]] = json.loads(holder[path[-1]])
+    return row
+
+
+def without_nulls(value):
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value

@@ -15,6 +15,7 @@ from forwarder.sinks import open_sink
 from forwarder.sinks.s3 import S3Sink, object_key
 from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import parse_iso
+from tests.sinks.helpers import NoEtag
 
 DAY1 = parse_iso("2026-01-02T23:59:59.999999Z")
 DAY2 = parse_iso("2026-01-03T00:00:00Z")
@@ -97,12 +98,6 @@ def test_bad_uris_are_refused(uri):
 
 def test_a_put_answered_without_an_etag_is_not_delivered(aws, monkeypatch):
     """Something in front of S3 (a proxy, a misconfigured endpoint) answers 200 with no ETag."""
-    from tests.receivers.http_collector import LoopbackReceiver
-
-    class NoEtag(LoopbackReceiver):
-        def answer(self, method, target, headers, raw):
-            return 200, b"", {}
-
     with NoEtag() as fake:
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", fake.http_url)
         with pytest.raises(SinkError, match="without an ETag") as caught:

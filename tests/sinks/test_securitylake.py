@@ -1,0 +1,292 @@
+"""The Security Lake sink against the moto server over loopback HTTP: the custom sources' partition
+layout, one OCSF class per object, Parquet read back and every row valid OCSF 1.3 (the version the
+rows declare, one Security Lake's custom sources take), every column a later row holds kept, and a
+batch counted delivered only on every object's ETag."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forwarder.errors import SinkError
+from forwarder.events import Event
+from forwarder.normalize.ocsf import format_ocsf
+from forwarder.normalize.ocsf_1_3 import downgrade
+from forwarder.sinks import open_sink, probe_sink, sink_problems
+from forwarder.sinks.parquet import to_parquet, with_json_text
+from forwarder.sinks.securitylake import (
+    JSON_PATHS,
+    MAX_SOURCE_NAME,
+    SOURCES,
+    SecurityLakeSink,
+    parse_uri,
+    rows_by_object,
+    source_names,
+)
+from forwarder.sinks.settings import SinkSettings
+from forwarder.timeutil import from_us
+from tests.normalize import API_ACTIONS, OPTIONS, audit_record, golden_cases, golden_records, json_like
+from tests.normalize.ocsf_check import OCSF_1_3, OcsfSchema
+from tests.sinks.helpers import NoEtag, as_written, lake_objects, only_rejection
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+LAKE = "aws-security-data-lake-us-east-1-abc"
+URI = f"securitylake://{LAKE}/ext/emailauth"
+KEY = re.compile(
+    r"^ext/emailauth-(?P<suffix>auth|account|access|entity)/region=us-east-1/accountId=external/"
+    r"eventDay=(?P<day>\d{8})/[0-9a-f]{64}\.zstd\.parquet$"
+)
+SUFFIX_OF = {suffix: class_uid for class_uid, (suffix, _) in SOURCES.items()}
+OCSF13 = OcsfSchema(OCSF_1_3)
+
+
+def day(time_us: int) -> str:
+    return from_us(time_us).strftime("%Y%m%d")
+
+
+def golden_events():
+    return [format_ocsf(record, OPTIONS) for case in golden_cases() for record in golden_records(case)]
+
+
+@pytest.fixture
+def lake(aws):
+    boto3.client("s3").create_bucket(Bucket=LAKE)
+    return LAKE
+
+
+def test_every_class_and_day_of_a_batch_is_one_object_under_the_custom_sources_layout(lake):
+    events = golden_events()
+
+    result = open_sink(SinkSettings(uri=URI)).send(events)
+
+    assert result.delivered == len(events) and not result.rejected
+    written = lake_objects(lake)
+    for key, rows in written.items():
+        found = KEY.match(key)
+        assert found, key
+        assert {row["class_uid"] for row in rows} == {SUFFIX_OF[found["suffix"]]}, "one class per object"
+        assert {day(row["time"] * 1000) for row in rows} == {found["day"]}, "the record's UTC day"
+        assert [row["time"] for row in rows] == sorted(row["time"] for row in rows)
+    expected = {(json.loads(e.body)["class_uid"], day(e.time_us)) for e in events}
+    assert len(written) == len(expected)
+    assert sorted(row["metadata"]["uid"] for rows in written.values() for row in rows) == sorted(
+        e.id for e in events
+    )
+
+
+def test_every_row_read_back_is_valid_ocsf_1_3(lake):
+    SecurityLakeSink(SinkSettings(uri=URI)).send(golden_events())
+
+    rows = [row for rows in lake_objects(lake).values() for row in rows]
+    assert rows
+    for row in rows:
+        assert row["metadata"]["version"] == "1.3.0"
+        assert OCSF13.check_event(row) == [], row["metadata"]["uid"]
+
+
+def test_a_column_only_a_later_row_holds_is_kept(lake):
+    """Two account changes of one day: only the second renames the user, so only it has
+    user_result.full_name; a schema taken from the first row alone would drop the column."""
+    plain = format_ocsf(
+        audit_record("user.update", "admin@example.com", "bob@example.com", {"phone": ["1", "2"]}, "user"),
+        OPTIONS,
+    )
+    renamed = format_ocsf(
+        audit_record(
+            "user.update",
+            "admin@example.com",
+            "carol@example.com",
+            {"full_name": ["Carol", "Carol Smith"]},
+            "user",
+            created_at="2026-01-02T03:04:06Z",
+        ),
+        OPTIONS,
+    )
+
+    SecurityLakeSink(SinkSettings(uri=URI)).send([plain, renamed])
+
+    ((key, rows),) = lake_objects(lake).items()
+    assert key.startswith("ext/emailauth-account/")
+    assert [row["metadata"]["uid"] for row in rows] == [plain.id, renamed.id]
+    assert "full_name" not in rows[0]["user_result"]
+    assert rows[1]["user_result"]["full_name"] == "Carol Smith"
+
+
+def test_a_resent_batch_overwrites_its_objects(lake):
+    sink = SecurityLakeSink(SinkSettings(uri=URI))
+    events = golden_events()[:6]
+    sink.send(events)
+    first = sorted(lake_objects(lake))
+
+    sink.send(list(reversed(events)))
+
+    assert sorted(lake_objects(lake)) == first
+
+
+def test_objects_are_encrypted_as_asked(lake):
+    sink = SecurityLakeSink(SinkSettings(uri=URI))
+    sink.send(golden_events()[:1])
+    (key,) = lake_objects(lake)
+    assert boto3.client("s3").head_object(Bucket=lake, Key=key)["ServerSideEncryption"] == "AES256"
+
+
+def test_the_account_and_the_source_version_name_the_partition(lake):
+    settings = SinkSettings(uri=URI + "/1.0", securitylake_account_id="sts")
+    SecurityLakeSink(settings).send(golden_events()[:1])
+
+    (key,) = lake_objects(lake)
+    assert re.match(r"^ext/emailauth-\w+/1\.0/region=us-east-1/accountId=123456789012/eventDay=", key)
+
+
+def test_an_event_that_is_not_ocsf_is_refused_unsent(lake):
+    good = golden_events()[0]
+    ecs = Event("e" * 64, good.time_us, b'{"event": {"id": "x"}}')
+    text = Event("t" * 64, good.time_us, b"CEF:0|a", is_json=False)
+
+    result = SecurityLakeSink(SinkSettings(uri=URI)).send([good, ecs])
+    rejection = only_rejection(result, ecs, delivered=1)
+    assert "not an OCSF event" in rejection.reason
+    assert SecurityLakeSink(SinkSettings(uri=URI)).send([text]).rejected[0].event is text
+    assert sum(len(rows) for rows in lake_objects(lake).values()) == 1
+
+
+def test_a_put_answered_without_an_etag_is_not_delivered(aws, monkeypatch):
+    with NoEtag() as fake:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", fake.http_url)
+        with pytest.raises(SinkError, match="without an ETag") as caught:
+            SecurityLakeSink(SinkSettings(uri=URI)).send(golden_events()[:1])
+    assert caught.value.retryable
+
+
+def test_source_names_stay_within_the_api_limit():
+    base = "a" * 12
+    assert parse_uri(f"securitylake://b/ext/{base}")[1] == base
+    assert max(len(name) for name in source_names(base).values()) == MAX_SOURCE_NAME
+    with pytest.raises(ValueError, match="FORWARDER_SINK: the Security Lake source name"):
+        parse_uri("securitylake://b/ext/" + "a" * 13)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "securitylake://",
+        "securitylake://bucket",
+        "securitylake://bucket/emailauth",
+        "securitylake://bucket/ext/",
+        "securitylake://bucket/ext/email auth",
+        "securitylake://bucket/ext/emailauth/1.0/more",
+        "securitylake://bucket/ext/emailauth?x=1",
+    ],
+)
+def test_bad_uris_are_refused_naming_the_variable(uri):
+    assert any(p.startswith("FORWARDER_SINK") for p in sink_problems(SinkSettings(uri=uri), "ocsf"))
+
+
+def test_only_ocsf_is_taken_and_a_bad_account_is_named():
+    assert sink_problems(SinkSettings(uri=URI), "ocsf") == []
+    assert sink_problems(SinkSettings(uri=URI), "ecs") == [
+        "FORWARDER_FORMAT: the Security Lake sink takes OCSF only: set FORWARDER_FORMAT=ocsf (got 'ecs')"
+    ]
+    bad = SinkSettings(uri=URI, securitylake_account_id="12345")
+    (problem,) = sink_problems(bad, "ocsf")
+    assert problem.startswith("FORWARDER_SECURITYLAKE_ACCOUNT_ID must be")
+    for good in ("123456789012", "external", "external_acme-1", "sts"):
+        assert sink_problems(dataclasses.replace(bad, securitylake_account_id=good), "ocsf") == []
+
+
+def test_the_probe_reaches_the_bucket_and_names_the_sources_without_writing(lake):
+    line = probe_sink(SinkSettings(uri=URI, securitylake_account_id="sts"))
+
+    assert "exists and these credentials reach it" in line
+    assert "emailauth-auth" in line and "emailauth-entity" in line
+    assert "region=us-east-1/accountId=123456789012" in line
+    assert lake_objects(lake) == {}
+
+
+def test_the_probe_fails_on_a_missing_bucket_naming_the_variable(aws):
+    with pytest.raises(SinkError, match="does not exist; check FORWARDER_SINK"):
+        probe_sink(SinkSettings(uri=URI))
+
+
+def test_the_readme_registers_every_source_with_its_event_class():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^aws securitylake create-custom-log-source (.*)$", readme, re.M)
+    documented = {
+        re.search(r"--source-name (\S+)", c)[1]: (re.search(r"--event-classes (\S+)", c) or [None, None])[1]
+        for c in commands
+    }
+    wanted = {source_names("emailauth")[uid]: event_class for uid, (_, event_class) in SOURCES.items()}
+    assert documented == wanted
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+VALUES = json_like(SCALARS, max_size=3, max_leaves=8)
+ACTIONS = st.sampled_from([*API_ACTIONS, "user.create", "user.delete", "spf_record_source.update", "x.y"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(ACTIONS, VALUES, VALUES, VALUES, st.sampled_from(["user", "domain"])),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_whatever_the_records_hold_each_object_reads_back_as_the_rows_written(records):
+    """Records of any shape, several to an object: the Parquet file is written (no clash of column
+    types) and reads back as each row's OCSF 1.3 form."""
+    events = [
+        format_ocsf(audit_record(*fields, created_at=f"2026-01-02T03:04:{n:02d}Z"), OPTIONS)
+        for n, fields in enumerate(records)
+    ]
+    groups, rejected = rows_by_object(events)
+    assert not rejected
+    for pairs in groups.values():
+        table = pq.read_table(io.BytesIO(to_parquet([row for _, row in pairs], JSON_PATHS)))
+        assert [as_written(row) for row in table.to_pylist()] == [written(event) for event, _ in pairs]
+
+
+def written(event: Event) -> dict:
+    """What a row of ``event`` should read back as: its OCSF 1.3 form, free-form values as JSON text,
+    then through ``as_written`` like the rows read."""
+    row = downgrade(json.loads(event.body))
+    for path in JSON_PATHS:
+        row = with_json_text(row, path)
+    return as_written(row)
+
+
+def test_a_class_uid_of_any_json_shape_is_refused_not_a_crash(lake):
+    base = golden_events()[0]
+    odd = [
+        Event(f"{n}" * 64, base.time_us, json.dumps({"class_uid": value}).encode())
+        for n, value in enumerate([[3001], {"a": 1}, "3001", None, 3003])
+    ]
+    result = SecurityLakeSink(SinkSettings(uri=URI)).send(odd)
+    assert result.delivered == 0 and [r.event for r in result.rejected] == odd
+
+
+def test_each_tenant_may_name_its_own_account_partition():
+    from forwarder.tenants import parse_tenants
+    from tests.tenants.test_document import BASE, tenant
+
+    base = {**BASE, "FORWARDER_SINK": URI, "FORWARDER_FORMAT": "ocsf"}
+    doc = {"tenants": [tenant("acme", securitylake_account_id="external_acme"), tenant("globex")]}
+    acme, globex = parse_tenants(doc, base)
+    assert acme.settings.sink.securitylake_account_id == "external_acme"
+    assert globex.settings.sink.securitylake_account_id == "external"
