@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from importlib.metadata import version
+from pathlib import Path
+
 import pytest
 
 from forwarder.errors import ForwarderError
-from forwarder.transport.hooks import Hook, UnsupportedLibrary, problems, require
+from forwarder.transport.hooks import BOUNDS, Hook, UnsupportedLibrary, problems, require
 
 
 class Library:
@@ -72,3 +76,15 @@ def test_an_attribute_an_instance_holds_and_a_table_that_must_be_shared():
         f"{__name__}.Library.table is no longer the table the forwarder writes"
     ]
     assert problems([Hook(made, "pool", ("self",))]) == [f"{__name__}.Library.pool is not callable"]
+
+
+def test_the_bounds_named_in_the_message_are_pyproject_s_and_the_installed_versions_keep_them():
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    specs = BOUNDS.split(": ", 1)[1].split(", ")
+    assert [spec.split(">=")[0] for spec in specs] == ["requests", "urllib3", "botocore", "PySocks"]
+    for spec in specs:
+        assert f'"{spec}' in pyproject, spec  # the same lower and upper bound (a marker may follow)
+        name, bounds = spec.split(">=")
+        low, high = bounds.split(",<")
+        installed = tuple(int(part) for part in re.findall(r"\d+", version(name))[:2])
+        assert tuple(int(part) for part in low.split(".")) <= installed < (int(high),), (name, installed)
