@@ -130,10 +130,11 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
         ("forwarder.transport", "forwarder.deadline", "forwarder.http", "forwarder.retry", "forwarder.aws"),
     ),
     (
-        "clients and stores",
+        "clients, stores, sinks and formats",  # a sink may write a format (Security Lake: OCSF)
         (
             "forwarder.api",
             "forwarder.credentials",
+            "forwarder.normalize",
             "forwarder.quarantine",
             "forwarder.sinks",
             "forwarder.state",
@@ -144,7 +145,6 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
         (
             "forwarder.config",
             "forwarder.delivery",
-            "forwarder.normalize",
             "forwarder.reading",
             "forwarder.scheduling",
         ),

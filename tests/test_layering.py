@@ -140,8 +140,8 @@ BREAKS: Dict[str, List[Dict[str, str]]] = {
     ],
     "import-up": [
         {"forwarder/errors.py": "def later():\n    from . import app\n"},  # foundation -> runs
-        {"forwarder/http.py": "from .sinks import base\n"},  # transport -> clients and stores
-        {"forwarder/sinks/base.py": "from ..reading import pass_\n"},  # clients and stores -> run parts
+        {"forwarder/http.py": "from .sinks import base\n"},  # transport -> clients, stores, ...
+        {"forwarder/sinks/base.py": "from ..reading import pass_\n"},  # sinks -> run parts
         {"forwarder/errors.py": TYPE_ONLY + "    from .sinks import base\n"},  # type-only: a dependency
         {"forwarder/unplaced.py": "import json\n"},  # a module in no layer
     ],
