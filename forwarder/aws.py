@@ -55,7 +55,7 @@ def client(service: str, timeout_seconds: float = 60.0, attempts: int = 6) -> An
         import boto3
         from botocore.config import Config
 
-        from . import aws_deadline
+        from .transport import aws_deadline
     except ImportError:  # a setting the configuration check did not know reached AWS
         raise ConfigError(
             [f"AWS {service} needs boto3, which this installation lacks: {INSTALL_AWS}"]
@@ -98,7 +98,7 @@ def pages(
     page (None after the last), passed back as the parameter ``resume``. A listing that says "more"
     without a token it has not handed out already is refused (``aws_deadline.NoProgress``): a peer
     answering the same page forever would otherwise hold the reader past every deadline."""
-    from . import aws_deadline
+    from .transport import aws_deadline
 
     handed: Set[str] = set()
     while True:
@@ -129,7 +129,7 @@ def s3_keys(client: Any, bucket: str, prefix: str) -> Iterator[str]:
 
 
 def _within_deadline(client: Any, what: str, work: Callable[[], T]) -> T:
-    from . import aws_deadline
+    from .transport import aws_deadline
 
     seconds = client.meta.config.read_timeout
     with deadline.watching(what, seconds) as watched:
@@ -164,7 +164,7 @@ def reason(exc: Exception) -> str:
     """What went wrong in a boto3 call, safe to show when the answer may hold a secret: the AWS error
     code, the deadline's own message (``aws_deadline``), or else only the exception's type (botocore's
     messages may quote the body it could not parse)."""
-    from . import aws_deadline
+    from .transport import aws_deadline
 
     if isinstance(exc, (aws_deadline.DeadlineExceeded, aws_deadline.NoProgress)):
         return str(exc)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TextIO
 
 from .api.orgwide import probe_org_wide
-from .api.probe import probe
 from .app import build_client, plan
 from .config import Settings
 from .errors import ForwarderError
 from .logs import redact, register_secrets
+from .reading.probe import probe
 from .sinks import probe_sink
 from .state import open_store_for
 from .timeutil import now_us

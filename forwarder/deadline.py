@@ -7,8 +7,8 @@ a stop is requested (``forwarder.stop``), it shuts the call's socket down, which
 at once, and the call raises DeadlineExceeded (or stop.Stopped) naming the step it was cut at.
 
 The connections of the sessions ``forwarder.http`` builds hand the socket they wait on, at every
-step, to the call in progress (``forwarder.watched``). :func:`watching` is that watchdog for any
-client whose connections are watched (``aws.call``).
+step, to the call in progress (``forwarder.transport.watched``). :func:`watching` is that watchdog
+for any client whose connections are watched (``aws.call``).
 """
 
 from __future__ import annotations

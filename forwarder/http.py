@@ -6,7 +6,8 @@ import os
 
 import requests
 
-from . import __version__, watched
+from . import __version__
+from .transport import watched
 
 USER_AGENT = f"emailauth-audit-forwarder/{__version__}"
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read

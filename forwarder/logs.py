@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 import threading
+from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Dict, Iterable, Iterator, List, Optional, TextIO
 from urllib.parse import quote, quote_plus
@@ -17,8 +18,71 @@ except ImportError:  # pragma: no cover - 2.x, as some Splunk environments still
     from pythonjsonlogger.jsonlogger import JsonFormatter
 
 MASK = "***"
-_secrets: List[str] = []
-_lock = threading.Lock()  # _secrets: a new token is registered while other threads redact
+MAX_TOKENS = 256  # access and session tokens masked at once: the most recently used are kept
+
+
+class Secrets:
+    """The values masked in every output, in every form text may carry them (``secret_forms``).
+
+    Configuration secrets (client secrets, sink tokens, passwords) are kept for the life of the
+    process: there are as many as the settings name. Tokens (access tokens, session keys) come anew
+    every few hours for as long as the process runs: the ``max_tokens`` most recently registered or
+    used are kept, and the least recently used is dropped past that, so the list every log line is
+    scanned against stays bounded. A token in use is registered again each time it is handed out."""
+
+    def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
+        self.max_tokens = max_tokens
+        self._lock = threading.Lock()  # a token is registered while other threads redact
+        self._static: Dict[str, None] = {}  # forms of configuration secrets, in order
+        self._tokens: OrderedDict[str, List[str]] = OrderedDict()  # token -> its forms, oldest first
+        self._forms: List[str] = []  # every form, longest first: what ``redact`` scans
+
+    def register(self, values: Iterable[Optional[str]]) -> None:
+        """Configuration secrets, masked from now on (short values are ignored: too common)."""
+        with self._lock:
+            for value in _maskable(values):
+                self._static.update(dict.fromkeys(secret_forms(value)))
+            self._rebuild()
+
+    def register_tokens(self, values: Iterable[Optional[str]]) -> None:
+        """Tokens, masked from now on; one registered already becomes the most recently used."""
+        with self._lock:
+            added = False
+            for value in _maskable(values):
+                if value in self._tokens:
+                    self._tokens.move_to_end(value)
+                    continue
+                self._tokens[value] = secret_forms(value)
+                added = True
+                while len(self._tokens) > self.max_tokens:
+                    self._tokens.popitem(last=False)
+            if added:
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        forms = dict(self._static)
+        for token_forms in self._tokens.values():
+            forms.update(dict.fromkeys(token_forms))
+        # a longer form first, so no part of it is left over
+        self._forms = sorted(forms, key=len, reverse=True)
+
+    def forms(self) -> List[str]:
+        """Every form, longest first: a list replaced whole, never changed, so read without the lock."""
+        return self._forms
+
+    def redact(self, text: str) -> str:
+        for secret in self.forms():
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def longest(self) -> int:
+        forms = self.forms()
+        return len(forms[0]) if forms else 0
+
+
+def _maskable(values: Iterable[Optional[str]]) -> Iterator[str]:
+    return (value for value in values if value and len(value) >= 4)
 
 
 def _escaped(text: str) -> List[str]:
@@ -43,27 +107,25 @@ def secret_forms(secret: str) -> List[str]:
     return list(forms)
 
 
+SECRETS = Secrets()  # the process's: every log line, report and message is masked against it
+
+
 def register_secrets(values: Iterable[Optional[str]]) -> None:
-    """Add values to mask in every output from now on (short values are ignored: too common).
-    The client secret, sink tokens and every access token in use are registered."""
-    with _lock:
-        for value in values:
-            if value and len(value) >= 4:
-                for form in secret_forms(value):
-                    if form not in _secrets:
-                        _secrets.append(form)
-        _secrets.sort(key=len, reverse=True)  # a longer form first, so no part of it is left over
+    """Configuration secrets to mask in every output from now on: the client secret, sink tokens,
+    passwords. Tokens that are renewed while the process runs go to ``register_tokens``."""
+    SECRETS.register(values)
+
+
+def register_tokens(values: Iterable[Optional[str]]) -> None:
+    """Access tokens and session keys to mask in every output from now on (the most recently used
+    ``MAX_TOKENS`` of them: register a token again whenever it is handed out)."""
+    SECRETS.register_tokens(values)
 
 
 def redact(text: str) -> str:
     """``text`` with every registered secret, in every form, replaced by ***: for log lines,
     reports, check output and error messages alike."""
-    with _lock:
-        secrets = list(_secrets)
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    return text
+    return SECRETS.redact(text)
 
 
 QUOTE_LIMIT = 200  # characters a message shows of one value a user or a peer gave
@@ -72,9 +134,7 @@ QUOTE_LIMIT = 200  # characters a message shows of one value a user or a peer ga
 def _masked_start(text: str, limit: int) -> str:
     """The first ``limit`` characters of ``text`` with every secret masked, masked before the cut
     (over ``limit`` plus the longest secret), so no part of a secret is left where the cut falls."""
-    with _lock:
-        longest = len(_secrets[0]) if _secrets else 0
-    return redact(text[: limit + longest])[:limit]
+    return redact(text[: limit + SECRETS.longest()])[:limit]
 
 
 def clip(text: str, limit: int = QUOTE_LIMIT) -> str:

@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from http.client import HTTPException
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
@@ -23,6 +23,7 @@ from .logs import clip
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Sleep = Callable[[float], None]
 
 # requests' and urllib3's errors are OSErrors or HTTPExceptions, as are socket and TLS errors.
 TRANSPORT_ERRORS = (OSError, HTTPException)
@@ -37,6 +38,13 @@ class RetryPolicy:
     base_seconds: float = 0.5
     max_seconds: float = 30.0
     max_retry_after: float = 120.0  # a Retry-After beyond this is capped, not obeyed blindly
+    # The wait between tries (None: ``sleep``, which a stop request ends); tests give one that
+    # counts the waits instead of waiting.
+    sleep: Optional[Sleep] = field(default=None, repr=False, compare=False)
+
+    def wait(self, seconds: float) -> None:
+        """Wait ``seconds`` before the next try (or a pause the peer asked for)."""
+        (sleep if self.sleep is None else self.sleep)(seconds)
 
     def delay(
         self, attempt: int, retry_after: Optional[float] = None, rng: Callable[[], float] = random.random
@@ -67,8 +75,7 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
 
 
 def sleep(seconds: float) -> None:
-    """Wait between tries; a stop request ends the wait and abandons the work (stop.Stopped).
-    Also the indirection tests use to count waits."""
+    """Wait between tries; a stop request ends the wait and abandons the work (stop.Stopped)."""
     if stop.wait(seconds):
         stop.check("a retry")
 
@@ -152,8 +159,7 @@ def call(
         level = logging.WARNING if _first_notice(what, problem) else logging.DEBUG
         extra = {"error": clip(problem, 300), "wait_s": round(delay, 2)}
         log.log(level, "%s failed, retrying", what, extra=extra)
-        (wait or _plain_wait)(delay, failure)
-
-
-def _plain_wait(delay: float, failure: Failure) -> None:
-    sleep(delay)
+        if wait is None:
+            policy.wait(delay)
+        else:
+            wait(delay, failure)

@@ -14,7 +14,8 @@ COMPAT_TESTS := tests/pipeline tests/delivery tests/state tests/normalize tests/
 $(VENV39)/.installed: pyproject.toml mk/compat.mk
 	$(PY39) -m venv $(VENV39)
 	$(VENV39)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV39)/bin/python -m pip install --quiet requests idna python-json-logger pytest hypothesis pyyaml boto3
+	$(VENV39)/bin/python -m pip install --quiet 'requests>=2.28,<3' 'urllib3>=1.26,<3' idna python-json-logger pytest hypothesis pyyaml \
+		'boto3>=1.28,<2' 'botocore>=1.31,<2'
 	$(VENV39)/bin/python -m pip install --quiet --no-deps -e .
 	touch $@
 

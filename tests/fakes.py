@@ -108,3 +108,11 @@ class MemorySink:
 
     def close(self) -> None:
         pass
+
+
+class Waits(List[float]):
+    """The waits asked of a retry policy or a rate limiter (``RetryPolicy(sleep=waits)``), recorded
+    instead of slept."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)

@@ -9,6 +9,17 @@ which the rules count, but it does not run when the module is imported, which is
 asks. ``check_loaded`` asks a real interpreter too, which also sees what third-party packages and
 dynamic imports load.
 
+Two checks hold for the whole import graph of ``forwarder`` (every import, lazy and type-only ones
+too: each is a dependency): no circle (``check_cycles``; importing a submodule runs its package, so
+that edge, always there, is left out), and no import from a lower layer up to a higher one
+(``check_layers``: ``LAYERS``, lowest first; every module has a layer, within one layer any import
+goes; importing ``a.b.c`` runs the package ``a.b``, whose own imports are checked where they are).
+
+The transport rule: urllib3's, requests', botocore's and PySocks' private parts are touched by
+``forwarder.transport`` only, which checks them at import; elsewhere neither their modules (connection
+pools, adapters, sessions) are imported nor their hooks named (``PRIVATE_HOOKS``, as an attribute or
+a method defined).
+
 The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and reaches
 none of the clock readers ``now``, ``utcnow``, ``today`` (datetime, date) or the forwarder's own
 ``now_us``, neither as an attribute (``datetime.now``, ``timeutil.now_us``) nor by importing it; a
@@ -53,6 +64,101 @@ IO_MODULES = frozenset(
     }
 )
 CLOCK_NAMES = frozenset({"now", "utcnow", "today", "now_us"})
+# The libraries' modules whose classes forwarder.transport overrides or whose tables it writes.
+TRANSPORT_INTERNALS = frozenset(
+    {
+        "urllib3.connection",
+        "urllib3.connectionpool",
+        "urllib3.poolmanager",
+        "urllib3.response",
+        "urllib3.contrib",
+        "urllib3.util.ssltransport",
+        "requests.adapters",
+        "botocore.awsrequest",
+        "botocore.httpsession",
+        "botocore.endpoint",
+        "socks",
+    }
+)
+# The hooks themselves, by name (forwarder.transport.watched and aws_deadline check each at import).
+PRIVATE_HOOKS = frozenset(
+    {
+        "_new_conn",
+        "_tunnel",
+        "_put_conn",
+        "_tunnel_host",
+        "_tunnel_port",
+        "ConnectionCls",
+        "pool_classes_by_scheme",
+        "_pool_classes_by_scheme",
+        "_get_proxy_manager",
+        "http_session",
+        "init_poolmanager",
+        "proxy_manager_for",
+        "enforce_content_length",
+    }
+)
+# The layers of forwarder/, lowest first: a module imports its own layer and those below only. A
+# module is in the layer of the longest name listed that is it or a package holding it.
+LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
+    (
+        "foundation",
+        (
+            "forwarder",  # the package itself: its __version__
+            "forwarder.actions",
+            "forwarder.causes",
+            "forwarder.domains",
+            "forwarder.errors",
+            "forwarder.events",
+            "forwarder.extras",
+            "forwarder.files",
+            "forwarder.http_headers",
+            "forwarder.jsonutil",
+            "forwarder.logs",
+            "forwarder.observer",
+            "forwarder.reading.pages",  # the paging contract a page source (api) and its reader share
+            "forwarder.records",
+            "forwarder.report",
+            "forwarder.stop",
+            "forwarder.streams",
+            "forwarder.timeutil",
+            "forwarder.urls",
+        ),
+    ),
+    (
+        "transport",
+        ("forwarder.transport", "forwarder.deadline", "forwarder.http", "forwarder.retry", "forwarder.aws"),
+    ),
+    (
+        "clients, stores, sinks and formats",  # a sink may write a format (Security Lake: OCSF)
+        (
+            "forwarder.api",
+            "forwarder.credentials",
+            "forwarder.normalize",
+            "forwarder.quarantine",
+            "forwarder.sinks",
+            "forwarder.state",
+        ),
+    ),
+    (
+        "run parts",
+        (
+            "forwarder.config",
+            "forwarder.delivery",
+            "forwarder.reading",
+            "forwarder.scheduling",
+        ),
+    ),
+    ("pipeline", ("forwarder.pipeline", "forwarder.replay", "forwarder.tenants")),
+    ("runs", ("forwarder.app", "forwarder.check", "forwarder.fanout", "forwarder.multitenant")),
+    (
+        "interfaces",
+        ("forwarder.__main__", "forwarder.cli", "forwarder.console", "forwarder.demo", "forwarder.sim"),
+    ),
+)
+CIRCLE = "import-circle"
+UPWARD = "import-up"
+GRAPH_RULES = (CIRCLE, UPWARD)
 HEAVY_CLIENTS = frozenset({"requests", "boto3", "botocore"})
 
 
@@ -60,11 +166,13 @@ HEAVY_CLIENTS = frozenset({"requests", "boto3", "botocore"})
 class Rule:
     name: str
     why: str
-    scope: str  # the modules the rule holds for: this module and, if a package, everything in it
+    scope: str  # the modules the rule holds for: this module and, if a package, everything in it ("": all)
     forbidden: FrozenSet[str]  # modules (with their submodules) the scope must not import
     transitive: bool = False  # also through the project's modules the scope imports
     loads_only: bool = False  # only imports that run when the module is imported
     clock: bool = False  # also no clock reading by name (CLOCK_NAMES)
+    exempt: str = ""  # a package in the scope the rule does not hold for
+    attributes: FrozenSet[str] = frozenset()  # names the scope must not use, as attribute or method
 
 
 RULES: Tuple[Rule, ...] = (
@@ -104,6 +212,14 @@ RULES: Tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        "transport-privates-outside-the-fence",
+        "only forwarder.transport touches the HTTP libraries' private hooks: it checks each at import",
+        "",  # handlers/ too
+        TRANSPORT_INTERNALS,
+        exempt="forwarder.transport",
+        attributes=PRIVATE_HOOKS,
+    ),
+    Rule(
         "pipeline-loads-clients",
         "the pipeline is orchestration: importing it must not load an HTTP or AWS client",
         "forwarder.pipeline",
@@ -119,6 +235,7 @@ class Import:
     target: str  # absolute module name
     line: int
     at_load: bool  # runs when the importing module is imported
+    parent: bool = False  # a package run only because a module in it is imported
 
 
 @dataclass(frozen=True)
@@ -167,11 +284,31 @@ class Project:
         parts = name.split(".")
         for n in range(1, len(parts)):
             if ".".join(parts[:n]) in self.files:
-                yield Import(".".join(parts[:n]), line, at_load)
+                yield Import(".".join(parts[:n]), line, at_load, parent=True)
         yield Import(name, line, at_load)
 
-    def in_scope(self, scope: str) -> List[str]:
-        return [m for m in self.files if m == scope or m.startswith(scope + ".")]
+    def in_scope(self, scope: str, exempt: str = "") -> List[str]:
+        """The modules in ``scope`` ("": every module) but not in ``exempt``."""
+        inside = [m for m in self.files if not scope or _within(m, scope)]
+        return [m for m in inside if not (exempt and _within(m, exempt))]
+
+    def edges(self, parents: bool = True) -> Dict[str, Dict[str, int]]:
+        """module -> {project module it imports: first line}, every import, without the edge to a
+        package holding the module (always run before it, so never a choice of the module), and
+        without ``parents`` the packages run only because a module in them is imported."""
+        found: Dict[str, Dict[str, int]] = {}
+        for module, imports in self.imports.items():
+            targets = found.setdefault(module, {})
+            for imp in imports:
+                if imp.target not in self.files or imp.target == module or _within(module, imp.target):
+                    continue
+                if parents or not imp.parent:
+                    targets.setdefault(imp.target, imp.line)
+        return found
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def _absolute(module: str, is_package: bool, name: Optional[str], level: int) -> str:
@@ -213,9 +350,110 @@ def check(root: Path, packages: Sequence[str] = ("forwarder", "handlers")) -> Li
     found: List[Violation] = []
     for rule in RULES:
         forbidden = rule.forbidden | addon if "splunk_app" in rule.forbidden else rule.forbidden
-        for start in project.in_scope(rule.scope):
+        for start in project.in_scope(rule.scope, rule.exempt):
             found.extend(_check_from(project, rule, start, forbidden))
+    found.extend(check_cycles(project))
+    found.extend(check_layers(project))
     return sorted(set(found), key=str)
+
+
+def check_cycles(project: Project) -> List[Violation]:
+    """One violation per circle (strongly connected set of modules) in the import graph, naming a
+    circle through it."""
+    edges = project.edges()
+    found = []
+    for circle in _circles(edges):
+        path = _a_circle(edges, circle)  # first ... last, first
+        last, first = path[-2], path[-1]
+        found.append(Violation(CIRCLE, last, first, edges[last][first], tuple(path[:-2])))
+    return found
+
+
+def _circles(edges: Dict[str, Dict[str, int]]) -> List[List[str]]:
+    """The strongly connected sets of more than one module (Tarjan, without recursion)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack = set()
+    circles = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(edges[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    circles.append(sorted(members))
+    return circles
+
+
+def _a_circle(edges: Dict[str, Dict[str, int]], members: List[str]) -> List[str]:
+    """A path from the first member back to it inside ``members`` (breadth first: a shortest one)."""
+    start, inside = members[0], set(members)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for target in sorted(edges[node]):
+            if target == start:
+                return [*paths[node], start]
+            if target in inside and target not in paths:
+                paths[target] = [*paths[node], target]
+                queue.append(target)
+    raise AssertionError(f"no circle through {start}")  # members are strongly connected
+
+
+def layer_of(module: str) -> Optional[int]:
+    """The index in LAYERS of ``module``'s layer (None: it has none)."""
+    best: Optional[Tuple[int, int]] = None
+    for number, (_, names) in enumerate(LAYERS):
+        for name in names:
+            matches = module == name if name == "forwarder" else _within(module, name)
+            if matches and (best is None or len(name) > best[1]):
+                best = (number, len(name))
+    return None if best is None else best[0]
+
+
+def check_layers(project: Project) -> List[Violation]:
+    """Every module of forwarder/ without a layer, and every import of a module in a higher layer."""
+    found = []
+    edges = project.edges(parents=False)  # a package's own imports are checked where they are
+    for module in project.in_scope("forwarder"):
+        mine = layer_of(module)
+        if mine is None:
+            found.append(Violation(UPWARD, module, "no layer (add it to LAYERS in tests/layering.py)", 1))
+            continue
+        for target, line in edges[module].items():
+            theirs = layer_of(target)
+            if theirs is not None and theirs > mine:
+                found.append(
+                    Violation(UPWARD, module, f"{target} ({LAYERS[theirs][0]} over {LAYERS[mine][0]})", line)
+                )
+    return found
 
 
 def _check_from(project: Project, rule: Rule, start: str, forbidden: FrozenSet[str]) -> Iterator[Violation]:
@@ -237,6 +475,19 @@ def _check_from(project: Project, rule: Rule, start: str, forbidden: FrozenSet[s
             name = _clock_name(node)
             if name:
                 yield Violation(rule.name, start, name, getattr(node, "lineno", 0))
+    for node, _ in _walk(project.trees[start]) if rule.attributes else ():
+        name = _named(node)
+        if name in rule.attributes:
+            yield Violation(rule.name, start, name, getattr(node, "lineno", 0))
+
+
+def _named(node: ast.AST) -> Optional[str]:
+    """The name an attribute access or a method (function) definition uses."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name
+    return None
 
 
 def _clock_name(node: ast.AST) -> Optional[str]:

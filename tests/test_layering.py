@@ -8,7 +8,16 @@ from typing import Dict, List
 
 import pytest
 
-from tests.layering import HEAVY_CLIENTS, IO_MODULES, RULES, check, check_loaded
+from tests.layering import (
+    GRAPH_RULES,
+    HEAVY_CLIENTS,
+    IO_MODULES,
+    PRIVATE_HOOKS,
+    RULES,
+    TRANSPORT_INTERNALS,
+    check,
+    check_loaded,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,10 +40,16 @@ CLEAN: Dict[str, str] = {
     "forwarder/app.py": "import os\nimport time\nfrom . import http, pipeline\n",
     "forwarder/timeutil.py": "from datetime import datetime\n\ndef now_us():\n    return datetime.now()\n",
     "forwarder/pipeline.py": (
-        "from typing import TYPE_CHECKING\nfrom . import streams\nfrom .reading import pass_\n"
+        "from typing import TYPE_CHECKING\nfrom .delivery import shipper\nfrom .reading import pass_\n"
         "if TYPE_CHECKING:\n    import boto3\n"
     ),
-    "forwarder/streams.py": "def owner():\n    from .http import requests  # runs only when called\n",
+    "forwarder/delivery/__init__.py": "",
+    "forwarder/delivery/shipper.py": "def owner():\n    from ..http import requests  # runs when called\n",
+    "forwarder/transport/__init__.py": "",
+    "forwarder/transport/watched.py": (
+        "from urllib3.connectionpool import HTTPConnectionPool\n"
+        "class Pool(HTTPConnectionPool):\n    def _put_conn(self, conn):\n        super()._put_conn(conn)\n"
+    ),
     "forwarder/reading/__init__.py": "",
     "forwarder/reading/pass_.py": "from dataclasses import dataclass\nfrom . import pages\n",
     "forwarder/reading/pages.py": "import hashlib\n",
@@ -55,14 +70,16 @@ CLEAN: Dict[str, str] = {
     "splunk_app/package/bin/emailauth_audit_helper.py": "from handlers import aws_lambda\n",
 }
 
+TYPE_ONLY = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+
 # rule name -> {file: source}, each breaking that rule once: every forbidden module and every form.
 BREAKS: Dict[str, List[Dict[str, str]]] = {
-    "forwarder-imports-runtimes": [
-        {"forwarder/app.py": "import handlers.aws_lambda\n"},
-        {"forwarder/app.py": "from handlers import aws_lambda\n"},
+    "forwarder-imports-runtimes": [  # from modules the runtime does not import: no circle
+        {"forwarder/cli.py": "import handlers.aws_lambda\n"},
+        {"forwarder/cli.py": "from handlers import aws_lambda\n"},
         {"forwarder/streams.py": "def f():\n    from handlers.aws_lambda import handler\n"},
-        {"forwarder/app.py": "import splunk_app\n"},
-        {"forwarder/app.py": "import emailauth_audit_helper\n"},  # the add-on's bin/ script
+        {"forwarder/cli.py": "import splunk_app\n"},
+        {"forwarder/cli.py": "import emailauth_audit_helper\n"},  # the add-on's bin/ script
     ],
     "normalize-does-io": [
         *({"forwarder/normalize/ecs.py": f"import {name}\n"} for name in sorted(IO_MODULES)),
@@ -81,7 +98,11 @@ BREAKS: Dict[str, List[Dict[str, str]]] = {
         {"forwarder/sinks/hec.py": "from ..state.store import x\n"},
         {"forwarder/sinks/base.py": "import forwarder.state\n"},
         {"forwarder/sinks/__init__.py": "def f():\n    from forwarder import state\n"},
-        {"forwarder/http.py": "from .state import store\n"},  # sinks.hec -> http -> state
+        {  # sinks.hec -> api.token -> state
+            "forwarder/sinks/hec.py": "from ..api import token\n",
+            "forwarder/api/__init__.py": "",
+            "forwarder/api/token.py": "from ..state import store\n",
+        },
     ],
     "pipeline-reads-through-the-face": [
         {"forwarder/pipeline.py": "from .reading.pages import Page\n"},
@@ -91,8 +112,38 @@ BREAKS: Dict[str, List[Dict[str, str]]] = {
     "pipeline-loads-clients": [
         *({"forwarder/pipeline.py": f"import {name}\n"} for name in sorted(HEAVY_CLIENTS)),
         {"forwarder/pipeline.py": "from botocore.exceptions import ClientError\n"},
-        {"forwarder/streams.py": "from .http import requests\n"},  # pipeline -> streams -> http
-        {"forwarder/streams.py": "from .state import store\n"},  # pipeline -> streams -> state -> boto3
+        {"forwarder/delivery/shipper.py": "from ..http import requests\n"},  # pipeline -> shipper -> http
+        {"forwarder/delivery/shipper.py": "from ..state import store\n"},  # ... -> shipper -> state -> boto3
+    ],
+    "transport-privates-outside-the-fence": [
+        *({"forwarder/sinks/hec.py": f"import {name}\n"} for name in sorted(TRANSPORT_INTERNALS)),
+        {"forwarder/http.py": "from requests.adapters import HTTPAdapter\n"},
+        {"forwarder/state/store.py": "def f():\n    from botocore.httpsession import URLLib3Session\n"},
+        *(
+            {"forwarder/sinks/hec.py": f"def f(client):\n    return client.{name}\n"}
+            for name in sorted(PRIVATE_HOOKS)
+        ),
+        {"forwarder/sinks/hec.py": "class Connection:\n    def _new_conn(self):\n        return None\n"},
+        {"handlers/aws_lambda.py": "import boto3\ndef f(client):\n    client._endpoint.http_session.x = 1\n"},
+    ],
+    "import-circle": [
+        {"forwarder/sinks/base.py": "from . import hec\n"},  # hec -> base -> hec
+        {"forwarder/sinks/base.py": "def f():\n    from .hec import x\n"},  # lazy: still a dependency
+        {"forwarder/sinks/base.py": TYPE_ONLY + "    from . import hec\n"},
+        {  # three modules round, three packages
+            "forwarder/state/store.py": "from ..api import token\n",
+            "forwarder/api/__init__.py": "",
+            "forwarder/api/token.py": "from ..quarantine import local\n",
+            "forwarder/quarantine/__init__.py": "",
+            "forwarder/quarantine/local.py": "from ..state import store\n",
+        },
+    ],
+    "import-up": [
+        {"forwarder/errors.py": "def later():\n    from . import app\n"},  # foundation -> runs
+        {"forwarder/http.py": "from .sinks import base\n"},  # transport -> clients, stores, ...
+        {"forwarder/sinks/base.py": "from ..reading import pass_\n"},  # sinks -> run parts
+        {"forwarder/errors.py": TYPE_ONLY + "    from .sinks import base\n"},  # type-only: a dependency
+        {"forwarder/unplaced.py": "import json\n"},  # a module in no layer
     ],
 }
 
@@ -106,11 +157,12 @@ def _package(tmp_path: Path, changes: Dict[str, str]) -> Path:
 
 
 def test_every_rule_has_breaks_to_fail_on() -> None:
-    assert sorted(BREAKS) == sorted(rule.name for rule in RULES)
+    assert sorted(BREAKS) == sorted([rule.name for rule in RULES] + list(GRAPH_RULES))
 
 
 def test_a_clean_package_passes(tmp_path: Path) -> None:
-    """Allowed: I/O and the clock outside normalize/, lazy and type-only imports of the clients."""
+    """Allowed: I/O and the clock outside normalize/, lazy and type-only imports of the clients, the
+    transport's overrides in forwarder/transport, imports down the layers and inside one."""
     assert check(_package(tmp_path, {})) == []
 
 
@@ -126,7 +178,7 @@ def test_each_forbidden_import_fails_its_rule(tmp_path: Path, rule: str, changes
 
 def test_the_runtime_check_sees_a_client_the_static_walk_cannot(tmp_path: Path) -> None:
     root = _package(
-        tmp_path, {"forwarder/streams.py": "import importlib\nimportlib.import_module('requests')\n"}
+        tmp_path, {"forwarder/delivery/shipper.py": "import importlib\nimportlib.import_module('requests')\n"}
     )
     assert check(root) == []
     assert [(v.rule, v.target) for v in check_loaded(root)] == [("pipeline-loads-clients", "requests")]

@@ -71,3 +71,36 @@ def test_a_secret_across_the_cut_leaves_no_part_of_it(at):
     text = "a" * at + secret + "b" * 1000
     for shown in (logs.quoted(text), logs.clip(text, logs.QUOTE_LIMIT)):
         assert not [secret[:n] for n in range(4, len(secret)) if secret[:n] in shown], shown
+
+
+def test_a_token_registered_early_in_a_run_is_still_masked_while_the_bound_holds():
+    secrets = logs.Secrets(max_tokens=8)
+    secrets.register(["client-secret-of-the-run"])
+    secrets.register_tokens(["token-number-0000"])
+    secrets.register_tokens([f"token-number-{n:04}" for n in range(1, 8)])  # the bound, reached
+    assert secrets.redact("sent token-number-0000 and token-number-0007") == "sent *** and ***"
+    secrets.register_tokens([f"token-number-{n:04}" for n in range(8, 10_000)])  # a long-running process
+    assert len(secrets.forms()) <= len(logs.secret_forms("client-secret-of-the-run")) + 8 * max(
+        len(logs.secret_forms(f"token-number-{n:04}")) for n in range(10_000)
+    )
+    assert secrets.redact("client-secret-of-the-run") == "***"  # a configuration secret is never dropped
+    assert [secrets.redact(f"token-number-{n:04}") for n in range(9_992, 10_000)] == ["***"] * 8
+    assert secrets.redact("token-number-0000") == "token-number-0000"  # the least recently used: dropped
+
+
+def test_a_token_in_use_outlives_the_newer_tokens_that_fill_the_registry():
+    secrets = logs.Secrets(max_tokens=4)
+    secrets.register_tokens(["the-token-in-use"])
+    for n in range(100):
+        secrets.register_tokens([f"tenant-token-{n}"])
+        secrets.register_tokens(["the-token-in-use"])  # handed out again: the most recently used
+    assert secrets.redact("Bearer the-token-in-use") == "Bearer ***"
+    assert secrets.redact("tenant-token-0") == "tenant-token-0"
+
+
+def test_the_process_registry_is_bounded_by_max_tokens():
+    assert logs.SECRETS.max_tokens == logs.MAX_TOKENS
+    logs.register_tokens([f"flooding-token-{n}" for n in range(3 * logs.MAX_TOKENS)])
+    assert logs.redact("flooding-token-0") == "flooding-token-0"
+    assert logs.redact(f"flooding-token-{3 * logs.MAX_TOKENS - 1}") == "***"
+    assert all(logs.redact(s) != s for s in SECRETS)  # the configuration secrets stay

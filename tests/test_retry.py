@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 from forwarder import causes, retry
+from tests.fakes import Waits
 
 
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
+def policy(attempts: int) -> retry.RetryPolicy:
+    return retry.RetryPolicy(attempts=attempts, sleep=Waits())  # no test waits for real time
 
 
 def refused() -> None:
@@ -23,7 +21,7 @@ def test_the_same_retry_is_told_once_at_warning_and_then_at_debug(caplog):
     failures = []
     caplog.set_level(logging.DEBUG, logger="forwarder.retry")
     for _ in range(3):  # three batches failing alike
-        retry.call(retry.RetryPolicy(attempts=3), refused, failures.append, "POST to X", where="h:1")
+        retry.call(policy(3), refused, failures.append, "POST to X", where="h:1")
     told = [r for r in caplog.records if r.getMessage() == "POST to X failed, retrying"]
     assert [r.levelno for r in told] == [logging.WARNING] + [logging.DEBUG] * 5
     assert told[0].error == "h:1 refused the connection (nothing listens on that port)"  # type: ignore[attr-defined]
@@ -36,11 +34,11 @@ def test_the_same_retry_is_told_once_at_warning_and_then_at_debug(caplog):
 
 def test_another_cause_or_a_new_run_is_told_again(caplog):
     caplog.set_level(logging.WARNING, logger="forwarder.retry")
-    policy = retry.RetryPolicy(attempts=2)
-    retry.call(policy, refused, lambda f: None, "POST to X", where="h:1")
-    retry.call(policy, refused, lambda f: None, "POST to X", where="h:2")
+    tries = policy(2)
+    retry.call(tries, refused, lambda f: None, "POST to X", where="h:1")
+    retry.call(tries, refused, lambda f: None, "POST to X", where="h:2")
     retry.reset_notices()  # what each run does first
-    retry.call(policy, refused, lambda f: None, "POST to X", where="h:1")
+    retry.call(tries, refused, lambda f: None, "POST to X", where="h:1")
     assert len(caplog.records) == 3
 
 
@@ -50,5 +48,15 @@ def test_an_answer_worth_retrying_has_no_transport_cause():
     def busy() -> None:
         raise retry.TryAgain("HTTP 503")
 
-    retry.call(retry.RetryPolicy(attempts=2), busy, failures.append, "GET y")
+    retry.call(policy(2), busy, failures.append, "GET y")
     assert failures[0].problem == "HTTP 503" and failures[0].cause is None
+
+
+def test_the_policy_s_sleep_is_the_wait_between_tries_and_honours_retry_after():
+    waits = Waits()
+
+    def busy() -> None:
+        raise retry.TryAgain("HTTP 503", retry_after=0.25)
+
+    retry.call(retry.RetryPolicy(attempts=3, sleep=waits), busy, lambda f: None, "GET z")
+    assert waits == [0.25, 0.25]  # between the three tries, as the peer asked

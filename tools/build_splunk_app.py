@@ -33,8 +33,9 @@ from runtime_modules import SPLUNK_ENTRIES, closure, files
 ROOT = Path(__file__).resolve().parent.parent
 APP_ID = "TA-fortra-emailauth"
 REQUIREMENTS = (
-    "requests",
-    "urllib3",
+    # Bounded as pyproject.toml bounds them: forwarder/transport overrides their private hooks.
+    "requests>=2.28,<3",
+    "urllib3>=1.26,<3",
     "idna",
     "certifi",
     "charset-normalizer",

@@ -94,7 +94,7 @@ class ApiClient:
             session = new_session()
             pin_environment(session, self.base_url)  # one base URL: its proxy cannot change mid-run
         self._session = session
-        self._limiter = limiter or RateLimiter()
+        self._limiter = limiter or RateLimiter(sleep=self._retry.sleep)
         self._tokens = TokenProvider(
             self._request_token,
             key=reuse_key(self.base_url + token_path, credentials.client_id, credentials.client_secret),
@@ -158,7 +158,7 @@ class ApiClient:
             if failure.last is not None and failure.last.result.status_code == 429:
                 self._limiter.throttled(delay)  # every stream waits and fewer run at once
             else:
-                retry.sleep(delay)
+                self._retry.wait(delay)
 
         where = host_port(url)
         return retry.call(self._retry, attempt, give_up, f"api {method} {path}", wait, where)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from ..errors import ApiError, AuthError, MalformedResponse
-from ..logs import register_secrets
+from ..logs import register_tokens
 
 DEFAULT_LIFETIME = 14400
 _MS_THRESHOLD = 100_000_000_000  # a created_at above this is milliseconds (year 5138 in seconds)
@@ -110,14 +110,21 @@ class TokenProvider:
         with self._lock:
             if self._token is None or self._clock() >= self._token.expires_at:
                 self._token = self._new_token()
-            return self._token.value
+            return self._handed_out(self._token)
 
     def refresh(self, rejected: str) -> str:
         """A call with ``rejected`` got 401: replace it, unless another thread already did."""
         with self._lock:
             if self._token is None or self._token.value == rejected:
                 self._token = self._new_token()
-            return self._token.value
+            return self._handed_out(self._token)
+
+    @staticmethod
+    def _handed_out(token: Token) -> str:
+        # Masked while in use: the registry keeps the tokens most recently handed out (logs.Secrets),
+        # and one reused from an earlier run may have been dropped since.
+        register_tokens([token.value])
+        return token.value
 
     def _new_token(self) -> Token:
         if self._failure is not None:
@@ -133,7 +140,7 @@ class TokenProvider:
         token = parse_token(self._fetch(), received, self._endpoint)
         if not token.value:
             raise AuthError("token endpoint returned an empty token")
-        register_secrets([token.value])  # an error body or a log line may quote it
+        register_tokens([token.value])  # an error body or a log line may quote it
         if self._key:
             with _reusable_lock:
                 _reusable[self._key] = token

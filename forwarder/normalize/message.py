@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from .memo import text_cache
-
-if TYPE_CHECKING:  # subject imports this module
-    from .subject import Domain
 
 _PHRASES = {
     "user.login": "logged in",
@@ -66,14 +63,13 @@ def _summary(key: Tuple[str, Optional[str]]) -> str:
     return _line(*key, None)
 
 
-def headline(actor: Optional[str], action: str, target: Optional[str], domain: Optional[Domain]) -> str:
-    """Who did what to what, on one line (a subject's: cached). ``actor`` and ``target`` are the
-    record's user and object as text (``changes.as_text``), ``action`` the filterable one."""
+def headline(actor: Optional[str], action: str, target: Optional[str]) -> str:
+    """Who did what to what, on one line (a subject's: cached). ``actor`` is the record's user as text
+    (``changes.as_text``), ``target`` its object as shown (``subject``: a domain with its Unicode
+    form), ``action`` the filterable one."""
     actor = actor or "unknown user"
     phrase = _PHRASES.get(action) or f"performed {action or 'an unknown action'}"
     target = target or ""
-    if domain and domain.unicode != domain.given.lower().rstrip("."):
-        target = f"{domain.given} ({domain.unicode})"
     if action == "user.login" or not target:
         return _one_line(f"{actor} {phrase}")
     return _one_line(f"{actor} {phrase} {target}" if action in _PHRASES else f"{actor} {phrase} on {target}")

@@ -98,12 +98,20 @@ def subject_of(
         target,
         domain,
         head,
-        headline(user_text, action, obj_text, domain),
+        headline(user_text, action, _shown(obj_text, domain)),
         tuple(sorted(related)),
         _short(action, display, user_text, obj_text),
         same_user(user_text, obj_text),
         action_risk(action),
     )
+
+
+def _shown(obj_text: Optional[str], domain: Optional[Domain]) -> Optional[str]:
+    """The object as a headline names it: a domain given in another form than its Unicode one with
+    that form too."""
+    if domain and domain.unicode != domain.given.lower().rstrip("."):
+        return f"{domain.given} ({domain.unicode})"
+    return obj_text
 
 
 def _without_changes(key: Tuple[Any, Any, Any, Any, str]) -> Subject:

@@ -6,9 +6,10 @@ signed with the key's private key, exchanged at ``token_uri`` (``grant_type`` jw
 access token, which is kept until a minute before it expires. Signing uses ``cryptography`` (the
 ``google`` extra), imported only when the sink opens.
 
-Secrets: the key file's text, its private key (whole, without line breaks, and line by line), the
-signed assertion and every access token are registered with ``logs.register_secrets`` as soon as
-they are known, and handed to the sink's poster, which masks them in every error it builds. An
+Secrets: the key file's text and its private key (whole, without line breaks, and line by line) are
+registered with ``logs.register_secrets``, the signed assertion and every access token (new every
+hour) with ``logs.register_tokens`` (a token again whenever it is handed out), as soon as they are
+known, and handed to the sink's poster, which masks them in every error it builds. An
 error about the key names the variable and the path or reference, never anything the key holds.
 """
 
@@ -22,7 +23,7 @@ from urllib.parse import urlencode
 
 from .. import jsonutil
 from ..errors import SinkError
-from ..logs import register_secrets
+from ..logs import register_secrets, register_tokens
 from ..urls import check_url
 
 VARIABLE = "FORWARDER_SECOPS_CREDENTIALS"
@@ -184,6 +185,7 @@ class AccessTokens:
         with self._lock:
             if self._token is None or self._clock() >= self._expires:
                 self._token, self._expires = self._exchange()
+            register_tokens([self._token])  # masked while in use: the registry keeps those last used
             return self._token
 
     def forget(self, token: str) -> None:
@@ -218,5 +220,5 @@ class AccessTokens:
         return token, started + max(0.0, seconds - EARLY_SECONDS)
 
     def _remember(self, secret: str) -> None:
-        register_secrets([secret])
+        register_tokens([secret])
         self._remember_secret(secret)

@@ -208,7 +208,7 @@ class HecSink:
                     retryable=True,
                 )
             step = min(pause, self._ack_timeout - elapsed)
-            retry.sleep(step)
+            self._poster.retry.wait(step)
             waited += step
             pause = min(pause * 2, _ACK_POLL_MAX_SECONDS)
 

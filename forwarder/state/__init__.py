@@ -8,7 +8,7 @@ Splunk add-on) or without ``fcntl`` still opens the stores it has.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Protocol
 
 from ..logs import quoted
 from ..urls import location_scheme
@@ -16,13 +16,11 @@ from .locations import location_problem
 from .model import StreamState
 from .store import Lease, Loaded, StateStore
 
-if TYPE_CHECKING:
-    from ..config import Settings
-
 __all__ = [
     "Lease",
     "Loaded",
     "StateStore",
+    "StoreSettings",
     "StreamState",
     "location_problem",
     "open_store",
@@ -65,6 +63,20 @@ def open_store(
     return opener(location, timeout_seconds) if scheme in _TIMED else opener(location)
 
 
-def open_store_for(settings: Settings) -> StateStore:
+class StoreSettings(Protocol):
+    """What ``open_store_for`` reads of a run's settings (``config.Settings`` has it): the state layer
+    sits below the configuration, which checks state locations with ``location_problem``."""
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def splunk_token(self) -> Optional[str]: ...
+
+    @property
+    def http_timeout_s(self) -> float: ...
+
+
+def open_store_for(settings: StoreSettings) -> StateStore:
     """``open_store`` of a run's settings: their state location, KV store token and HTTP timeout."""
     return open_store(settings.state, settings.splunk_token, settings.http_timeout_s)

@@ -14,22 +14,23 @@ from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
 from forwarder.timeutil import parse_iso
+from tests.fakes import Waits
 from tests.reading.helpers import read_through
 from tests.receivers.users_api import UsersApi
 
 
-@pytest.fixture(autouse=True)
-def waits(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(retry, "sleep", recorded.append)
-    return recorded
+@pytest.fixture
+def waits():
+    return Waits()
 
 
 ORG = generate_org(4)
 
 
-def client_for(sim, secret=DEMO_CLIENT_SECRET, **kw):
-    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, secret), **kw)
+def client_for(sim, secret=DEMO_CLIENT_SECRET, attempts=5, waits=None, **kw):
+    """A client of ``sim`` whose waits between tries are recorded in ``waits``, never slept."""
+    policy = retry.RetryPolicy(attempts=attempts, sleep=Waits() if waits is None else waits)
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, secret), retry=policy, **kw)
 
 
 def trail(client, object_type, name, flt=None, start_us=None, limit=200):
@@ -92,13 +93,13 @@ def test_a_refused_get_names_what_to_check(status, check):
 def test_retry_after_is_honoured_and_attempts_are_bounded(waits):
     with Simulator(ORG) as sim:
         sim.fail_next(2, status=429, retry_after=3)
-        items, _ = trail(client_for(sim), "domain", IDN_DOMAIN)
+        items, _ = trail(client_for(sim, waits=waits), "domain", IDN_DOMAIN)
         # Each 429 waits its Retry-After; the request past the trail's short page (18 records might
         # be the service's page size) waits out the same pause, as the test's sleep moves no clock.
         assert items and waits == pytest.approx([3.0, 3.0, 3.0], abs=0.1)
         sim.fail_next(5, status=503)
         with pytest.raises(ApiError, match="HTTP 503"):
-            trail(client_for(sim, retry=retry.RetryPolicy(attempts=3)), "domain", IDN_DOMAIN)
+            trail(client_for(sim, attempts=3), "domain", IDN_DOMAIN)
 
 
 @pytest.mark.parametrize(
@@ -225,7 +226,7 @@ def test_a_token_no_bearer_header_can_carry_is_refused_on_receipt(planted, caplo
     with Simulator(ORG) as sim:
         sim.rewrite_next(1, b'"access_token":"', b'"access_token":"' + planted, path_prefix=sim.token_path)
         with pytest.raises(MalformedResponse) as info:
-            trail(client_for(sim), "domain", IDN_DOMAIN)
+            trail(client_for(sim, waits=waits), "domain", IDN_DOMAIN)
         message = str(info.value)
         assert "FORWARDER_TOKEN_PATH" in message and sim.base_url + sim.token_path in message
         assert sim.calls() == 0 and not waits  # never sent, nothing retried

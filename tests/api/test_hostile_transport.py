@@ -15,6 +15,7 @@ from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
+from tests.fakes import Waits
 from tests.reading.helpers import read_through
 
 ORG = generate_org(4)
@@ -22,15 +23,15 @@ USER = ORG.users[0].email
 
 
 @pytest.fixture(autouse=True)
-def waits(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(retry, "sleep", recorded.append)
-    yield recorded
+def waits():
+    yield Waits()
     stop.reset()
 
 
-def client_for(sim, **kw):
-    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), **kw)
+def client_for(sim, attempts=5, waits=None, **kw):
+    """A client of ``sim`` whose waits between tries are recorded in ``waits``, never slept."""
+    policy = retry.RetryPolicy(attempts=attempts, sleep=Waits() if waits is None else waits)
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), retry=policy, **kw)
 
 
 def audits(client):
@@ -41,7 +42,7 @@ def audits(client):
 def test_a_connection_closed_mid_body_is_retried_on_every_endpoint(path, waits):
     with Simulator(ORG) as sim:
         sim.break_next(1, "cut", path_prefix=path)
-        client = client_for(sim)
+        client = client_for(sim, waits=waits)
         assert client.users(200, 10, 1000) and audits(client) == sim.records_for("user", USER)
         assert len(waits) == 1  # one retry, then the whole answer
 
@@ -50,14 +51,14 @@ def test_a_mid_body_close_that_never_heals_is_an_api_error_not_a_traceback():
     with Simulator(ORG) as sim:
         sim.break_next(10, "cut", path_prefix=USERS_PATH)
         with pytest.raises(ApiError, match=r"ChunkedEncodingError|ConnectionError|IncompleteRead"):
-            client_for(sim, retry=retry.RetryPolicy(attempts=3)).users(200, 10, 1000)
+            client_for(sim, attempts=3).users(200, 10, 1000)
 
 
 def test_a_trickling_body_is_cut_at_the_total_deadline():
     with Simulator(ORG) as sim:
         sim.trickle_seconds = 0.2  # every read returns well inside the 1 s timeout
         sim.break_next(5, "trickle")
-        client = client_for(sim, timeout=1, retry=retry.RetryPolicy(attempts=2))
+        client = client_for(sim, timeout=1, attempts=2)
         with pytest.raises(ApiError, match="no complete response within 1 s"):
             audits(client)
 
@@ -107,7 +108,7 @@ def test_trickled_headers_are_cut_at_the_total_deadline_too():
     with Simulator(ORG) as sim:
         sim.trickle_seconds = 0.2
         sim.break_next(5, "trickle-headers")  # ~50 header bytes: 10 s at this pace
-        client = client_for(sim, timeout=1, retry=retry.RetryPolicy(attempts=2))
+        client = client_for(sim, timeout=1, attempts=2)
         with pytest.raises(ApiError, match="no complete response within 1 s"):
             audits(client)
         while len(sim.trickled) < 2:  # the server notices the hang-up at its next byte
@@ -123,7 +124,7 @@ def test_calls_in_flight_share_one_watchdog_and_each_ends_at_its_own_deadline():
         errors = {}
 
         def pull(timeout):
-            client = client_for(sim, timeout=timeout, retry=retry.RetryPolicy(attempts=1))
+            client = client_for(sim, timeout=timeout, attempts=1)
             try:
                 audits(client)
             except ApiError as exc:

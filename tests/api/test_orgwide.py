@@ -14,13 +14,9 @@ from forwarder.sim.generate import generate_org, generate_wide_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream, plan_streams
 from forwarder.timeutil import now_us, parse_iso
+from tests.fakes import Waits
 
 DAY_US = 86_400 * 1_000_000
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +27,8 @@ def org():
 
 
 def _client(sim):
-    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
+    policy = retry.RetryPolicy(sleep=Waits())  # its waits recorded, never slept
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), retry=policy)
 
 
 def _streams(org):

@@ -18,6 +18,7 @@ from forwarder.api.client import ApiClient, Credentials
 from forwarder.errors import ApiError
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.fakes import Waits
 from tests.receivers.forward_proxy import ForwardProxy, behind
 from tests.receivers.trickling_peer import REPLY, TricklingPeer
 
@@ -26,8 +27,7 @@ ORG = generate_org(3)
 
 
 @pytest.fixture(autouse=True)
-def no_waits(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda _delay: None)
+def stop_reset():
     yield
     stop.reset()
 
@@ -50,7 +50,8 @@ def socks(proxy, monkeypatch):
 
 def client_for(url: str, timeout: float) -> ApiClient:
     credentials = Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
-    return ApiClient(url, credentials, timeout=timeout, retry=retry.RetryPolicy(attempts=1))
+    policy = retry.RetryPolicy(attempts=1, sleep=Waits())  # one try: nothing to wait for, ever
+    return ApiClient(url, credentials, timeout=timeout, retry=policy)
 
 
 def cut_at_deadline(peer: TricklingPeer) -> float:

@@ -13,6 +13,7 @@ from forwarder.api.ratelimit import AdaptiveGate, RateLimiter, TokenBucket
 from forwarder.sim.endpoints import USERS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from tests.fakes import Waits
 
 
 class FakeClock:
@@ -101,13 +102,13 @@ def test_gate_never_lets_more_than_its_limit_in_flight():
     assert 1 <= peak[0] <= 3 and gate.in_flight == 0
 
 
-def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests(monkeypatch):
-    waits: List[float] = []
-    monkeypatch.setattr(retry, "sleep", waits.append)
+def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests():
+    waits = Waits()  # every wait of the limiter and the retries, recorded, never slept
     with Simulator(generate_org(3)) as sim:
         # A clock that stands still: the pacing is the bucket's arithmetic, whatever the requests take.
-        limiter = RateLimiter(max_rps=4.0, concurrency=4, clock=lambda: 100.0)
-        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), limiter=limiter)
+        limiter = RateLimiter(max_rps=4.0, concurrency=4, clock=lambda: 100.0, sleep=waits)
+        credentials = Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
+        client = ApiClient(sim.base_url, credentials, retry=retry.RetryPolicy(sleep=waits), limiter=limiter)
         sim.fail_next(1, status=429, retry_after=0.5, path_prefix=USERS_PATH)
         assert client.users(200, 10, 1000)
         assert limiter.gate.limit < 4  # halved, then grown a little by the answered requests
@@ -115,7 +116,7 @@ def test_a_429_over_http_slows_every_stream_and_max_rps_paces_requests(monkeypat
         for _ in range(6):
             client.users(200, 10, 1000)
         # 9 requests (token, 429, retry, 6 more) at 4/s with a burst of 4: the bucket held back the
-        # rest, each a quarter second after the one before (the patched sleep does not wait).
+        # rest, each a quarter second after the one before (the recorded sleep does not wait).
         paced = sorted(w for w in waits if w != pytest.approx(0.5, abs=0.05))
         assert len(paced) >= 4 and paced[-1] >= 1.0
 

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from forwarder import logs
 from forwarder.api.token import TokenProvider, parse_token
 from forwarder.errors import ApiError, MalformedResponse
 
@@ -103,3 +104,14 @@ def test_a_failed_token_request_is_made_once_and_its_error_given_to_every_caller
         tokens.refresh("any")
     assert len(calls) == 1
     assert len(errors) == 20 and len(set(errors)) == 1 and "POST /v1/ep/token" in errors[0]
+
+
+def test_a_token_handed_out_is_masked_however_many_tokens_came_since_it_was_fetched():
+    provider = TokenProvider(
+        lambda: {"access_token": "the-run-s-own-token", "expires_in": 14400}, lambda: NOW
+    )
+    assert provider.get() == "the-run-s-own-token"
+    logs.register_tokens([f"other-tenant-token-{n}" for n in range(logs.MAX_TOKENS)])  # pushes it out
+    assert logs.redact("the-run-s-own-token") == "the-run-s-own-token"  # dropped: least recently used
+    assert provider.get() == "the-run-s-own-token"  # in use again ...
+    assert logs.redact("Bearer the-run-s-own-token") == "Bearer ***"  # ... so masked again

@@ -10,9 +10,9 @@ import pytest
 
 from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
-from forwarder.api.probe import probe
 from forwarder.app import run_once
 from forwarder.check import check
+from forwarder.reading.probe import probe
 from forwarder.sim.entities import ORG_DOMAIN
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator

@@ -16,6 +16,7 @@ from forwarder.sinks.elasticsearch import ElasticsearchSink
 from forwarder.sinks.hec import HecSink
 from forwarder.sinks.http_ndjson import HttpNdjsonSink
 from forwarder.sinks.settings import SinkSettings
+from tests.fakes import Waits
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.hec import HecReceiver
 from tests.receivers.http_collector import HttpCollector, Reply
@@ -23,11 +24,14 @@ from tests.receivers.http_collector import HttpCollector, Reply
 STREAM = "logs-emailauth.audit-default"
 
 
-@pytest.fixture(autouse=True)
-def waits(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(retry, "sleep", recorded.append)
-    return recorded
+@pytest.fixture
+def waits():
+    return Waits()
+
+
+def two_tries(waits=None):
+    """Two tries, the wait between them recorded in ``waits``, never slept."""
+    return retry.RetryPolicy(attempts=2, sleep=Waits() if waits is None else waits)
 
 
 def event(n: int) -> Event:
@@ -36,18 +40,18 @@ def event(n: int) -> Event:
     return Event(event_id, 1_767_323_045_123_456, json.dumps(body).encode())
 
 
-def hec_sink(receiver, **kw):
+def hec_sink(receiver, waits=None, **kw):
     settings = SinkSettings(uri=receiver.url, token=receiver.token, **kw)
-    return HecSink(settings, retry_policy=retry.RetryPolicy(attempts=2))
+    return HecSink(settings, retry_policy=two_tries(waits))
 
 
-def es_sink(receiver, **kw):
+def es_sink(receiver, waits=None, **kw):
     settings = SinkSettings(uri=receiver.url, token=receiver.encoded_api_key(), **kw)
-    return ElasticsearchSink(settings, retry_policy=retry.RetryPolicy(attempts=2))
+    return ElasticsearchSink(settings, retry_policy=two_tries(waits))
 
 
-def http_sink(receiver, **kw):
-    return HttpNdjsonSink(SinkSettings(uri=receiver.url, **kw), retry_policy=retry.RetryPolicy(attempts=2))
+def http_sink(receiver, waits=None, **kw):
+    return HttpNdjsonSink(SinkSettings(uri=receiver.url, **kw), retry_policy=two_tries(waits))
 
 
 def stored(receiver) -> int:
@@ -77,7 +81,7 @@ def test_a_proxy_answering_200_with_a_web_page_delivers_nothing(receiver_type, m
 def test_a_reply_closed_mid_body_or_undecodable_is_retried(receiver_type, make_sink, waits, fault):
     with receiver_type() as receiver:
         getattr(receiver, fault)(1)
-        result = make_sink(receiver).send([event(1)])
+        result = make_sink(receiver, waits=waits).send([event(1)])
         assert result.delivered == 1 and len(waits) == 1 and stored(receiver) >= 1
 
 

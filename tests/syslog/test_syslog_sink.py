@@ -22,6 +22,7 @@ from forwarder.sinks.settings import SinkSettings
 from forwarder.sinks.syslog import SyslogSink, address, frame
 from forwarder.timeutil import format_us
 from tests.cef_parser import parse
+from tests.fakes import Waits
 from tests.normalize import OPTIONS
 
 from .rsyslog import MAX_MESSAGE
@@ -139,10 +140,11 @@ def test_an_oversize_message_is_rejected_not_sent(rsyslog):
     assert [got["msg"] for got in received(rsyslog, "tcp", 1)] == ["CEF:0|v|p|1|s|n|5|msg=small"]
 
 
-def test_an_unknown_certificate_authority_fails_at_once(rsyslog, monkeypatch):
-    waits = []
-    monkeypatch.setattr(retry, "sleep", waits.append)
-    sink = SyslogSink(SinkSettings(uri=rsyslog.uri("tls")))  # system CAs do not know the test CA
+def test_an_unknown_certificate_authority_fails_at_once(rsyslog):
+    waits = Waits()
+    sink = SyslogSink(  # system CAs do not know the test CA
+        SinkSettings(uri=rsyslog.uri("tls")), retry_policy=retry.RetryPolicy(sleep=waits)
+    )
     with pytest.raises(
         SinkError, match=r"syslog receiver: TLS with localhost:\d+ failed: certificate not trusted"
     ) as info:
@@ -150,14 +152,14 @@ def test_an_unknown_certificate_authority_fails_at_once(rsyslog, monkeypatch):
     assert not info.value.retryable and waits == []
 
 
-def test_a_refused_connection_is_retried_then_retryable(monkeypatch):
-    waits = []
-    monkeypatch.setattr(retry, "sleep", waits.append)
+def test_a_refused_connection_is_retried_then_retryable():
+    waits = Waits()
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     sink = SyslogSink(
-        SinkSettings(uri=f"syslog+tcp://127.0.0.1:{port}"), retry_policy=retry.RetryPolicy(attempts=3)
+        SinkSettings(uri=f"syslog+tcp://127.0.0.1:{port}"),
+        retry_policy=retry.RetryPolicy(attempts=3, sleep=waits),
     )
     with pytest.raises(SinkError, match="after 3 attempts") as info:
         sink.send([Event("x", 0, b"CEF:0|v|p|1|s|n|5|")])

@@ -3,16 +3,50 @@ can reach, and no retry of an attempt it cut.
 
 botocore bounds each socket read (``read_timeout``), not a response: an endpoint trickling its answer
 would hold a call, and then its retries, far past the HTTP timeout. Imported with boto3 only.
+botocore has no public hook to its connection pools: what this writes of its private parts is
+checked at import (``_check_botocore``), and what a client holds when it is watched.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import botocore
 from botocore.awsrequest import AWSHTTPConnectionPool, AWSHTTPSConnectionPool
 from botocore.exceptions import BotoCoreError
+from botocore.httpsession import URLLib3Session
 
-from . import deadline, watched
+from .. import deadline
+from . import watched
+from .hooks import Hook, require
+
+
+def _check_botocore(made: URLLib3Session) -> None:
+    """Raise UnsupportedLibrary unless ``watch`` can do its work in this botocore: every pool manager
+    of a session (``made``: one new session), direct or through a proxy, shares the pool table of
+    the session, which ``watch`` writes."""
+    version = botocore.__version__
+    require(
+        (
+            Hook(made, "_pool_classes_by_scheme"),
+            Hook(made, "_manager"),
+            Hook(made, "_get_proxy_manager", ("proxy_url",)),
+            Hook(AWSHTTPConnectionPool, "ConnectionCls"),
+            Hook(AWSHTTPSConnectionPool, "ConnectionCls"),
+        ),
+        "botocore",
+        version,
+    )
+    table = made._pool_classes_by_scheme
+    proxied = made._get_proxy_manager("http://127.0.0.1:9")  # made, never connected
+    shared = (
+        Hook(made._manager, "pool_classes_by_scheme", same=table),
+        Hook(proxied, "pool_classes_by_scheme", same=table),
+    )
+    require(shared, "botocore", version)
+
+
+_check_botocore(URLLib3Session())
 
 
 class DeadlineExceeded(BotoCoreError):
@@ -38,6 +72,8 @@ def watch(client: Any) -> None:
     """Make a new ``client``'s connections reachable by the watchdog of the call in progress."""
     # botocore has no public hook to its connection pools: the pool classes are swapped in the one
     # dict its pool managers (proxied ones too) share, before the client makes any connection.
+    require((Hook(client, "_endpoint"),), "botocore", botocore.__version__)
+    require((Hook(client._endpoint, "http_session"),), "botocore", botocore.__version__)  # known there now
     client._endpoint.http_session._pool_classes_by_scheme.update(_POOLS)
     for event in ("before-send", "needs-retry"):  # before each try, and after each one
         client.meta.events.register_first(event, _end_if_cut, unique_id=f"forwarder-deadline-{event}")

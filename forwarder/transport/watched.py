@@ -10,6 +10,7 @@ tunnel, TLS inside it) ends when the TCP socket under it is shut down.
 
 Sessions mount :class:`WatchedAdapter`: its direct pools and proxy pools (plain forwarding, CONNECT
 tunnels, SOCKS) all open ``Watched`` connections; ``aws_deadline`` makes botocore's pools the same way.
+Every private hook this overrides or sets is checked at import (``HOOKS``; PySocks' on first use).
 """
 
 from __future__ import annotations
@@ -17,14 +18,54 @@ from __future__ import annotations
 import functools
 import socket
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import requests
-from urllib3.connection import HTTPSConnection
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.poolmanager import PoolManager
+from urllib3.response import HTTPResponse
 from urllib3.util.ssltransport import SSLTransport
 
-from .deadline import current
+from ..deadline import current
+from .hooks import Hook, require
+
+
+def _urllib3_hooks(made: HTTPSConnection) -> Tuple[Hook, ...]:
+    """What the classes below override, call or set in urllib3, and the attributes they read of a
+    connection (``made``, never connected: the attributes its constructor sets)."""
+    return (
+        Hook(HTTPConnection, "_new_conn", ("self",)),
+        Hook(HTTPConnection, "_tunnel", ("self",)),
+        Hook(HTTPConnection, "connect", ("self",)),
+        Hook(HTTPConnection, "getresponse"),
+        Hook(made, "_tunnel_host"),
+        Hook(made, "_tunnel_port"),
+        Hook(made, "proxy"),
+        Hook(made, "sock"),
+        Hook(HTTPConnectionPool, "_put_conn", ("self", "conn")),
+        Hook(HTTPConnectionPool, "ConnectionCls"),
+        Hook(HTTPSConnectionPool, "ConnectionCls"),
+        Hook(PoolManager(), "pool_classes_by_scheme"),
+        Hook(HTTPResponse(body=b""), "enforce_content_length"),
+    )
+
+
+def _requests_hooks(made: HTTPAdapter) -> Tuple[Hook, ...]:
+    """What ``WatchedAdapter`` overrides or sets of requests' adapter (``made``: one new adapter)."""
+    return (
+        Hook(HTTPAdapter, "init_poolmanager"),
+        Hook(HTTPAdapter, "proxy_manager_for", ("self", "proxy")),
+        Hook(HTTPAdapter, "build_response", ("self", "req", "resp")),
+        Hook(made, "poolmanager"),
+        Hook(made, "proxy_manager"),
+    )
+
+
+require(_urllib3_hooks(HTTPSConnection("localhost", 443)), "urllib3", urllib3.__version__)
+require(_requests_hooks(HTTPAdapter()), "requests", requests.__version__)
 
 
 class Watched:
@@ -131,6 +172,15 @@ def _made_socks_pools() -> Dict[str, type]:
     import socks
     from urllib3.contrib.socks import SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool
 
+    with socks.socksocket() as made:  # never connected: the attributes its constructor sets
+        hooks = (
+            Hook(socks.socksocket, "connect"),  # wrapped: its arguments passed on as they came
+            Hook(made, "proxy"),
+            Hook(socks, "DEFAULT_PORTS"),
+            Hook(SOCKSHTTPConnectionPool, "ConnectionCls"),
+            Hook(SOCKSHTTPSConnectionPool, "ConnectionCls"),
+        )
+        require(hooks, "PySocks", getattr(socks, "__version__", "(unknown version)"))
     connect = socks.socksocket.connect
 
     @functools.wraps(connect)
@@ -149,7 +199,7 @@ def _made_socks_pools() -> Dict[str, type]:
     return watched_pools(SOCKSHTTPConnectionPool, SOCKSHTTPSConnectionPool)
 
 
-class WatchedAdapter(requests.adapters.HTTPAdapter):
+class WatchedAdapter(HTTPAdapter):
     """requests' adapter whose every pool, direct or through a proxy (HTTP, HTTPS, SOCKS), opens
     ``Watched`` connections: mounted on a session, no call it makes waits past its deadline or a stop."""
 

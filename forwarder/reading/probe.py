@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..api.bounds import SECOND, bound, record_time
+from ..api.client import AUDITS_PATH, ApiClient
 from ..jsonutil import canonical
-from ..reading.strategy import ASCENDING, FULL_SCAN, Honoured, strategy
 from ..streams import Stream
-from .bounds import SECOND, bound, record_time
-from .client import AUDITS_PATH, ApiClient
+from .strategy import ASCENDING, FULL_SCAN, Honoured, strategy
 
 _PROBE_LIMIT = 5
 
