@@ -6,10 +6,11 @@ the stop reason and the run's error (masked and cut, as every message is), the t
 id of the forwarder, a hash of where its state lives (stable across runs and runtimes, so a SIEM
 can tell one forwarder's runs apart from another's and notice when one goes silent).
 
-Lag, two ways: ``oldest_watermark_seconds`` is the stalest stream's watermark age (now minus its
-newest delivered record: large for a quiet user too), ``behind_seconds`` the same over the streams
-that did not read up to the present this run (cut short by a page cap, a stop or a failure), 0 when
-every stream polled caught up: how far behind the forwarder really is, what a lag rule reads.
+Lag, two ways, in whole seconds: ``oldest_watermark_seconds`` is the stalest stream's watermark age
+(now minus its newest delivered record: large for a quiet user too), ``behind_seconds`` the same over
+the streams that did not read up to the present this run (cut short by a page cap, the run's budget
+or deadline, a stop or a failure), 0 when every stream polled caught up: how far behind the
+forwarder really is, what a lag rule reads.
 """
 
 from __future__ import annotations
@@ -60,8 +61,11 @@ def summary(report: RunReport, origin: Origin, run_id: str, stopped: bool) -> Di
     totals = report.totals()
     streams = report.streams
     behind = [
-        s.lag_seconds for s in streams if s.lag_seconds is not None and (s.truncated or s.stopped or not s.ok)
+        round(s.lag_seconds)
+        for s in streams
+        if s.lag_seconds is not None and (s.truncated or s.unfinished or s.stopped or not s.ok)
     ]
+    oldest = totals["max_lag_seconds"]
     started_us = parse_iso(report.started)
     finished_us = parse_iso(report.finished or report.started)
     error: Optional[str] = report.error or (report.failure_lines()[0] if report.failures() else None)
@@ -85,6 +89,7 @@ def summary(report: RunReport, origin: Origin, run_id: str, stopped: bool) -> Di
             "failed": totals["failed_streams"],
             "stopped": sum(1 for s in streams if s.stopped),
             "truncated": sum(1 for s in streams if s.truncated),
+            "unfinished": sum(1 for s in streams if s.unfinished),
             "not_started": len(report.not_started),
             "not_due": len(report.not_due),
             "full_scan": totals["full_scan_streams"],
@@ -95,7 +100,7 @@ def summary(report: RunReport, origin: Origin, run_id: str, stopped: bool) -> Di
         },
         "api_calls": totals["api_calls"],
         "lag": {
-            "oldest_watermark_seconds": totals["max_lag_seconds"],
+            "oldest_watermark_seconds": None if oldest is None else round(oldest),
             "behind_seconds": max(behind) if behind else 0,
         },
         "strategies": sorted({s.strategy for s in streams if s.strategy}),

@@ -144,9 +144,9 @@ def pipeline(name: str) -> ProcessingPipeline:
     return ProcessingPipeline.from_yaml((PIPELINES / f"{name}.yml").read_text(encoding="utf-8"))
 
 
-def load() -> SigmaCollection:
+def load(source: Optional[Path] = None) -> SigmaCollection:
     """A fresh collection: pySigma's pipelines change the rule objects they process."""
-    return SigmaCollection.load_ruleset([RULES])
+    return SigmaCollection.load_ruleset([source or RULES])
 
 
 def _with_references(rule: AnyRule) -> SigmaCollection:
@@ -156,13 +156,15 @@ def _with_references(rule: AnyRule) -> SigmaCollection:
     return SigmaCollection([*referenced, rule])
 
 
-def compile_rules(make_backend: Callable[[], Backend], output_format: Optional[str] = None) -> List[Compiled]:
-    """Every rule that yields a search, converted by a fresh backend each (rules are converted one by
-    one so that every failure is reported, not only the first)."""
+def compile_rules(
+    make_backend: Callable[[], Backend], output_format: Optional[str] = None, source: Optional[Path] = None
+) -> List[Compiled]:
+    """Every rule (of ``source``, default ``RULES``) that yields a search, converted by a fresh backend
+    each (rules are converted one by one so that every failure is reported, not only the first)."""
     compiled: List[Compiled] = []
     failures: List[str] = []
-    for index in range(len(load().rules)):
-        rule = load().rules[index]
+    for index in range(len(load(source).rules)):
+        rule = load(source).rules[index]
         try:
             queries = make_backend().convert(_with_references(rule), output_format)
         except (SigmaError, NotImplementedError) as exc:
@@ -559,15 +561,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         help=f"write the YARA-L rules here (default {SECOPS_OUT.relative_to(ROOT)})",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    import health_detections  # the forwarder's own health: rules of their own, and native searches
+
     try:
-        splunk = savedsearches(compile_rules(splunk_backend))
+        health = health_detections.Health.compile()
+        splunk = savedsearches(compile_rules(splunk_backend) + health.splunk) + health.native_splunk()
         elastic = elastic_rules(compile_rules(elastic_backend))
         sentinel = sentinel_rules(compile_rules(sentinel_backend))
         secops = secops_rules()
     except CompileError as exc:
         print(f"detections do not compile:\n{exc}", file=sys.stderr)
         return 1
-    for out, text in ((args.splunk, splunk), (args.elastic, elastic), (args.sentinel, sentinel)):
+    health_out = args.elastic and args.elastic.with_name(health_detections.ELASTIC_OUT.name)
+    outputs = ((args.splunk, splunk), (args.elastic, elastic), (health_out, health.elastic_ndjson()))
+    for out, text in (*outputs, (args.sentinel, sentinel)):
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")

@@ -26,10 +26,7 @@ from .. import jsonutil
 from ..events import Event
 from ..health import DATASET, FAILURE, SKIPPED, STOPPED, SUCCESS
 from ..timeutil import parse_iso
-from . import NormalizeOptions
-from .cef import LIMITS, escape_header, escape_value
-from .ecs import ECS_VERSION
-from .ocsf import OCSF_VERSION
+from . import ECS_VERSION, OCSF_VERSION, NormalizeOptions
 
 SERVICE = "emailauth-audit-forwarder"
 SIGNATURE = "forwarder.health"
@@ -121,6 +118,8 @@ def to_ocsf(health: Dict[str, Any], opts: NormalizeOptions) -> Dict[str, Any]:
 
 
 def to_cef(health: Dict[str, Any], opts: NormalizeOptions) -> str:
+    from .cef import LIMITS, escape_header, escape_value  # not for the JSON formats' idle runs
+
     status = health["status"]
     head = "|".join(
         [

@@ -1,0 +1,121 @@
+"""The detections on the forwarder's own health events (``forwarder/health.py``), compiled beside the
+audit rules by ``tools/compile_detections.py``.
+
+* ``detections/health/``: Sigma rules on the health log source (``product: emailauth``, ``service:
+  health``), mapped by ``detections/pipelines/splunk_health.yml`` (sourcetype
+  ``emailauth:audit:health``) and ``elastic_health.yml`` (the audit data stream, ``event.dataset``).
+  They are scheduled as the audit rules are (by index time: each health event evaluated once).
+* ``detections/native/``: what Sigma cannot say, that an event is missing ("no health event from a
+  forwarder for three of its intervals"): the rule's metadata and the search in SPL and ES|QL, with
+  a schedule of their own (every 15 minutes over the last seven days, by event time).
+
+The Splunk searches join the add-on's ``savedsearches.conf``; the Elastic rules go to
+``elasticsearch/health_detection_rules.ndjson`` (Kibana's import format, disabled), committed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List
+
+import yaml
+from compile_detections import (
+    ELASTIC_RISK,
+    ELASTIC_SEVERITY,
+    ROOT,
+    SPLUNK_SEVERITY,
+    Compiled,
+    compile_rules,
+    elastic_rules,
+    pipeline,
+)
+from sigma.backends.elasticsearch import ESQLBackend
+from sigma.backends.splunk import SplunkBackend
+from sigma.conversion.base import Backend
+
+RULES = ROOT / "detections" / "health"
+NATIVE = ROOT / "detections" / "native"
+ELASTIC_OUT = ROOT / "elasticsearch" / "health_detection_rules.ndjson"
+
+
+def splunk_backend() -> Backend:
+    return SplunkBackend(pipeline("splunk_health"))
+
+
+def elastic_backend() -> Backend:
+    return ESQLBackend(pipeline("elastic_health"))
+
+
+def native_rules() -> List[Dict[str, Any]]:
+    return [yaml.safe_load(path.read_text(encoding="utf-8")) for path in sorted(NATIVE.glob("*.yml"))]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class Health:
+    splunk: List[Compiled]
+    elastic: List[Compiled]
+    native: List[Dict[str, Any]]
+
+    @classmethod
+    def compile(cls) -> Health:
+        """CompileError (one line per rule) when a rule does not compile for either backend."""
+        return cls(
+            compile_rules(splunk_backend, source=RULES),
+            compile_rules(elastic_backend, source=RULES),
+            native_rules(),
+        )
+
+    def native_splunk(self) -> str:
+        """``savedsearches.conf`` stanzas of the native rules, disabled, on their own schedule."""
+        lines: List[str] = []
+        for rule in sorted(self.native, key=lambda r: r["title"]):
+            settings: Dict[str, Any] = {
+                "description": f"{_one_line(rule['description'])} (rule {rule['id']}, level {rule['level']})",
+                "search": f"`emailauth_index` {_one_line(rule['splunk']['search'])}",
+                "disabled": 1,
+                "enableSched": 1,
+                **rule["splunk"]["schedule"],
+                "counttype": "number of events",
+                "relation": "greater than",
+                "quantity": 0,
+                "alert.track": 1,
+                "alert.digest_mode": 1,
+                "alert.severity": SPLUNK_SEVERITY[rule["level"]],
+            }
+            lines += ["", f"[{rule['title']}]"]
+            lines += [f"{key} = {value}" for key, value in settings.items()]
+        return "\n".join(lines) + "\n" if lines else ""
+
+    def elastic_ndjson(self) -> str:
+        """The Sigma rules as ``elastic_rules`` makes them, then the native ones alike (ES|QL)."""
+        rows = [json.loads(line) for line in elastic_rules(self.elastic).splitlines()]
+        for rule in self.native:
+            rows.append(
+                {
+                    "rule_id": rule["id"],
+                    "name": rule["title"],
+                    "description": _one_line(rule["description"]),
+                    "type": "esql",
+                    "language": "esql",
+                    "query": _one_line(rule["esql"]["query"]),
+                    "enabled": False,
+                    **rule["esql"]["schedule"],
+                    "risk_score": ELASTIC_RISK[rule["level"]],
+                    "severity": ELASTIC_SEVERITY.get(rule["level"], rule["level"]),
+                    "tags": ["EmailAuth", *rule["tags"]],
+                    "threat": [],
+                    "false_positives": list(rule["falsepositives"]),
+                    "references": [],
+                    "author": [rule["author"]],
+                    "license": "Apache-2.0",
+                    "max_signals": 100,
+                    "version": 1,
+                }
+            )
+        rows.sort(key=lambda row: row["rule_id"])
+        return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
