@@ -13,7 +13,7 @@ from typing import List
 
 import pytest
 
-from forwarder import retry
+from forwarder import retry, stop
 from forwarder.app import run_once
 from forwarder.errors import SinkError
 from forwarder.events import Event, SendResult
@@ -184,3 +184,24 @@ def test_a_passed_sink_alone_gets_no_health_event(org, tmp_path):
         finally:
             sink.close()
     assert split(out)[1] == []
+
+
+def test_a_run_a_stop_ends_still_sends_its_health_marked_stopped(org, tmp_path):
+    with Simulator(org) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        settings = settings_for(
+            sim.base_url,
+            hec.url,
+            str(tmp_path / "state"),
+            FORWARDER_HEALTH_EVENTS="true",
+            FORWARDER_CONCURRENCY="1",
+        )
+        hec.after_accept = lambda accepted: stop.request() if accepted == 1 else None  # SIGTERM, in effect
+        try:
+            report = run_once(settings)
+        finally:
+            stop.reset()
+        assert report.ok and 0 < len(hec.events()) < len(org.all_records())
+        (envelope,) = hec.health_events()
+    run = envelope["event"]["emailauth"]["forwarder"]
+    assert run["status"] == "stopped" and run["records"]["shipped"] == report.totals()["shipped"]
+    assert run["lag"]["behind_seconds"] > 0  # what the stop left is behind
