@@ -152,13 +152,18 @@ class Refusing:
         pass
 
 
+def quiet_settings(api_url: str, org, out: Path, tmp_path: Path):
+    """A run of two quiet users into the file ``out``, health events on."""
+    return settings_for(
+        api_url, out.as_uri(), str(tmp_path / "state"), FORWARDER_HEALTH_EVENTS="true",
+        FORWARDER_USERS=",".join(quiet_users(org)),
+    )  # fmt: skip
+
+
 def test_a_health_event_the_sink_refuses_is_logged_and_changes_nothing(org, tmp_path, caplog):
     out = tmp_path / "events.ndjson"
     with Simulator(org) as sim:
-        settings = settings_for(
-            sim.base_url, out.as_uri(), str(tmp_path / "state"), FORWARDER_HEALTH_EVENTS="true",
-            FORWARDER_USERS=",".join(quiet_users(org)),
-        )  # fmt: skip
+        settings = quiet_settings(sim.base_url, org, out, tmp_path)
         health = Refusing()
         with caplog.at_level(logging.WARNING, logger="forwarder.app"):
             report = run_once(settings, health_sink=health)
@@ -174,10 +179,7 @@ def test_a_passed_sink_alone_gets_no_health_event(org, tmp_path):
 
     out = tmp_path / "events.ndjson"
     with Simulator(org) as sim:
-        settings = settings_for(
-            sim.base_url, out.as_uri(), str(tmp_path / "state"), FORWARDER_HEALTH_EVENTS="true",
-            FORWARDER_USERS=",".join(quiet_users(org)),
-        )  # fmt: skip
+        settings = quiet_settings(sim.base_url, org, out, tmp_path)
         sink = open_sink(settings.sink)
         try:
             assert run_once(settings, sink=sink).ok

@@ -377,24 +377,30 @@ def savedsearches(compiled: Sequence[Compiled]) -> str:
     ]
     for item in sorted(compiled, key=lambda c: c.rule.title):
         rule = item.rule
-        search = " ".join(line.strip() for line in item.query.splitlines() if line.strip())
-        settings: Dict[str, Any] = {
-            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id}, level {_level(rule)})",
-            "search": f"`emailauth_index` {search}",
-            "disabled": 1,
-            "enableSched": 1,
-            **SPLUNK_SCHEDULE,
-            **_splunk_lookback(rule),
-            "counttype": "number of events",
-            "relation": "greater than",
-            "quantity": 0,
-            "alert.track": 1,
-            "alert.digest_mode": 1,
-            "alert.severity": SPLUNK_SEVERITY[_level(rule)],
-        }
-        lines += ["", f"[{rule.title.translate({ord(c): None for c in '[]'})}]"]
-        lines += [f"{key} = {value}" for key, value in settings.items()]
+        description = f"{_one_line(rule.description)} (Sigma rule {rule.id}, level {_level(rule)})"
+        schedule = {**SPLUNK_SCHEDULE, **_splunk_lookback(rule)}
+        lines += alert(rule.title, description, item.query, schedule, _level(rule))
     return "\n".join(lines) + "\n"
+
+
+def alert(title: str, description: str, query: str, schedule: Dict[str, Any], level: str) -> List[str]:
+    """The lines of one disabled, scheduled alert of ``savedsearches.conf``, after a blank line."""
+    search = " ".join(line.strip() for line in query.splitlines() if line.strip())
+    settings: Dict[str, Any] = {
+        "description": description,
+        "search": f"`emailauth_index` {search}",
+        "disabled": 1,
+        "enableSched": 1,
+        **schedule,
+        "counttype": "number of events",
+        "relation": "greater than",
+        "quantity": 0,
+        "alert.track": 1,
+        "alert.digest_mode": 1,
+        "alert.severity": SPLUNK_SEVERITY[level],
+    }
+    head = ["", f"[{title.translate({ord(c): None for c in '[]'})}]"]
+    return head + [f"{key} = {value}" for key, value in settings.items()]
 
 
 def _splunk_lookback(rule: AnyRule) -> Dict[str, str]:

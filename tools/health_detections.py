@@ -24,8 +24,8 @@ from compile_detections import (
     ELASTIC_RISK,
     ELASTIC_SEVERITY,
     ROOT,
-    SPLUNK_SEVERITY,
     Compiled,
+    alert,
     compile_rules,
     elastic_rules,
     pipeline,
@@ -74,21 +74,9 @@ class Health:
         """``savedsearches.conf`` stanzas of the native rules, disabled, on their own schedule."""
         lines: List[str] = []
         for rule in sorted(self.native, key=lambda r: r["title"]):
-            settings: Dict[str, Any] = {
-                "description": f"{_one_line(rule['description'])} (rule {rule['id']}, level {rule['level']})",
-                "search": f"`emailauth_index` {_one_line(rule['splunk']['search'])}",
-                "disabled": 1,
-                "enableSched": 1,
-                **rule["splunk"]["schedule"],
-                "counttype": "number of events",
-                "relation": "greater than",
-                "quantity": 0,
-                "alert.track": 1,
-                "alert.digest_mode": 1,
-                "alert.severity": SPLUNK_SEVERITY[rule["level"]],
-            }
-            lines += ["", f"[{rule['title']}]"]
-            lines += [f"{key} = {value}" for key, value in settings.items()]
+            description = f"{_one_line(rule['description'])} (rule {rule['id']}, level {rule['level']})"
+            splunk = rule["splunk"]
+            lines += alert(rule["title"], description, splunk["search"], splunk["schedule"], rule["level"])
         return "\n".join(lines) + "\n" if lines else ""
 
     def elastic_ndjson(self) -> str:
