@@ -493,41 +493,58 @@ def elastic_rules(compiled: Sequence[Compiled]) -> str:
     return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
 
 
-def sentinel_rules(compiled: Sequence[Compiled]) -> str:
+def sentinel_rule(
+    rule_id: str,
+    title: str,
+    description: str,
+    level: str,
+    query: str,
+    schedule: Dict[str, str],
+    threat: Sequence[Dict[str, Any]] = (),
+) -> Dict[str, Any]:
+    """One disabled scheduled analytics rule resource."""
+    properties: Dict[str, Any] = {
+        "displayName": title,
+        "description": description,
+        "severity": SENTINEL_SEVERITY[level],
+        "enabled": False,
+        "query": query,
+        **schedule,
+        "triggerOperator": "GreaterThan",
+        "triggerThreshold": 0,
+        "suppressionDuration": "PT5H",
+        "suppressionEnabled": False,
+        "tactics": [t["tactic"]["name"].replace(" ", "") for t in threat],
+        "techniques": sorted({tech["id"] for t in threat for tech in t["technique"]}),
+        "eventGroupingSettings": {"aggregationKind": "AlertPerResult"},
+    }
+    return {
+        "type": "Microsoft.SecurityInsights/alertRules",
+        "apiVersion": "2023-02-01",
+        "scope": "[format('Microsoft.OperationalInsights/workspaces/{0}', parameters('workspace'))]",
+        "name": rule_id,
+        "kind": "Scheduled",
+        "properties": properties,
+    }
+
+
+def sentinel_rules(compiled: Sequence[Compiled], native: Sequence[Dict[str, Any]] = ()) -> str:
     """An ARM template of Sentinel scheduled analytics rules, every one disabled: deploy it into the
-    workspace's resource group (``workspace`` parameter), then enable the rules you want."""
-    resources = []
-    for item in sorted(compiled, key=lambda c: str(c.rule.id)):
+    workspace's resource group (``workspace`` parameter), then enable the rules you want. ``native``:
+    alert rule resources written otherwise (``sentinel_rule``), kept in rule-id order with the rest."""
+    resources = list(native)
+    for item in compiled:
         rule, level = item.rule, _level(item.rule)
-        threat = _threat(rule)
         query = item.query  # a correlation: a whole query of its own
         if not isinstance(rule, SigmaCorrelationRule):
             query = "\n".join([SENTINEL_TABLE, SENTINEL_WINDOW, f"| where {item.query}"])
-        properties: Dict[str, Any] = {
-            "displayName": rule.title,
-            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id})",
-            "severity": SENTINEL_SEVERITY[level],
-            "enabled": False,
-            "query": query,
-            **SENTINEL_SCHEDULE,
-            "triggerOperator": "GreaterThan",
-            "triggerThreshold": 0,
-            "suppressionDuration": "PT5H",
-            "suppressionEnabled": False,
-            "tactics": [t["tactic"]["name"].replace(" ", "") for t in threat],
-            "techniques": sorted({tech["id"] for t in threat for tech in t["technique"]}),
-            "eventGroupingSettings": {"aggregationKind": "AlertPerResult"},
-        }
+        description = f"{_one_line(rule.description)} (Sigma rule {rule.id})"
         resources.append(
-            {
-                "type": "Microsoft.SecurityInsights/alertRules",
-                "apiVersion": "2023-02-01",
-                "scope": "[format('Microsoft.OperationalInsights/workspaces/{0}', parameters('workspace'))]",
-                "name": str(rule.id),
-                "kind": "Scheduled",
-                "properties": properties,
-            }
+            sentinel_rule(
+                str(rule.id), rule.title, description, level, query, SENTINEL_SCHEDULE, _threat(rule)
+            )
         )
+    resources.sort(key=lambda resource: resource["name"])
     template = {
         "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
         "contentVersion": "1.0.0.0",
@@ -579,8 +596,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"detections do not compile:\n{exc}", file=sys.stderr)
         return 1
     health_out = args.elastic and args.elastic.with_name(health_detections.ELASTIC_OUT.name)
+    health_sentinel = args.sentinel and args.sentinel.with_name(health_detections.SENTINEL_OUT.name)
     outputs = ((args.splunk, splunk), (args.elastic, elastic), (health_out, health.elastic_ndjson()))
-    for out, text in (*outputs, (args.sentinel, sentinel)):
+    outputs += ((args.sentinel, sentinel), (health_sentinel, health.sentinel_template()))
+    for out, text in outputs:
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")

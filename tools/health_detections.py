@@ -3,14 +3,16 @@ audit rules by ``tools/compile_detections.py``.
 
 * ``detections/health/``: Sigma rules on the health log source (``product: emailauth``, ``service:
   health``), mapped by ``detections/pipelines/splunk_health.yml`` (sourcetype
-  ``emailauth:audit:health``) and ``elastic_health.yml`` (the audit data stream, ``event.dataset``).
+  ``emailauth:audit:health``), ``elastic_health.yml`` (the audit data stream, ``event.dataset``) and
+  ``sentinel_health.yml`` (``EmailAuthAudit_CL``'s ``Forwarder`` and ``ServiceId`` columns).
   They are scheduled as the audit rules are (by index time: each health event evaluated once).
 * ``detections/native/``: what Sigma cannot say, that an event is missing ("no health event from a
-  forwarder for three of its intervals"): the rule's metadata and the search in SPL and ES|QL, with
-  a schedule of their own (every 15 minutes over the last seven days, by event time).
+  forwarder for three of its intervals"): the rule's metadata and the search in SPL, ES|QL and KQL,
+  with a schedule of their own (every 15 minutes over the last seven days, by event time).
 
 The Splunk searches join the add-on's ``savedsearches.conf``; the Elastic rules go to
-``elasticsearch/health_detection_rules.ndjson`` (Kibana's import format, disabled), committed.
+``elasticsearch/health_detection_rules.ndjson`` (Kibana's import format), the Sentinel ones to
+``sentinel/health_analytics_rules.json`` (an ARM template); every rule disabled, the files committed.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ from compile_detections import (
     ELASTIC_SEVERITY,
     ROOT,
     Compiled,
+    SentinelBackend,
     alert,
     compile_rules,
     elastic_rules,
     pipeline,
+    sentinel_rule,
+    sentinel_rules,
 )
 from sigma.backends.elasticsearch import ESQLBackend
 from sigma.backends.splunk import SplunkBackend
@@ -37,6 +42,7 @@ from sigma.conversion.base import Backend
 RULES = ROOT / "detections" / "health"
 NATIVE = ROOT / "detections" / "native"
 ELASTIC_OUT = ROOT / "elasticsearch" / "health_detection_rules.ndjson"
+SENTINEL_OUT = ROOT / "sentinel" / "health_analytics_rules.json"
 
 
 def splunk_backend() -> Backend:
@@ -45,6 +51,10 @@ def splunk_backend() -> Backend:
 
 def elastic_backend() -> Backend:
     return ESQLBackend(pipeline("elastic_health"))
+
+
+def sentinel_backend() -> Backend:
+    return SentinelBackend(pipeline("sentinel_health"))
 
 
 def native_rules() -> List[Dict[str, Any]]:
@@ -59,6 +69,7 @@ def _one_line(text: str) -> str:
 class Health:
     splunk: List[Compiled]
     elastic: List[Compiled]
+    sentinel: List[Compiled]
     native: List[Dict[str, Any]]
 
     @classmethod
@@ -67,6 +78,7 @@ class Health:
         return cls(
             compile_rules(splunk_backend, source=RULES),
             compile_rules(elastic_backend, source=RULES),
+            compile_rules(sentinel_backend, source=RULES),
             native_rules(),
         )
 
@@ -107,3 +119,18 @@ class Health:
             )
         rows.sort(key=lambda row: row["rule_id"])
         return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
+
+    def sentinel_template(self) -> str:
+        """The Sigma rules as ``sentinel_rules`` makes them and the native ones (KQL), one template."""
+        native = [
+            sentinel_rule(
+                rule["id"],
+                rule["title"],
+                f"{_one_line(rule['description'])} (rule {rule['id']})",
+                rule["level"],
+                _one_line(rule["kql"]["query"]).replace(" | ", "\n| "),
+                rule["kql"]["schedule"],
+            )
+            for rule in self.native
+        ]
+        return sentinel_rules(self.sentinel, native)

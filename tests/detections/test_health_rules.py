@@ -2,7 +2,7 @@
 events real runs send: three forwarders share one SIEM (a file sink) - a healthy one, one whose runs
 stopped, one whose runs cannot keep up with the trail (its call budget spent mid-stream) - and a
 fourth whose credentials were revoked. The Sigma rules run with pySigma's DuckDB backend; the
-silence rule's shipped ES|QL and SPL run in DuckDB through a literal translation of their pipes."""
+silence rule's shipped ES|QL, SPL and KQL run in DuckDB through a literal translation of their pipes."""
 
 from __future__ import annotations
 
@@ -175,17 +175,57 @@ def spl_to_sql(search: str, now: str) -> str:
     return sql
 
 
+# The DCR transform's columns (sentinel/azuredeploy.json) back to the ECS fields they hold
+SENTINEL_COLUMNS = {"TimeGenerated": "@timestamp", "EventDataset": "event.dataset", "ServiceId": "service.id"}
+
+
+def kql_to_sql(query: str, now: str) -> str:
+    """The subset of KQL the silence rule uses, over the table's columns, as DuckDB SQL: where,
+    summarize ... by, extend with datetime_diff. Anything else is refused rather than guessed."""
+
+    def expression(text: str) -> str:
+        text = re.sub(
+            r'datetime_diff\("second", now\(\), (\w+)\)', rf"date_diff('second', \1, TIMESTAMP '{now}')", text
+        )
+        text = re.sub(r'"([^"]*)"', r"'\1'", text).replace("==", "=").replace("toint(", "(")
+        text = re.sub(r"\bForwarder\.([\w.]+)", r'"emailauth.forwarder.\1"', text)
+        for column, field in SENTINEL_COLUMNS.items():
+            text = re.sub(rf"\b{column}\b", f'"{field}"', text)
+        return text
+
+    pipes = [p.strip() for p in " ".join(query.split()).split("|")]
+    assert pipes[0] == "EmailAuthAudit_CL", pipes[0]
+    sql = "SELECT * FROM logs"
+    for pipe in pipes[1:]:
+        verb, _, rest = pipe.partition(" ")
+        if verb == "where":
+            sql = f"SELECT * FROM ({sql}) WHERE {expression(rest)}"
+        elif verb == "extend":
+            name, _, value = rest.partition(" = ")
+            sql = f"SELECT *, {expression(value)} AS {name} FROM ({sql})"
+        elif verb == "summarize":
+            aggregates, _, group = rest.partition(" by ")
+            items = [a.split(" = ", 1) for a in aggregates.split(", ")]
+            select = ", ".join(f"{expression(v)} AS {n}" for n, v in items)
+            sql = f"SELECT {expression(group)}, {select} FROM ({sql}) GROUP BY {expression(group)}"
+        else:
+            raise AssertionError(f"KQL operator not translated: {verb}")
+    return sql
+
+
 def silent(con, at_us: int, siem_language: str) -> List[str]:
     (rule,) = native_rules()
     now = format_us(at_us).rstrip("Z").replace("T", " ")
     if siem_language == "esql":
         query = esql_to_sql(rule["esql"]["query"], now)
+    elif siem_language == "kql":
+        query = kql_to_sql(rule["kql"]["query"], now)
     else:
         query = spl_to_sql(rule["splunk"]["search"], now)
     return sorted(row[0] for row in con.execute(query).fetchall())
 
 
-@pytest.mark.parametrize("siem_language", ["esql", "spl"])
+@pytest.mark.parametrize("siem_language", ["esql", "spl", "kql"])
 def test_the_silence_rule_fires_when_a_forwarder_stops_running(siem, con, siem_language):
     last = siem["last"]
     # right after the runs: nobody is silent
@@ -198,7 +238,8 @@ def test_the_silence_rule_fires_when_a_forwarder_stops_running(siem, con, siem_l
 
 def test_the_silence_rule_says_the_same_in_splunk_and_elastic():
     (rule,) = native_rules()
-    spl, esql = rule["splunk"]["search"], rule["esql"]["query"]
+    spl, esql, kql = rule["splunk"]["search"], rule["esql"]["query"], rule["kql"]["query"]
+    assert f"SilentSeconds > {rule['intervals']} * coalesce(Interval, 300)" in " ".join(kql.split())
     for text in (spl, esql):
         assert f"silent_seconds > {rule['intervals']} * coalesce(interval, 300)" in " ".join(text.split())
         assert "emailauth.forwarder.schedule_interval_seconds" in text and "service.id" in text
@@ -240,3 +281,29 @@ def test_the_add_on_gets_the_health_searches_beside_the_audit_ones(tmp_path):
     for title in ("EmailAuth forwarder run failed", "EmailAuth forwarder went silent"):
         assert f"[{title}]" in text
     assert text.count('sourcetype="emailauth:audit:health"') == 3
+
+
+def test_the_committed_sentinel_health_rules_are_up_to_date_and_read_the_tables_columns():
+    from health_detections import SENTINEL_OUT
+
+    from tests.sentinel.test_azuredeploy import golden_paths, table_columns
+
+    assert SENTINEL_OUT.read_text(encoding="utf-8") == Health.compile().sentinel_template(), (
+        "run: .venv/bin/python tools/compile_detections.py --sentinel"
+    )
+    resources = json.loads(SENTINEL_OUT.read_text(encoding="utf-8"))["resources"]
+    assert len(resources) == 3 and all(r["properties"]["enabled"] is False for r in resources)
+    columns, paths = {c["name"] for c in table_columns()}, golden_paths()
+    for resource in resources:
+        query = resource["properties"]["query"]
+        assert query.startswith(
+            "EmailAuthAudit_CL\n"
+        ) and 'EventDataset =~ "emailauth.forwarder.health"' in query.replace("==", "=~")
+        read = set(re.findall(r"\b([A-Z]\w+)(?:\.[\w.]+)?\b", query.split("\n", 1)[1])) - {
+            "LastSeen",
+            "Interval",
+            "SilentSeconds",
+        }
+        assert read <= columns, read - columns
+        for path in re.findall(r"\bForwarder\.([\w.]+)", query):
+            assert ("emailauth", "forwarder", *path.split(".")) in paths, path
