@@ -597,8 +597,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     health_out = args.elastic and args.elastic.with_name(health_detections.ELASTIC_OUT.name)
     health_sentinel = args.sentinel and args.sentinel.with_name(health_detections.SENTINEL_OUT.name)
-    outputs = ((args.splunk, splunk), (args.elastic, elastic), (health_out, health.elastic_ndjson()))
-    outputs += ((args.sentinel, sentinel), (health_sentinel, health.sentinel_template()))
+    outputs = [(args.splunk, splunk), (args.elastic, elastic), (health_out, health.elastic_ndjson())]
+    outputs += [(args.sentinel, sentinel), (health_sentinel, health.sentinel_template())]
     for out, text in outputs:
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
