@@ -207,3 +207,24 @@ def test_a_run_a_stop_ends_still_sends_its_health_marked_stopped(org, tmp_path):
     run = envelope["event"]["emailauth"]["forwarder"]
     assert run["status"] == "stopped" and run["records"]["shipped"] == report.totals()["shipped"]
     assert run["lag"]["behind_seconds"] > 0  # what the stop left is behind
+
+
+def test_sentinel_gets_the_health_row_its_table_keeps_apart_without_the_azure_secret(org, tmp_path):
+    from tests.receivers.sentinel import CLIENT_SECRET, SentinelReceiver
+
+    with Simulator(org) as sim, SentinelReceiver() as sentinel:
+        env = {
+            **sentinel.env(),
+            "FORWARDER_HEALTH_EVENTS": "true",
+            "FORWARDER_USERS": ",".join(quiet_users(org)),
+        }
+        report = run_once(settings_for(sim.base_url, sentinel.sink_uri, str(tmp_path / "state"), **env))
+        rows = sentinel.rows()
+    health = [r for r in rows if r["Ecs"]["event"].get("dataset") == HEALTH]
+    assert report.ok and len(health) == 1 and len(rows) - 1 == report.totals()["shipped"]
+    (row,) = health
+    assert (
+        row["EventId"] == row["Ecs"]["event"]["id"]
+        and row["Ecs"]["emailauth"]["forwarder"]["status"] == "success"
+    )
+    assert CLIENT_SECRET not in json.dumps(rows)
