@@ -187,12 +187,12 @@ def _source(rule: AnyRule) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def splunk_backend() -> Backend:
-    return SlidingSplunkBackend(pipeline("splunk"), new_since=SPLUNK_SCHEDULE["dispatch.index_earliest"])
+def splunk_backend(pipeline_name: str = "splunk") -> Backend:
+    return SlidingSplunkBackend(pipeline(pipeline_name), new_since=SPLUNK_SCHEDULE["dispatch.index_earliest"])
 
 
-def elastic_backend() -> Backend:
-    return SlidingESQLBackend(pipeline("elastic"), new_minutes=ELASTIC_NEW_MINUTES)
+def elastic_backend(pipeline_name: str = "elastic") -> Backend:
+    return SlidingESQLBackend(pipeline(pipeline_name), new_minutes=ELASTIC_NEW_MINUTES)
 
 
 def _lookback(rule: AnyRule, new_minutes: int) -> Optional[int]:
@@ -215,9 +215,9 @@ class SentinelBackend(SlidingKustoBackend):
         return f"tobool({self.escape_and_quote_field(cond.field)}) == {self.bool_values[value.boolean]}"
 
 
-def sentinel_backend() -> Backend:
+def sentinel_backend(pipeline_name: str = "sentinel") -> Backend:
     return SentinelBackend(
-        pipeline("sentinel"),
+        pipeline(pipeline_name),
         table=SENTINEL_TABLE,
         event_time=SENTINEL_EVENT_TIME,
         event_id="EventId",

@@ -17,27 +17,24 @@ The Splunk searches join the add-on's ``savedsearches.conf``; the Elastic rules 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
+import compile_detections
 import yaml
 from compile_detections import (
     ELASTIC_RISK,
     ELASTIC_SEVERITY,
     ROOT,
     Compiled,
-    SentinelBackend,
     alert,
     compile_rules,
     elastic_rules,
-    pipeline,
     sentinel_rule,
     sentinel_rules,
 )
-from sigma.backends.elasticsearch import ESQLBackend
-from sigma.backends.splunk import SplunkBackend
-from sigma.conversion.base import Backend
 
 RULES = ROOT / "detections" / "health"
 NATIVE = ROOT / "detections" / "native"
@@ -45,16 +42,10 @@ ELASTIC_OUT = ROOT / "elasticsearch" / "health_detection_rules.ndjson"
 SENTINEL_OUT = ROOT / "sentinel" / "health_analytics_rules.json"
 
 
-def splunk_backend() -> Backend:
-    return SplunkBackend(pipeline("splunk_health"))
-
-
-def elastic_backend() -> Backend:
-    return ESQLBackend(pipeline("elastic_health"))
-
-
-def sentinel_backend() -> Backend:
-    return SentinelBackend(pipeline("sentinel_health"))
+# The audit rules' backends, each with the health log source's pipeline
+splunk_backend = functools.partial(compile_detections.splunk_backend, "splunk_health")
+elastic_backend = functools.partial(compile_detections.elastic_backend, "elastic_health")
+sentinel_backend = functools.partial(compile_detections.sentinel_backend, "sentinel_health")
 
 
 def native_rules() -> List[Dict[str, Any]]:
