@@ -228,3 +228,19 @@ def test_sentinel_gets_the_health_row_its_table_keeps_apart_without_the_azure_se
         and row["Ecs"]["emailauth"]["forwarder"]["status"] == "success"
     )
     assert CLIENT_SECRET not in json.dumps(rows)
+
+
+def test_google_secops_takes_the_health_event_as_the_forwarders_not_the_platforms(org, tmp_path):
+    from tests.e2e.test_run_secops import env_for as secops_env
+    from tests.receivers.secops import SecOpsFake
+
+    with Simulator(org) as sim, SecOpsFake() as fake:
+        env = secops_env(
+            sim, fake, tmp_path, FORWARDER_HEALTH_EVENTS="true", FORWARDER_USERS=",".join(quiet_users(org))
+        )
+        report = run_once(settings_for(sim.base_url, fake.url, str(tmp_path / "state"), **env))
+        events = list(fake.events)
+    health = [e for e in events if e["metadata"].get("product_event_type") == "forwarder.health"]
+    assert report.ok and len(health) == 1 and len(events) - 1 == report.totals()["shipped"]
+    assert health[0]["metadata"]["product_name"] == "emailauth-audit-forwarder"
+    assert health[0]["additional"]["fields"]["emailauth.forwarder.status"] == "success"

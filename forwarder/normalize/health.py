@@ -15,6 +15,13 @@
   records shipped, ``cn1`` quarantined, ``cn2`` failed streams, ``cn3`` API calls, ``cfp1`` lag behind,
   ``cfp2`` oldest watermark lag, ``cfp3`` duration (seconds), ``cs1`` run id, ``cs2`` forwarder id,
   ``cs3`` tenant, ``cs4`` runtime, ``cs5`` stop reason, ``cs6`` error.
+* UDM (Google SecOps): a ``GENERIC_EVENT`` (a run is no user's action), ``product_name`` the
+  forwarder's (``emailauth-audit-forwarder``, its version: the audit rules read the platform's
+  product only), ``product_event_type: forwarder.health``, ``product_log_id`` the run id,
+  ``principal`` the forwarder (``application``, ``asset_id``
+  ``emailauth-audit-forwarder:<forwarder id>``), ``security_result`` the status (severity ``ERROR``
+  for a failed run) and the summary in ``additional.fields`` under
+  ``emailauth.forwarder.<field>``, as the audit events carry theirs.
 * raw: the summary itself, with ``kind: emailauth.forwarder.health``.
 """
 
@@ -171,6 +178,34 @@ def to_cef(health: Dict[str, Any], opts: NormalizeOptions) -> str:
     return f"{head}|{extension}"
 
 
+_UDM_SEVERITY = {SUCCESS: "INFORMATIONAL", FAILURE: "ERROR", SKIPPED: "LOW", STOPPED: "LOW"}
+
+
+def to_udm(health: Dict[str, Any], opts: NormalizeOptions) -> Dict[str, Any]:
+    from .udm import flat  # not for the other formats' idle runs
+
+    status = health["status"]
+    result: Dict[str, Any] = {"severity": _UDM_SEVERITY[status], "summary": f"forwarder run {status}"}
+    detail = health.get("error") or health.get("skipped_reason")
+    if detail:
+        result["description"] = detail
+    return {
+        "metadata": {
+            "event_timestamp": health["finished"],
+            "collected_timestamp": health["finished"],
+            "event_type": "GENERIC_EVENT",
+            "product_name": SERVICE,
+            "product_version": health["version"],
+            "product_log_id": health["run_id"],
+            "product_event_type": SIGNATURE,
+            "description": message(health),
+        },
+        "principal": {"application": SERVICE, "asset_id": f"{SERVICE}:{health['forwarder_id']}"},
+        "security_result": [result],
+        "additional": {"fields": flat("emailauth.forwarder", health, {})},
+    }
+
+
 def _json(shape: Callable[[Dict[str, Any], NormalizeOptions], Dict[str, Any]]) -> Callable[..., Event]:
     def build(health: Dict[str, Any], opts: NormalizeOptions) -> Event:
         time_us = parse_iso(health["finished"])
@@ -192,6 +227,7 @@ FORMATTERS: Dict[str, Callable[[Dict[str, Any], NormalizeOptions], Event]] = {
     "ocsf": _json(to_ocsf),
     "cef": _cef,
     "raw": _json(_raw),
+    "udm": _json(to_udm),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from forwarder.health import Origin, summary
 from forwarder.normalize import formats
-from forwarder.normalize.health import health_event, to_cef, to_ecs, to_ocsf
+from forwarder.normalize.health import health_event, to_cef, to_ecs, to_ocsf, to_udm
 from forwarder.report import RunReport, StreamReport
 from tests.cef_parser import parse
 from tests.sinks.test_elasticsearch import mapped_paths
@@ -150,3 +150,19 @@ def test_hostile_text_stays_one_line_in_every_format():
         body = health_event(health, event_format, OPTIONS).body
         assert b"\n" not in body and b"\r" not in body
     assert "forged" in parse(to_cef(health, OPTIONS)).extension["cs6"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_udm_health_is_an_event_google_secops_takes(case):
+    from tests.receivers.udm_checks import udm_problem
+
+    doc = to_udm(health_of(case), OPTIONS)
+    assert udm_problem(doc) is None
+    assert doc["additional"]["fields"]["emailauth.forwarder.status"] == case
+    # every audit rule of secops/rules reads the platform's events only
+    assert doc["metadata"]["product_name"] != OPTIONS.product
+    rules = Path(__file__).resolve().parents[2] / "secops" / "rules"
+    for rule in rules.glob("*.yaral"):
+        assert f'$e.metadata.product_name = "{OPTIONS.product}"' in rule.read_text(encoding="utf-8"), (
+            rule.name
+        )
