@@ -244,3 +244,20 @@ def test_google_secops_takes_the_health_event_as_the_forwarders_not_the_platform
     assert report.ok and len(health) == 1 and len(events) - 1 == report.totals()["shipped"]
     assert health[0]["metadata"]["product_name"] == "emailauth-audit-forwarder"
     assert health[0]["additional"]["fields"]["emailauth.forwarder.status"] == "success"
+
+
+def test_elasticsearch_gets_the_health_event_in_the_audit_data_stream(org, tmp_path):
+    from tests.receivers.bulk import BulkReceiver
+
+    stream = "logs-emailauth.audit-default"
+    with Simulator(org) as sim, BulkReceiver() as es:
+        settings = settings_for(
+            sim.base_url, es.url, str(tmp_path / "state"), FORWARDER_HEALTH_EVENTS="true",
+            FORWARDER_SINK_TOKEN=es.encoded_api_key(), FORWARDER_USERS=",".join(quiet_users(org)),
+        )  # fmt: skip
+        report = run_once(settings)
+        (doc,) = es.health(stream)
+        assert report.ok and len(es.ids(stream)) == report.totals()["shipped"]
+    assert doc["event"]["kind"] == "metric" and doc["emailauth"]["forwarder"]["records"]["shipped"] == len(
+        es.ids(stream)
+    )
