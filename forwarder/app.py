@@ -3,11 +3,13 @@ Every runtime (CLI, Lambda, Splunk input) goes through here."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
+import uuid
 from typing import Callable, List, Optional
 
-from . import retry, stop
+from . import health, retry, stop
 from .api.client import ApiClient, Credentials
 from .api.ratelimit import RateLimiter
 from .config import Settings
@@ -16,6 +18,7 @@ from .domains import to_unicode_domain
 from .errors import ApiError, ConfigError, ForwarderError, LeaseHeld
 from .logs import clip, redact, register_secrets
 from .normalize import Formatter, NormalizeOptions, get_formatter
+from .normalize.health import health_event
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
@@ -28,6 +31,7 @@ from .scheduling.policy import policy_for
 from .scheduling.scheduler import Scheduler
 from .sinks import open_sink
 from .sinks.base import Sink
+from .sinks.settings import SinkSettings
 from .state import open_store_for
 from .state.store import Lease, StateStore
 from .streams import Stream, domain_name, plan_streams, user_email
@@ -124,6 +128,9 @@ def run_once(
     observer: RunObserver = IGNORE,
     planner: Optional[Planner] = None,
     owner: Optional[str] = None,
+    runtime: str = "cli",
+    tenant: str = "",
+    health_sink: Optional[Sink] = None,
 ) -> RunReport:
     """One run. Errors end up in the report; the caller decides the exit status.
 
@@ -132,7 +139,13 @@ def run_once(
     (``forwarder.scheduling``) then picks the streams this run polls and their order, and the run
     stops starting streams once its budget is spent. ``order`` replaces that choice (a fan-out worker
     passes its shard, chosen by the planner's scheduler); the run still tells the scheduler what it
-    polled. ``owner`` names the lease holder (default: this process)."""
+    polled. ``owner`` names the lease holder (default: this process).
+
+    At the end, whatever happened (a failure, a stop, the lease held), one health event goes through
+    ``health_sink`` (the caller's, left open), else a sink of the run's own opened for it with the
+    health sourcetype (``health_settings``), unless ``FORWARDER_HEALTH_EVENTS`` is off or the caller
+    passed ``sink`` alone (a test's, or a tool's: its events are the caller's to count). ``runtime``
+    and ``tenant`` say who ran, in that event."""
     register_secrets(settings.secrets())
     for notice in settings.notices:
         log.warning("configuration: %s", notice)
@@ -146,6 +159,8 @@ def run_once(
         report.skipped = str(exc)
         report.finished = format_us(now_us())
         log.warning("run skipped: another run holds the lease", extra={"reason": report.skipped})
+        if sink is None or health_sink is not None:
+            send_health(settings, report, store.location, runtime, tenant, health_sink)
         return report
     policy = policy_for(settings)
     scheduler = Scheduler.for_store(store, policy)
@@ -214,6 +229,8 @@ def run_once(
         finally:
             _release(lease, report)
     report.finished = format_us(now_us())
+    if own_sink or health_sink is not None:
+        send_health(settings, report, store.location, runtime, tenant, health_sink)
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
         level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
@@ -235,6 +252,49 @@ def run_once(
         },
     )
     return report
+
+
+def health_settings(sink: SinkSettings) -> SinkSettings:
+    """The run's sink settings for its health event: the same place, Splunk's sourcetype
+    ``<sourcetype>:health`` (its own props); other sinks tell it by its dataset."""
+    return dataclasses.replace(sink, sourcetype=f"{sink.sourcetype}:health")
+
+
+def send_health(
+    settings: Settings,
+    report: RunReport,
+    state_location: str,
+    runtime: str,
+    tenant: str,
+    sink: Optional[Sink] = None,
+) -> None:
+    """One health event for the run ``report`` tells, through ``sink`` or a sink opened for it. Never
+    the run's failure: a sink that refuses it is logged (the silence rule then sees the gap). A first
+    stop lets it go (bounded by the sink's own deadlines); a second one cuts it."""
+    if not settings.health_events:
+        return
+    origin = health.Origin(
+        runtime, tenant, health.forwarder_id(state_location, tenant), settings.schedule_interval_s
+    )
+    summary = health.summary(report, origin, uuid.uuid4().hex, stop.requested())
+    options = NormalizeOptions(ingest_time_us=0, vendor=settings.vendor, product=settings.product)
+    event = health_event(summary, settings.format, options)
+    own = sink is None
+    try:
+        with stop.shielded(stop.FINISHING):
+            if sink is None:
+                sink = open_sink(health_settings(settings.sink))
+            try:
+                result = sink.send([event])
+            finally:
+                if own:
+                    sink.close()
+        if result.rejected:
+            log.warning("health event refused by the sink", extra={"reason": result.rejected[0].reason})
+        else:
+            log.debug("health event sent", extra={"status": summary["status"], "run_id": summary["run_id"]})
+    except Exception as exc:  # the run is over and told: its health event never breaks it
+        log.warning("health event not sent", extra={"error": redact(f"{type(exc).__name__}: {exc}")})
 
 
 def _release(lease: Lease, report: RunReport) -> None:

@@ -69,6 +69,8 @@ def run_demo(out_dir: str, state_dir: str, fresh: bool, observer: RunObserver = 
             "FORWARDER_SINK": events.as_uri(),
             "FORWARDER_INITIAL_LOOKBACK": "13mo",
             "FORWARDER_LOG_LEVEL": "WARNING",
+            # out/events.ndjson holds the audit trail alone: a second demo adds nothing to it
+            "FORWARDER_HEALTH_EVENTS": "false",
         }
         settings = load_settings(env)
         report = run_once(settings, observer=observer)

@@ -121,7 +121,10 @@ def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
             unsaved = {k: when for k, when in kept.items() if state.seen.get(k, -1) < when}
             state, version = _ship(ctx, stream, read.records, unsaved, state, version, report)
             ctx.observer.progressed(report, first_us, state.watermark_us or first_us)
-            if read.next is None or ctx.should_stop():
+            if read.next is None:
+                break
+            if ctx.should_stop():
+                report.unfinished = True  # the next run goes on from here
                 break
             shipped = (state.watermark_us, len(state.seen), state.delivered_total) != before
             # A pass may ship nothing and still move on (a page cap, a strategy that changed),

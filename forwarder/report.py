@@ -24,6 +24,7 @@ class StreamReport:
     strategy: str = ""
     truncated: bool = False  # the page cap or an offset ceiling stopped a pass early
     stopped: bool = False  # abandoned on a stop request (SIGTERM) after its last committed batch
+    unfinished: bool = False  # records were left to read (the run's budget, a deadline): read next run
     watermark: Optional[str] = None
     lag_seconds: Optional[float] = None  # now minus the newest delivered record's time
     error: Optional[str] = None

@@ -103,7 +103,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
     trigger = event.get("detail-type", "manual") if isinstance(event, dict) else "manual"
     log.info("invocation", extra={"trigger": trigger})
 
-    report = run_once(settings, should_stop=deadline(context, margin_s))
+    report = run_once(settings, should_stop=deadline(context, margin_s), runtime="lambda")
     emit(metrics(report, time.monotonic() - started, function_name(context, env), metrics_namespace(env)))
 
     result = response(report)
@@ -125,7 +125,11 @@ def tenants_handler(
     concurrency = tenant_concurrency(env)
     configure(tenants[0].settings.log_level)
     should_stop = deadline(context, margin_s)
-    reports = run_tenants(tenants, lambda t: run_once(t.settings, should_stop=should_stop), concurrency)
+    reports = run_tenants(
+        tenants,
+        lambda t: run_once(t.settings, should_stop=should_stop, runtime="lambda", tenant=t.name),
+        concurrency,
+    )
     function, namespace = function_name(context, env), metrics_namespace(env)
     for name, report in reports.items():
         emit(metrics(report, time.monotonic() - started, function, namespace, tenant=name))

@@ -6,7 +6,8 @@ Splunk runs one process per input at its ``interval``; each run is one ``run_onc
   URL, client id, secret, token path), the proxy and the log level come from the configuration pages
   through solnlib (``splunk_settings``).
 * Events: written through splunklib's EventWriter in the input's event format, time from the event.
-  After each run one health event (the run report, sourcetype ``emailauth:audit:health``).
+  After each run one health event (``forwarder/health.py``, in the input's format, sourcetype
+  ``emailauth:audit:health`` for ECS), the input's name as its ``tenant``.
 * Schedule: the input's ``interval`` (in seconds) is the scheduler's ``FORWARDER_SCHEDULE_INTERVAL``.
 * State: the KV store collection ``ta_fortra_emailauth_checkpoints`` (``forwarder.state.kvstore``),
   one scope per input: its ``checkpoint_id``, set once when the input is created (a new input of the
@@ -23,7 +24,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from logging.handlers import RotatingFileHandler
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import quote
@@ -31,7 +31,7 @@ from urllib.parse import quote
 from splunklib.modularinput import Event as SplunkEvent
 from splunklib.modularinput import EventWriter
 
-from forwarder import jsonutil, stop
+from forwarder import stop
 from forwarder.app import run_once
 from forwarder.config import Settings, load_settings, splunk_fields
 from forwarder.errors import ConfigError, ForwarderError
@@ -45,7 +45,6 @@ from .splunk_settings import APP, COLLECTION, Account, SettingsError, SplunkdSet
 
 SCHEME = "emailauth_audit"
 SOURCETYPE = "emailauth:audit"
-HEALTH_SOURCETYPE = "emailauth:audit:health"
 LOG_FILE = "ta_fortra_emailauth.log"
 _PLACEHOLDER = Account(
     "validation", "https://api.example.com", "placeholder", "placeholder-secret", "/v1/ep/token"
@@ -198,11 +197,12 @@ def run_input(
         scope,
         partition=tenant_of(settings),
     )
-    sink = EventWriterSink(ew, stanza_name, stanza.get("index"), sourcetype_for(settings.format))
+    sourcetype = sourcetype_for(settings.format)
+    sink = EventWriterSink(ew, stanza_name, stanza.get("index"), sourcetype)
+    # The run's health event (FORWARDER_HEALTH_EVENTS) in the input's format, its own sourcetype.
+    health = EventWriterSink(ew, stanza_name, stanza.get("index"), f"{sourcetype}:health")
     # The one place a run starts: stop/signal handling (should_stop) is wired here.
-    report = run_once(settings, store=store, sink=sink)
-    health = {"input": name, "account": account.name, **report.to_dict()}
-    sink.write(jsonutil.dumps(health).decode("utf-8"), int(time.time() * 1_000_000), HEALTH_SOURCETYPE)
+    report = run_once(settings, store=store, sink=sink, runtime="splunk", tenant=name, health_sink=health)
     if not report.ok:
         ew.log(
             EventWriter.ERROR, f"{SCHEME} input {quoted(name)}: run finished with errors: {_errors(report)}"

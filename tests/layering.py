@@ -112,6 +112,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.events",
             "forwarder.extras",
             "forwarder.files",
+            "forwarder.health",  # a run's health summary, from its report alone (normalize/ formats it)
             "forwarder.http_headers",
             "forwarder.jsonutil",
             "forwarder.logs",

@@ -144,9 +144,9 @@ def pipeline(name: str) -> ProcessingPipeline:
     return ProcessingPipeline.from_yaml((PIPELINES / f"{name}.yml").read_text(encoding="utf-8"))
 
 
-def load() -> SigmaCollection:
+def load(source: Optional[Path] = None) -> SigmaCollection:
     """A fresh collection: pySigma's pipelines change the rule objects they process."""
-    return SigmaCollection.load_ruleset([RULES])
+    return SigmaCollection.load_ruleset([source or RULES])
 
 
 def _with_references(rule: AnyRule) -> SigmaCollection:
@@ -156,13 +156,15 @@ def _with_references(rule: AnyRule) -> SigmaCollection:
     return SigmaCollection([*referenced, rule])
 
 
-def compile_rules(make_backend: Callable[[], Backend], output_format: Optional[str] = None) -> List[Compiled]:
-    """Every rule that yields a search, converted by a fresh backend each (rules are converted one by
-    one so that every failure is reported, not only the first)."""
+def compile_rules(
+    make_backend: Callable[[], Backend], output_format: Optional[str] = None, source: Optional[Path] = None
+) -> List[Compiled]:
+    """Every rule (of ``source``, default ``RULES``) that yields a search, converted by a fresh backend
+    each (rules are converted one by one so that every failure is reported, not only the first)."""
     compiled: List[Compiled] = []
     failures: List[str] = []
-    for index in range(len(load().rules)):
-        rule = load().rules[index]
+    for index in range(len(load(source).rules)):
+        rule = load(source).rules[index]
         try:
             queries = make_backend().convert(_with_references(rule), output_format)
         except (SigmaError, NotImplementedError) as exc:
@@ -185,12 +187,12 @@ def _source(rule: AnyRule) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def splunk_backend() -> Backend:
-    return SlidingSplunkBackend(pipeline("splunk"), new_since=SPLUNK_SCHEDULE["dispatch.index_earliest"])
+def splunk_backend(pipeline_name: str = "splunk") -> Backend:
+    return SlidingSplunkBackend(pipeline(pipeline_name), new_since=SPLUNK_SCHEDULE["dispatch.index_earliest"])
 
 
-def elastic_backend() -> Backend:
-    return SlidingESQLBackend(pipeline("elastic"), new_minutes=ELASTIC_NEW_MINUTES)
+def elastic_backend(pipeline_name: str = "elastic") -> Backend:
+    return SlidingESQLBackend(pipeline(pipeline_name), new_minutes=ELASTIC_NEW_MINUTES)
 
 
 def _lookback(rule: AnyRule, new_minutes: int) -> Optional[int]:
@@ -213,9 +215,9 @@ class SentinelBackend(SlidingKustoBackend):
         return f"tobool({self.escape_and_quote_field(cond.field)}) == {self.bool_values[value.boolean]}"
 
 
-def sentinel_backend() -> Backend:
+def sentinel_backend(pipeline_name: str = "sentinel") -> Backend:
     return SentinelBackend(
-        pipeline("sentinel"),
+        pipeline(pipeline_name),
         table=SENTINEL_TABLE,
         event_time=SENTINEL_EVENT_TIME,
         event_id="EventId",
@@ -375,24 +377,30 @@ def savedsearches(compiled: Sequence[Compiled]) -> str:
     ]
     for item in sorted(compiled, key=lambda c: c.rule.title):
         rule = item.rule
-        search = " ".join(line.strip() for line in item.query.splitlines() if line.strip())
-        settings: Dict[str, Any] = {
-            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id}, level {_level(rule)})",
-            "search": f"`emailauth_index` {search}",
-            "disabled": 1,
-            "enableSched": 1,
-            **SPLUNK_SCHEDULE,
-            **_splunk_lookback(rule),
-            "counttype": "number of events",
-            "relation": "greater than",
-            "quantity": 0,
-            "alert.track": 1,
-            "alert.digest_mode": 1,
-            "alert.severity": SPLUNK_SEVERITY[_level(rule)],
-        }
-        lines += ["", f"[{rule.title.translate({ord(c): None for c in '[]'})}]"]
-        lines += [f"{key} = {value}" for key, value in settings.items()]
+        description = f"{_one_line(rule.description)} (Sigma rule {rule.id}, level {_level(rule)})"
+        schedule = {**SPLUNK_SCHEDULE, **_splunk_lookback(rule)}
+        lines += alert(rule.title, description, item.query, schedule, _level(rule))
     return "\n".join(lines) + "\n"
+
+
+def alert(title: str, description: str, query: str, schedule: Dict[str, Any], level: str) -> List[str]:
+    """The lines of one disabled, scheduled alert of ``savedsearches.conf``, after a blank line."""
+    search = " ".join(line.strip() for line in query.splitlines() if line.strip())
+    settings: Dict[str, Any] = {
+        "description": description,
+        "search": f"`emailauth_index` {search}",
+        "disabled": 1,
+        "enableSched": 1,
+        **schedule,
+        "counttype": "number of events",
+        "relation": "greater than",
+        "quantity": 0,
+        "alert.track": 1,
+        "alert.digest_mode": 1,
+        "alert.severity": SPLUNK_SEVERITY[level],
+    }
+    head = ["", f"[{title.translate({ord(c): None for c in '[]'})}]"]
+    return head + [f"{key} = {value}" for key, value in settings.items()]
 
 
 def _splunk_lookback(rule: AnyRule) -> Dict[str, str]:
@@ -485,41 +493,58 @@ def elastic_rules(compiled: Sequence[Compiled]) -> str:
     return "".join(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows)
 
 
-def sentinel_rules(compiled: Sequence[Compiled]) -> str:
+def sentinel_rule(
+    rule_id: str,
+    title: str,
+    description: str,
+    level: str,
+    query: str,
+    schedule: Dict[str, str],
+    threat: Sequence[Dict[str, Any]] = (),
+) -> Dict[str, Any]:
+    """One disabled scheduled analytics rule resource."""
+    properties: Dict[str, Any] = {
+        "displayName": title,
+        "description": description,
+        "severity": SENTINEL_SEVERITY[level],
+        "enabled": False,
+        "query": query,
+        **schedule,
+        "triggerOperator": "GreaterThan",
+        "triggerThreshold": 0,
+        "suppressionDuration": "PT5H",
+        "suppressionEnabled": False,
+        "tactics": [t["tactic"]["name"].replace(" ", "") for t in threat],
+        "techniques": sorted({tech["id"] for t in threat for tech in t["technique"]}),
+        "eventGroupingSettings": {"aggregationKind": "AlertPerResult"},
+    }
+    return {
+        "type": "Microsoft.SecurityInsights/alertRules",
+        "apiVersion": "2023-02-01",
+        "scope": "[format('Microsoft.OperationalInsights/workspaces/{0}', parameters('workspace'))]",
+        "name": rule_id,
+        "kind": "Scheduled",
+        "properties": properties,
+    }
+
+
+def sentinel_rules(compiled: Sequence[Compiled], native: Sequence[Dict[str, Any]] = ()) -> str:
     """An ARM template of Sentinel scheduled analytics rules, every one disabled: deploy it into the
-    workspace's resource group (``workspace`` parameter), then enable the rules you want."""
-    resources = []
-    for item in sorted(compiled, key=lambda c: str(c.rule.id)):
+    workspace's resource group (``workspace`` parameter), then enable the rules you want. ``native``:
+    alert rule resources written otherwise (``sentinel_rule``), kept in rule-id order with the rest."""
+    resources = list(native)
+    for item in compiled:
         rule, level = item.rule, _level(item.rule)
-        threat = _threat(rule)
         query = item.query  # a correlation: a whole query of its own
         if not isinstance(rule, SigmaCorrelationRule):
             query = "\n".join([SENTINEL_TABLE, SENTINEL_WINDOW, f"| where {item.query}"])
-        properties: Dict[str, Any] = {
-            "displayName": rule.title,
-            "description": f"{_one_line(rule.description)} (Sigma rule {rule.id})",
-            "severity": SENTINEL_SEVERITY[level],
-            "enabled": False,
-            "query": query,
-            **SENTINEL_SCHEDULE,
-            "triggerOperator": "GreaterThan",
-            "triggerThreshold": 0,
-            "suppressionDuration": "PT5H",
-            "suppressionEnabled": False,
-            "tactics": [t["tactic"]["name"].replace(" ", "") for t in threat],
-            "techniques": sorted({tech["id"] for t in threat for tech in t["technique"]}),
-            "eventGroupingSettings": {"aggregationKind": "AlertPerResult"},
-        }
+        description = f"{_one_line(rule.description)} (Sigma rule {rule.id})"
         resources.append(
-            {
-                "type": "Microsoft.SecurityInsights/alertRules",
-                "apiVersion": "2023-02-01",
-                "scope": "[format('Microsoft.OperationalInsights/workspaces/{0}', parameters('workspace'))]",
-                "name": str(rule.id),
-                "kind": "Scheduled",
-                "properties": properties,
-            }
+            sentinel_rule(
+                str(rule.id), rule.title, description, level, query, SENTINEL_SCHEDULE, _threat(rule)
+            )
         )
+    resources.sort(key=lambda resource: resource["name"])
     template = {
         "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
         "contentVersion": "1.0.0.0",
@@ -559,15 +584,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         help=f"write the YARA-L rules here (default {SECOPS_OUT.relative_to(ROOT)})",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    import health_detections  # the forwarder's own health: rules of their own, and native searches
+
     try:
-        splunk = savedsearches(compile_rules(splunk_backend))
+        health = health_detections.Health.compile()
+        splunk = savedsearches(compile_rules(splunk_backend) + health.splunk) + health.native_splunk()
         elastic = elastic_rules(compile_rules(elastic_backend))
         sentinel = sentinel_rules(compile_rules(sentinel_backend))
         secops = secops_rules()
     except CompileError as exc:
         print(f"detections do not compile:\n{exc}", file=sys.stderr)
         return 1
-    for out, text in ((args.splunk, splunk), (args.elastic, elastic), (args.sentinel, sentinel)):
+    health_out = args.elastic and args.elastic.with_name(health_detections.ELASTIC_OUT.name)
+    health_sentinel = args.sentinel and args.sentinel.with_name(health_detections.SENTINEL_OUT.name)
+    outputs = [(args.splunk, splunk), (args.elastic, elastic), (health_out, health.elastic_ndjson())]
+    outputs += [(args.sentinel, sentinel), (health_sentinel, health.sentinel_template())]
+    for out, text in outputs:
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")

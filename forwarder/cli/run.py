@@ -48,7 +48,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             began = time.monotonic()
             if tenants is None:
                 # a single organization runs here, so its errors reach main() as they always did
-                reports = {"": run_once(first, should_stop=should_stop, observer=console.progress())}
+                reports = {
+                    "": run_once(first, should_stop=should_stop, observer=console.progress(), runtime="cli")
+                }
                 console.summary(reports[""])
             else:
                 console.tenants_started(len(targets))
@@ -58,6 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                         tenant.settings,
                         should_stop=should_stop,
                         observer=console.tenant_progress(tenant.name),
+                        runtime="cli",
+                        tenant=tenant.name,
                     ),
                     concurrency,
                 )

@@ -57,6 +57,7 @@ class Settings:
     users_cache_s: int
     log_level: str
     log_format: str = "auto"
+    health_events: bool = True  # a health event through the sink after every run (forwarder/health.py)
     splunk_token: Optional[str] = field(default=None, repr=False)
     notices: Tuple[str, ...] = ()  # accepted, but likely not what was meant (config/notices.py)
 

@@ -200,6 +200,15 @@ VARIABLES: Tuple[Variable, ...] = (
         field="include_original",
     ),
     V(
+        "FORWARDER_HEALTH_EVENTS",
+        "after every run (failed, stopped or skipped too), send one health event through the sink: "
+        "status, counts, lag, API calls, duration (dataset `emailauth.forwarder.health`, Splunk "
+        "sourcetype `<FORWARDER_HEC_SOURCETYPE>:health`; see [Forwarder health](#forwarder-health))",
+        Flag(),
+        "true",
+        field="health_events",
+    ),
+    V(
         "FORWARDER_VENDOR",
         "`observer.vendor` / CEF vendor / OCSF `metadata.product.vendor_name`",
         Text(),

@@ -69,6 +69,8 @@ def run_item(
         planner=handed_plan,
         store=store,
         owner=f"fanout:{item.id}",
+        runtime="lambda-worker",
+        tenant=tenant.name,
     )
     if stop.requested():  # checked first: a stopped run may look whole (stopped while planning)
         return "retry", report, "stopped on request before the item was done: it goes back to the queue"

@@ -8,6 +8,9 @@ from typing import Callable, Dict
 from ..events import Event
 from ..records import AuditRecord
 
+ECS_VERSION = "9.4.0"
+OCSF_VERSION = "1.8.0"
+
 
 @dataclass(frozen=True)
 class NormalizeOptions:

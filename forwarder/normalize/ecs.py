@@ -41,12 +41,11 @@ from __future__ import annotations
 from typing import Any, Dict, Tuple
 
 from ..records import AuditRecord
-from . import Formatter, NormalizeOptions
+from . import ECS_VERSION, Formatter, NormalizeOptions
 from .changes import as_pair
 from .facts import Facts
 from .template import Own, Templated
 
-ECS_VERSION = "9.4.0"
 PROFILE_FIELDS = ("full_name", "email")  # change keys that have a user.changes.* field in ECS
 # ECS ``event``: the values every event holds; the record's (None here) set in each copy
 _EVENT: Dict[str, Any] = {

@@ -34,7 +34,7 @@ import functools
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..records import AuditRecord
-from . import Formatter, NormalizeOptions
+from . import OCSF_VERSION, Formatter, NormalizeOptions
 from .changes import as_text
 from .ecs import PROFILE_FIELDS, audit_fields, target_fields
 from .facts import Facts
@@ -43,7 +43,6 @@ from .risk import Risk
 from .subject import identity
 from .template import Own, Templated
 
-OCSF_VERSION = "1.8.0"
 CATEGORY = (3, "Identity & Access Management")
 ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS = 3001, 3002, 3004, 3005
 CLASS_NAMES = {

@@ -508,3 +508,32 @@ def test_single_mode_then_fanout_resends_nothing(aws, monkeypatch, orgs, hec):
         ids = [e["event"]["event"]["id"] for e in hec.events()]
         assert len(ids) == len(set(ids)), "the switch re-sent events"
         assert set(store.keys()) >= set(keys)  # the same keys, not a namespace of their own
+
+
+def test_each_work_item_and_each_tenant_of_a_single_invocation_sends_its_health(
+    aws, monkeypatch, tmp_path, orgs, hec
+):
+    with organizations(orgs[:2]) as sims:
+        url, _, _ = install(monkeypatch, tmp_path, sims, orgs[:2], hec, shard_size=100)
+        planned = aws_planner.handler({}, FakeContext())
+        items = sum(t["shards"] for t in planned["tenants"])
+        EventSourceMapping(url, workers=1).run_until_drained()
+        worker = hec.health_events()
+        assert len(worker) >= items  # one per item run (a retried item runs again)
+        by_tenant = {}
+        for envelope in worker:
+            run = envelope["event"]["emailauth"]["forwarder"]
+            assert run["runtime"] == "lambda-worker" and envelope["index"] == f"idx{run['tenant'][3:]}"
+            by_tenant.setdefault(run["tenant"], set()).add(run["forwarder_id"])
+        assert sorted(by_tenant) == ["org0", "org1"] and all(len(ids) == 1 for ids in by_tenant.values())
+
+        aws_lambda.handler({}, FakeContext())  # every tenant in one invocation: one health event each
+        single = hec.health_events()[len(worker) :]
+        runs = sorted(
+            (e["event"]["emailauth"]["forwarder"]["tenant"], e["event"]["emailauth"]["forwarder"]["runtime"])
+            for e in single
+        )
+        assert runs == [("org0", "lambda"), ("org1", "lambda")]
+        assert {e["event"]["emailauth"]["forwarder"]["forwarder_id"] for e in single} == {
+            ids.pop() for ids in by_tenant.values()
+        }  # the same forwarders, whichever mode ran them

@@ -383,3 +383,16 @@ def test_the_entra_client_secret_comes_from_secrets_manager_or_ssm(aws):
     assert caught.value.problems == [
         "FORWARDER_AZURE_CLIENT_SECRET_SECRET: secretsmanager:other holds JSON without a client_secret field"
     ]
+
+
+def test_every_invocation_sends_a_health_event_through_the_sink(lambda_env, org, hec):
+    first = handler(SCHEDULED, FakeContext())
+    handler(SCHEDULED, FakeContext())
+    envelopes = hec.health_events()
+    assert [e["sourcetype"] for e in envelopes] == ["emailauth:audit:health"] * 2
+    health = [e["event"]["emailauth"]["forwarder"] for e in envelopes]
+    assert [h["status"] for h in health] == ["success", "success"]
+    assert {h["runtime"] for h in health} == {"lambda"} and len({h["forwarder_id"] for h in health}) == 1
+    assert [h["records"]["shipped"] for h in health] == [first["totals"]["shipped"], 0]
+    assert first["totals"]["shipped"] == len(delivered_ids(hec))  # the health events are no audit events
+    assert HEC_TOKEN not in json.dumps(envelopes) and DEMO_CLIENT_SECRET not in json.dumps(envelopes)

@@ -26,6 +26,8 @@ def env_for(api_url: str, sink: str, state: str, **extra: str) -> Dict[str, str]
         "FORWARDER_SINK_TOKEN": HEC_TOKEN,
         "FORWARDER_INITIAL_LOOKBACK": "13mo",
         "FORWARDER_BATCH_EVENTS": "50",
+        # the sink holds the audit events alone; tests of the health event turn it on
+        "FORWARDER_HEALTH_EVENTS": "false",
     }
     env.update(extra)
     return env

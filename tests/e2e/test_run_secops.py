@@ -50,6 +50,7 @@ def env_for(sim, fake, tmp_path, **extra):
         "FORWARDER_SECOPS_REGION": REGION,
         "FORWARDER_SECOPS_INSTANCE": INSTANCE,
         "FORWARDER_SECOPS_CREDENTIALS": str(fake.key_file(tmp_path)),
+        "FORWARDER_HEALTH_EVENTS": "false",  # the fake holds the audit events alone
         **extra,
     }
 

@@ -37,6 +37,11 @@ ACTIONS = ("index", "create", "update", "delete")
 _CONTENT_TYPES = ("application/x-ndjson", "application/json")
 
 
+def _is_health(doc: Any) -> bool:
+    event = doc.get("event") if isinstance(doc, dict) else None
+    return isinstance(event, dict) and event.get("dataset") == "emailauth.forwarder.health"
+
+
 class ItemError(Exception):
     def __init__(self, status: int, kind: str, reason: str) -> None:
         super().__init__(reason)
@@ -126,8 +131,14 @@ class BulkReceiver(LoopbackReceiver):
             self._throttle += n
 
     def ids(self, index: str) -> List[str]:
+        """The audit events' ids in ``index``: the runs' health events (``health``) left out."""
         with self.lock:
-            return list(self.docs.get(index, {}))
+            return [i for i, doc in self.docs.get(index, {}).items() if not _is_health(doc)]
+
+    def health(self, index: str) -> List[Dict[str, Any]]:
+        """The runs' health events in ``index`` (they share the audit data stream)."""
+        with self.lock:
+            return [doc for doc in self.docs.get(index, {}).values() if _is_health(doc)]
 
     def answer(self, method: str, target: str, headers: Dict[str, str], raw: bytes) -> Reply:
         path = urlsplit(target).path

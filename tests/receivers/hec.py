@@ -53,6 +53,10 @@ _HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 _BUSY = {503: (9, "Server is busy"), 500: (8, "Internal server error")}
 
 
+def _is_health(envelope: Dict[str, Any]) -> bool:
+    return str(envelope.get("sourcetype", "")).endswith(":health")
+
+
 class HecReply(Exception):
     """An answer other than success, raised from deep inside request handling."""
 
@@ -188,8 +192,14 @@ class HecReceiver(LoopbackReceiver):
     # --- what arrived -----------------------------------------------------------------------------
 
     def events(self) -> List[Dict[str, Any]]:
+        """The audit events' envelopes: the runs' health events (``health_events``) left out."""
         with self.lock:
-            return [item.envelope for item in self._received]
+            return [item.envelope for item in self._received if not _is_health(item.envelope)]
+
+    def health_events(self) -> List[Dict[str, Any]]:
+        """The envelopes of the runs' health events (sourcetype ``<sourcetype>:health``)."""
+        with self.lock:
+            return [item.envelope for item in self._received if _is_health(item.envelope)]
 
     def received(self) -> List[Received]:
         with self.lock:

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = json.loads((ROOT / "sentinel" / "azuredeploy.json").read_text(encoding="utf-8"))
 PARSER = (ROOT / "sentinel" / "ASimAuditEventEmailAuth.kql").read_text(encoding="utf-8")
 GOLDEN = sorted((ROOT / "tests" / "golden" / "ecs").glob("*-expected.json"))
+GOLDEN += sorted((ROOT / "tests" / "golden" / "health").glob("*.ecs"))  # one health event each
 MONITORING_METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
 # What every ASIM Audit Event parser must give (the common fields and the schema's own mandatory ones).
 ASIM_MANDATORY = [
@@ -115,7 +116,8 @@ def golden_paths() -> set:
                 walk(item, (*path, key))
 
     for path in GOLDEN:
-        for event in json.loads(path.read_text(encoding="utf-8")):
+        events = json.loads(path.read_text(encoding="utf-8"))
+        for event in events if isinstance(events, list) else [events]:
             walk(event, ())
     return found
 

@@ -7,6 +7,7 @@ import configparser
 import hashlib
 import json
 import os
+import re
 import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -166,3 +167,26 @@ def test_package_ships_no_compiled_code_and_no_aws_or_orjson_imports(package, ap
     ):
         assert (lib / dist / "__init__.py").exists(), dist
     assert os.access(app_dir / "bin" / "emailauth_audit.py", os.X_OK)
+
+
+def test_the_forwarder_health_dashboard_reads_the_health_events_fields_and_is_in_the_menu(app_dir):
+    from tests.splunk.spl_eval import extract
+
+    view = app_dir / "default" / "data" / "ui" / "views" / "ta_fortra_emailauth_forwarder_health.xml"
+    root = ET.fromstring(view.read_text())
+    assert root.get("version") == "2"
+    definition = json.loads(root.findtext("definition"))
+    queries = {k: v["options"]["query"] for k, v in definition["dataSources"].items()}
+    # the fields a health event carries, as KV_MODE = json names them
+    golden = ROOT / "tests" / "golden" / "health"
+    fields = {name for case in golden.glob("*.ecs") for name in extract(json.loads(case.read_text()))}
+    for name, query in queries.items():
+        assert query.startswith('`emailauth_index` sourcetype="emailauth:audit:health" '), name
+        read = set(re.findall(r"(?:emailauth\.forwarder|service)\.[\w.]+\w", query))
+        assert read and read <= fields, (name, read - fields)
+    assert {"state", "behind_seconds", "failed_runs"} <= set(queries["ds_forwarders"].split())
+    used = {v["dataSources"]["primary"] for v in definition["visualizations"].values() if "dataSources" in v}
+    assert used == set(queries)
+    assert {item["item"] for item in definition["layout"]["structure"]} == set(definition["visualizations"])
+    nav = ET.parse(app_dir / "default" / "data" / "ui" / "nav" / "default.xml").getroot()
+    assert "ta_fortra_emailauth_forwarder_health" in {v.get("name") for v in nav.iter("view")}

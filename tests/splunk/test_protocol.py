@@ -139,8 +139,10 @@ def test_runs_stream_events_keep_state_in_the_kv_store_and_lose_nothing_across_r
             assert event["stanza"] == "emailauth_audit://prod_users" and event["index"] == "audit"
             assert event["time"].split(".")[1] == doc["@timestamp"][20:23]  # the event's time, to the ms
         health = [json.loads(e["data"]) for e in events if e["sourcetype"] == "emailauth:audit:health"]
-        assert len(health) == 1 and health[0]["ok"] and health[0]["totals"]["shipped"] == len(audit)
-        assert health[0]["account"] == "prod"
+        assert len(health) == 1 and health[0]["event"]["dataset"] == "emailauth.forwarder.health"
+        run = health[0]["emailauth"]["forwarder"]
+        assert run["status"] == "success" and run["records"]["shipped"] == len(audit)
+        assert run["runtime"] == "splunk" and run["tenant"] == "prod_users"
         assert {r["scope"] for r in splunkd.collections[COLLECTION].values()} == {"c1"}
 
         # A new process (a restart) reads the state back from the KV store: only what is new.
@@ -207,7 +209,7 @@ def test_event_format_sets_the_sourcetype(app_dir, splunkd, tmp_path):
         xml = input_xml(splunkd.url, SESSION_KEY, tmp_path, "ocsf", params(event_format="ocsf"))
         events = streamed(run_script(app_dir, PY39, [], xml).stdout)
     kinds = {e["sourcetype"] for e in events}
-    assert kinds == {"emailauth:audit:ocsf", "emailauth:audit:health"}
+    assert kinds == {"emailauth:audit:ocsf", "emailauth:audit:ocsf:health"}
     assert all(
         "class_uid" in json.loads(e["data"]) for e in events if e["sourcetype"] == "emailauth:audit:ocsf"
     )
