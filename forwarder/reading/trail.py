@@ -125,6 +125,9 @@ class TrailReader:
                 self.honoured.start_date = (
                     False  # the page began before the anchor: offset is all that is left
                 )
+                # No call of its own: the one _offset_ignored (or iter_pages) counts for it was counted
+                # by the caller, or never made (offset known to be ignored).
+                tally.pages -= 1
                 return self._offset_ignored(stream, page_one, tally)
             if last is None or anchor is None or last <= anchor:
                 stuck(why)

@@ -205,6 +205,20 @@ def test_every_record_once_whatever_the_service_honours(
         assert report.api_calls <= 2 * report.passes + (len(records) >= SMALLEST_CAP)
 
 
+def test_a_service_ignoring_start_date_and_offset_is_counted_call_for_call():
+    """Hypothesis found it: past records dated 9999, a page asked from the anchor ignored both offset
+    and start_date; the call was counted when made and again when the pass was read another way."""
+    records = make_records([0] * 10, now_us() - 3600 * 1_000_000) + dated_9999(10)
+    api = FakeService("asc", False, "limit")
+    api.records = records
+    store, sink = MemoryStore(), MemorySink(max_batch_events=7)
+    limits = Limits(initial_lookback_s=86400, window_s=7200, max_records_per_pass=7)
+    report = run_with(api, 20, store, sink, limits)
+    assert report.ok, report.error
+    assert report.api_calls == api.calls
+    assert sorted(sink.delivered) == sorted(event_id(r) for r in records)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     offsets=st.lists(st.integers(0, 400), min_size=1, max_size=120),
