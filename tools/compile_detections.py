@@ -563,11 +563,6 @@ def sentinel_rules(compiled: Sequence[Compiled], native: Sequence[Dict[str, Any]
     return json.dumps(template, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_splunk(out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(savedsearches(compile_rules(splunk_backend)), encoding="utf-8")
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splunk", type=Path, metavar="OUT", help="write savedsearches.conf here")
@@ -588,7 +583,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         health = health_detections.Health.compile()
-        splunk = savedsearches(compile_rules(splunk_backend) + health.splunk) + health.native_splunk()
+        splunk = health.savedsearches()
         elastic = elastic_rules(compile_rules(elastic_backend))
         sentinel = sentinel_rules(compile_rules(sentinel_backend))
         secops = secops_rules()

@@ -5,7 +5,8 @@ audit rules by ``tools/compile_detections.py``.
   health``), mapped by ``detections/pipelines/splunk_health.yml`` (sourcetype
   ``emailauth:audit:health``), ``elastic_health.yml`` (the audit data stream, ``event.dataset``) and
   ``sentinel_health.yml`` (``EmailAuthAudit_CL``'s ``Forwarder`` and ``ServiceId`` columns).
-  They are scheduled as the audit rules are (by index time: each health event evaluated once).
+  They are scheduled as the audit rules are (by index time: each health event evaluated once;
+  ``tests/detections/test_schedules.py`` replays late ones through them).
 * ``detections/native/``: what Sigma cannot say, that an event is missing ("no health event from a
   forwarder for three of its intervals"): the rule's metadata and the search in SPL, ES|QL and KQL,
   with a schedule of their own (every 15 minutes over the last seven days, by event time).
@@ -72,6 +73,11 @@ class Health:
             compile_rules(sentinel_backend, source=RULES),
             native_rules(),
         )
+
+    def savedsearches(self) -> str:
+        """The add-on's ``savedsearches.conf``: the audit rules, these rules beside them, the native ones."""
+        audit = compile_rules(compile_detections.splunk_backend)
+        return compile_detections.savedsearches(audit + self.splunk) + self.native_splunk()
 
     def native_splunk(self) -> str:
         """``savedsearches.conf`` stanzas of the native rules, disabled, on their own schedule."""

@@ -1,9 +1,15 @@
 """Every delivered event is evaluated by the shipped schedules, however late it reached the SIEM.
 
 Events arrive a poll interval after they happen, late records (a re-sweep) up to days after. The
-schedules are read from what the build ships (savedsearches.conf, the Kibana import file) and
-replayed over deliveries with such lags: each event must fall in a window of some run, selected by
-when it was indexed; selecting by event time (the old schedule) misses the late ones."""
+schedules are read from what the build ships (savedsearches.conf, the Kibana import files, the
+Sentinel templates) and replayed over deliveries with such lags: each event must fall in a window of
+some run, selected by when it was indexed; selecting by event time (the old schedule) misses the late
+ones. The forwarder's own health events go through the lag and failure rules' schedules the same way.
+
+Google SecOps is not replayed: its YARA-L rules (secops/rules/) ship no schedule. The engine runs a
+rule without a match window (the single-event ones) on each event as it is ingested, and schedules
+the windowed ones (the bursts) itself from their match window; nothing here sets a time range that
+could leave a late event out. No health rule is written for SecOps."""
 
 from __future__ import annotations
 
@@ -11,11 +17,16 @@ import configparser
 import functools
 import json
 import re
-from typing import List, Tuple
+from pathlib import Path
+from typing import FrozenSet, List, Tuple
 
-from compile_detections import ELASTIC_OUT, SENTINEL_OUT, compile_rules, savedsearches, splunk_backend
-from hypothesis import given, settings
+import health_detections
+from compile_detections import ELASTIC_OUT, SENTINEL_OUT
+from health_detections import Health
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
+from forwarder.retry import RetryPolicy
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
 _UNITS = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY}
@@ -26,6 +37,45 @@ deliveries = st.lists(
     min_size=1,
     max_size=50,
 )
+
+# A health event is stamped when its run finished and sent right after it: indexed within the sink's
+# tries (FORWARDER_MAX_ATTEMPTS of up to FORWARDER_HTTP_TIMEOUT each, default 60 s, a Retry-After
+# capped between them) and the SIEM's flush. Or, accepted by a SIEM that was not indexing (a blocked
+# HEC queue, a red cluster, a Log Analytics backlog), hours to days later once it recovers. One the
+# sink refused is not sent again: that gap is the silence rule's.
+HTTP_TIMEOUT, RETRY = 60, RetryPolicy()  # FORWARDER_HTTP_TIMEOUT's default, the sinks' policy
+SINK_TRIES = RETRY.attempts * HTTP_TIMEOUT + (RETRY.attempts - 1) * int(RETRY.max_retry_after)
+health_deliveries = st.lists(
+    st.tuples(
+        st.integers(10 * DAY, 40 * DAY),
+        st.one_of(st.integers(0, SINK_TRIES + MINUTE), st.integers(HOUR, 13 * DAY)),
+    ).map(lambda p: (p[0], p[0] + p[1])),
+    min_size=1,
+    max_size=50,
+)
+# Always replayed: on a run's boundary, after every try, after an outage of hours, of more than the two
+# days Log Analytics keeps a row's own time for, and of 13 days.
+AFTER_OUTAGES = [
+    (20 * DAY - 5, 20 * DAY),
+    (20 * DAY, 20 * DAY + SINK_TRIES),
+    (20 * DAY + 17, 20 * DAY + 3 * HOUR),
+    (20 * DAY + 17, 23 * DAY),
+    (20 * DAY + 17, 33 * DAY + 1),
+]
+
+
+@functools.cache  # compiled once, replayed over every example
+def health() -> Health:
+    return Health.compile()
+
+
+@functools.cache
+def health_titles() -> FrozenSet[str]:
+    """The health lag and failure rules. The silence rule is left out on purpose: it is a window, not
+    a selection of new events. Every 15 minutes it reads each forwarder's newest health event of the
+    last seven days by event time (so every event is read by many runs), and an event that comes late
+    is the very thing it reports; test_health_rules.py fires it where runs stop."""
+    return frozenset(compiled.rule.title for compiled in health().splunk)
 
 
 def splunk_time(spec: str, now: int) -> int:
@@ -38,21 +88,24 @@ def splunk_time(spec: str, now: int) -> int:
     return at - at % _UNITS[match.group(3)] if match.group(3) else at
 
 
-@functools.cache  # compiled once, replayed over every example
+@functools.cache
 def splunk_conf() -> configparser.RawConfigParser:
+    """The add-on's savedsearches.conf: audit, health and native searches."""
     conf = configparser.RawConfigParser(delimiters=("=",), strict=True)
     conf.optionxform = str
-    conf.read_string(savedsearches(compile_rules(splunk_backend)))
+    conf.read_string(health().savedsearches())
     return conf
 
 
 @functools.cache
 def splunk_stanzas() -> List[configparser.SectionProxy]:
-    """One stanza per distinct schedule among the shipped single-event searches (the correlations
-    read further back on purpose: test_correlation_windows.py replays bursts through them)."""
+    """One stanza per distinct schedule among the shipped single-event audit searches (the
+    correlations read further back on purpose: test_correlation_windows.py replays bursts through
+    them; the health searches are replayed below)."""
     conf = splunk_conf()
     keys = ("cron_schedule", "dispatch.earliest_time", "dispatch.latest_time", "dispatch.index_earliest")
-    single = [conf[name] for name in conf.sections() if "| streamstats " not in conf[name]["search"]]
+    audit = [conf[name] for name in conf.sections() if "emailauth:audit:health" not in conf[name]["search"]]
+    single = [stanza for stanza in audit if "| streamstats " not in stanza["search"]]
     distinct = {tuple(stanza.get(k) for k in keys): stanza for stanza in single}
     return list(distinct.values())
 
@@ -96,8 +149,21 @@ def test_selecting_by_event_time_missed_late_events():
 
 
 @functools.cache
-def elastic_rules() -> List[dict]:
-    return [json.loads(line) for line in ELASTIC_OUT.read_text().splitlines()]
+def splunk_health_stanzas() -> List[configparser.SectionProxy]:
+    return [splunk_conf()[title] for title in sorted(health_titles())]
+
+
+@settings(max_examples=100, deadline=None)
+@given(health_deliveries)
+@example(AFTER_OUTAGES)
+def test_every_splunk_health_search_evaluates_each_health_event_exactly_once(events):
+    for stanza in splunk_health_stanzas():
+        assert [splunk_evaluations(stanza, e) for e in events] == [1] * len(events), stanza.name
+
+
+@functools.cache
+def elastic_rules(path: Path = ELASTIC_OUT) -> List[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def elastic_evaluations(rule: dict, event: Tuple[int, int], jitter: int) -> int:
@@ -122,6 +188,19 @@ def test_every_elastic_rule_evaluates_each_delivered_event(events, jitter):
         assert all(elastic_evaluations(rule, e, jitter) >= 1 for e in events), rule["name"]
 
 
+@functools.cache
+def elastic_health_rules() -> List[dict]:
+    return [r for r in elastic_rules(health_detections.ELASTIC_OUT) if r["name"] in health_titles()]
+
+
+@settings(max_examples=100, deadline=None)
+@given(health_deliveries, st.integers(0, 30))
+@example(AFTER_OUTAGES, 30)
+def test_every_elastic_health_rule_evaluates_each_health_event(events, jitter):
+    for rule in elastic_health_rules():
+        assert all(elastic_evaluations(rule, e, jitter) >= 1 for e in events), rule["name"]
+
+
 # Log Analytics keeps a row's TimeGenerated unless it is more than two days before the row arrived (or
 # a day after): then the row gets the time it arrived. A rule's queryPeriod filters on TimeGenerated.
 TIME_GENERATED_MAX_AGE = 2 * DAY
@@ -141,8 +220,8 @@ def iso_seconds(duration: str) -> int:
 
 
 @functools.cache
-def sentinel_rules() -> List[dict]:
-    return [r["properties"] for r in json.loads(SENTINEL_OUT.read_text(encoding="utf-8"))["resources"]]
+def sentinel_rules(path: Path = SENTINEL_OUT) -> List[dict]:
+    return [r["properties"] for r in json.loads(path.read_text(encoding="utf-8"))["resources"]]
 
 
 def sentinel_runs(props: dict, start: int, end: int, phase: int) -> List[int]:
@@ -196,3 +275,36 @@ def test_selecting_sentinel_rows_by_time_generated_missed_late_ones():
     assert sum(sentinel_selects(props, late, run, HOUR) for run in runs) == 1
     # `where TimeGenerated > ago(1h)`: no run has it both ingested and within the hour
     assert not any(run - HOUR < late[0] and late[1] <= run for run in runs)
+
+
+@functools.cache
+def sentinel_health_rules() -> List[dict]:
+    rules = sentinel_rules(health_detections.SENTINEL_OUT)
+    return [props for props in rules if props["displayName"] in health_titles()]
+
+
+@settings(max_examples=100, deadline=None)
+@given(health_deliveries, st.integers(0, HOUR - 1))
+@example(AFTER_OUTAGES, HOUR - 1)
+def test_every_sentinel_health_rule_evaluates_each_health_event_exactly_once(events, phase):
+    for props in sentinel_health_rules():
+        assert [sentinel_evaluations(props, e, phase) for e in events] == [1] * len(events), props
+
+
+def test_the_health_replay_covers_the_lag_and_failure_rules_of_every_backend():
+    """Only the silence rule is left out (see ``health_titles``), on every backend."""
+    silence = {rule["title"] for rule in health().native}
+    assert health_titles() == {
+        "EmailAuth forwarder lagging behind the audit trail",
+        "EmailAuth forwarder run failed",
+    }
+    assert {stanza.name for stanza in splunk_health_stanzas()} == health_titles()
+    health_stanzas = {
+        n for n in splunk_conf().sections() if "emailauth:audit:health" in splunk_conf()[n]["search"]
+    }
+    assert health_stanzas == health_titles() | silence
+    elastic = {r["name"] for r in elastic_rules(health_detections.ELASTIC_OUT)}
+    sentinel = {p["displayName"] for p in sentinel_rules(health_detections.SENTINEL_OUT)}
+    assert elastic == sentinel == health_titles() | silence
+    assert {r["name"] for r in elastic_health_rules()} == {p["displayName"] for p in sentinel_health_rules()}
+    assert len(elastic_health_rules()) == len(sentinel_health_rules()) == 2
