@@ -290,3 +290,29 @@ def test_each_tenant_may_name_its_own_account_partition():
     acme, globex = parse_tenants(doc, base)
     assert acme.settings.sink.securitylake_account_id == "external_acme"
     assert globex.settings.sink.securitylake_account_id == "external"
+
+
+def test_the_keys_a_batch_will_be_written_under_are_known_before_and_each_object_says_what_it_holds(lake):
+    sink = open_sink(SinkSettings(uri=URI))
+    events = golden_events()
+    keys = sink.object_keys(events)
+
+    sink.send(events)
+
+    written = lake_objects(lake)
+    assert sorted(keys) == sorted(written), "the journal names exactly the objects send writes"
+    for key in keys:
+        assert sorted(sink.held_by(key)) == sorted(row["metadata"]["uid"] for row in written[key])
+    assert sink.held_by(keys[0].replace(keys[0][-70:-14], "0" * 56)) is None, "an object never written"
+
+
+def test_an_object_that_does_not_hold_the_events_its_key_names_is_not_taken_as_delivered(lake):
+    sink = open_sink(SinkSettings(uri=URI))
+    events = golden_events()
+    first, second = sink.object_keys(events)[:2]
+    sink.send(events)
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket=lake, Key=first, Body=s3.get_object(Bucket=lake, Key=second)["Body"].read())
+    s3.put_object(Bucket=lake, Key=second, Body=b"not parquet")
+
+    assert sink.held_by(first) is None and sink.held_by(second) is None
