@@ -316,3 +316,10 @@ def test_an_object_that_does_not_hold_the_events_its_key_names_is_not_taken_as_d
     s3.put_object(Bucket=lake, Key=second, Body=b"not parquet")
 
     assert sink.held_by(first) is None and sink.held_by(second) is None
+
+
+def test_by_default_the_batches_in_flight_fit_the_delivered_ids_index_a_crash_is_recovered_into(lake):
+    from forwarder.state.delivered import MAX_IDS
+
+    sink = open_sink(SinkSettings(uri=URI))
+    assert sink.max_in_flight * sink.max_batch_events <= MAX_IDS
