@@ -275,13 +275,16 @@ def formatter(record, options) -> Event:
     return Event(record.event_id, record.ts_us, b"{}")
 
 
-def run_context(source, store, sink, quarantine, limits, streams, **extra: Any) -> RunContext:
-    """A RunContext over these parts, with the test formatter and the tenant's delivered-ids index."""
+def run_context(
+    source, store, sink, quarantine, limits, streams, format_event=formatter, **extra: Any
+) -> RunContext:
+    """A RunContext over these parts, with the test formatter (or ``format_event``) and the tenant's
+    delivered-ids index."""
     return RunContext(
         source=source,
         store=store,
         sink=sink,
-        formatter=lambda: formatter,
+        formatter=lambda: format_event,
         quarantine=quarantine,
         limits=limits,
         claims=Claims.load(store, INDEX_WINDOW_S),
