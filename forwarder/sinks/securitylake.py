@@ -211,6 +211,15 @@ class SecurityLakeSink:
         except aws.failures() as exc:
             if aws.error_code(exc) in ("NoSuchKey", "404"):
                 return None
+            if aws.error_code(exc) in ("AccessDenied", "403") or aws.status(exc) == 403:
+                # Without s3:GetObject (and s3:ListBucket, else a missing key is a 403 too) nothing is
+                # proven: its events go again, as they did before the journal, and the run goes on.
+                log.warning(
+                    "a pending object could not be read back; its rows may land twice: grant the "
+                    "forwarder s3:GetObject and s3:ListBucket on the lake's ext/ prefix",
+                    extra={"key": key},
+                )
+                return None
             raise aws.sink_error(exc, f"reading s3://{self.bucket}/{key}") from exc
         try:
             ids = [str(uid) for uid in struct_field(body, "metadata", "uid")]

@@ -404,3 +404,24 @@ def test_across_s3_faults_that_cut_batches_between_objects_every_record_lands_on
     rows = Counter(row["metadata"]["uid"] for rows in lake_objects(lake).values() for row in rows)
     assert sorted(rows) == sorted(event_id(r) for r in records), "a record lost"
     assert [uid for uid, n in rows.items() if n > 1] == [], "a row twice"
+
+
+def test_an_object_the_forwarder_may_not_read_back_is_not_taken_as_delivered_and_the_run_goes_on(
+    front, caplog
+):
+    lake = f"aws-security-data-lake-us-east-1-p{next(_lakes)}"
+    boto3.client("s3", endpoint_url=front.moto_url).create_bucket(Bucket=lake)
+    sink = SecurityLakeSink(SinkSettings(uri=f"securitylake://{lake}/ext/emailauth"))
+    events = golden_events()
+    key = sink.object_keys(events)[0]
+    sink.send(events)
+    front.fail_next(1, status=403)  # a provider role without s3:GetObject (or s3:ListBucket)
+
+    assert sink.held_by(key) is None
+    assert "grant the forwarder s3:GetObject and s3:ListBucket" in caplog.text
+    assert sink.held_by(key) is not None
+    front.fail_next(1, status=500)
+    with pytest.raises(SinkError, match="reading s3://"):
+        SecurityLakeSink(SinkSettings(uri=f"securitylake://{lake}/ext/emailauth", max_attempts=1)).held_by(
+            key
+        )
