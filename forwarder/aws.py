@@ -171,14 +171,20 @@ def reason(exc: Exception) -> str:
     return error_code(exc) or type(exc).__name__
 
 
+def status(exc: Exception) -> int:
+    """The HTTP status of a service error's answer (0 for anything else)."""
+    response = getattr(exc, "response", None)
+    return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0) if response else 0
+
+
 def sink_error(exc: Exception, doing: str) -> SinkError:
     """A SinkError from a boto3 failure: retryable for throttling, 5xx and transport errors only."""
-    response = getattr(exc, "response", None)
-    if not response:  # no answer at all: a connection or timeout error
+    if not getattr(exc, "response", None):  # no answer at all: a connection or timeout error
         return SinkError(f"{doing} failed: {exc}", retryable=True)
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-    code = error_code(exc)
-    return SinkError(f"{doing} failed: {exc}", retryable=status >= 500 or status == 429 or code in _THROTTLED)
+    answered, code = status(exc), error_code(exc)
+    return SinkError(
+        f"{doing} failed: {exc}", retryable=answered >= 500 or answered == 429 or code in _THROTTLED
+    )
 
 
 _DENIED = frozenset({"403", "AccessDenied", "AccessDeniedException"})

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import stop
 from .delivery.claims import Claims
+from .delivery.journal import Journal
 from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
 from .errors import ForwarderError, StreamFailed
 from .events import Event
@@ -250,6 +251,7 @@ def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:
         commit_threads=2 * concurrency,  # state writes overlap the fetches of the next streams
         renew=ctx.renew_lease,
         claims=ctx.claims,
+        journal=Journal.open(ctx.store, ctx.sink, ctx.claims),
     )
 
 

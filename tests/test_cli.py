@@ -11,6 +11,7 @@ import pytest
 
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
+from forwarder.state.local import open_local
 from tests.e2e.helpers import cli, env_for
 
 
@@ -73,6 +74,7 @@ def test_state_show_and_reset(sim, tmp_path):
     keys = [s["stream"] for s in shown["streams"]]
     assert keys and all(s["watermark"] for s in shown["streams"])
     assert (tmp_path / "state" / ".delivered-ids").exists()
+    open_local(str(tmp_path / "state")).slot("pending-objects").put({"schema": 1, "keys": ["k"]}, None)
     reset = cli("state", "reset", keys[0], env=env)
     assert reset.returncode == 0 and keys[0] in reset.stdout
     # The index of delivered ids goes too: the stream's recent records are re-sent as well.
@@ -80,6 +82,8 @@ def test_state_show_and_reset(sim, tmp_path):
         "index of delivered event ids" in reset.stdout
         and not (tmp_path / "state" / ".delivered-ids").exists()
     )
+    # And the pending objects: the next run would count their records delivered, not send them again.
+    assert "pending objects" in reset.stdout and not (tmp_path / "state" / ".pending-objects").exists()
     assert keys[0] not in [s["stream"] for s in json.loads(cli("state", "show", env=env).stdout)["streams"]]
     assert cli("state", "reset", "user/nobody@example.com", env=env).returncode == 1
 

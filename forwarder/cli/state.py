@@ -9,6 +9,7 @@ from typing import Optional
 from .. import jsonutil
 from ..config import read_all
 from ..console.session import Console
+from ..delivery import journal
 from ..logs import register_secrets
 from ..state import delivered
 from ..state.store import StateStore
@@ -93,10 +94,12 @@ def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log
     for key in targets:
         store.delete(key)
         sys.stdout.write(f"reset {key}: its next run starts at now minus FORWARDER_INITIAL_LOOKBACK\n")
-    # Else the records the index holds (the last FORWARDER_LOOKBACK_WINDOW's) would not be re-sent.
-    index = store.slot(delivered.SLOT)
-    _, version = index.read()
-    if version is not None:
-        index.delete(version)
-        sys.stdout.write(f"reset the index of delivered event ids ({index.location}) with it\n")
+    # Else the records the index holds (the last FORWARDER_LOOKBACK_WINDOW's) would not be re-sent,
+    # nor those of the objects a cut batch left (the next run would record them as delivered).
+    for name, what in ((delivered.SLOT, "index of delivered event ids"), (journal.SLOT, "pending objects")):
+        slot = store.slot(name)
+        _, version = slot.read()
+        if version is not None:
+            slot.delete(version)
+            sys.stdout.write(f"reset the {what} ({slot.location}) with it\n")
     return EXIT_OK

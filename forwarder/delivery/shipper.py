@@ -30,6 +30,7 @@ from ..stop import Stopped
 from .batcher import Batch, Batcher
 from .claims import Claims
 from .commits import Commit, CommitTracker
+from .journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,11 @@ class Shipper:
         renew: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,  # the linger's (tests stand it still)
         claims: Optional[Claims] = None,  # the run's, when streams may return copies of one record
+        journal: Optional[Journal] = None,  # for a sink that writes a batch as several objects (with claims)
     ) -> None:
         self._sink = sink
         self._claims = claims
+        self._journal = journal
         self._quarantine = quarantine
         self._store = store
         # A sink writing data lake objects asks for a longer linger (``linger_s``): fewer, larger objects.
@@ -219,6 +222,13 @@ class Shipper:
             return batch
 
     def _deliver(self, batch: Batch) -> None:
+        keys: List[str] = []
+        if self._journal is not None:
+            try:  # before the first object is written: a cut batch's objects are found next run
+                keys = self._journal.begin(batch.events)
+            except ForwarderError as exc:
+                self._refuse(batch, f"a batch ({len(batch.events)} events) was not sent: {exc}")
+                return
         try:
             result = self._sink.send(batch.events)
             rejected = self._by_stream(batch, result.rejected)
@@ -249,6 +259,11 @@ class Shipper:
                     f"was not saved; its records will be sent again next run: {exc}",
                 )
                 return
+        if self._journal is not None:
+            try:
+                self._journal.end(keys)
+            except StateError as exc:  # the batch is recorded: only later batches are refused
+                log.warning("pending-objects journal not saved", extra={"error": str(exc)})
         with self._cond:
             for segment in batch.segments:
                 report = self._reports[segment.stream]

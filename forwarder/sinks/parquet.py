@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Dict, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ..jsonutil import dumps
 
@@ -74,3 +74,16 @@ def to_parquet(rows: Sequence[Mapping[str, Any]], json_paths: Sequence[Tuple[str
         data_page_size=DATA_PAGE_BYTES,
     )
     return out.getvalue()
+
+
+def struct_field(body: bytes, column: str, field: str) -> List[Any]:
+    """The values of ``column.field`` (a struct column's member) in every row of the Parquet file
+    ``body``, reading that column only. ValueError when the file is not Parquet or has no such field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        values = pq.read_table(io.BytesIO(body), columns=[column]).column(0).combine_chunks()
+        return list(values.field(field).to_pylist())
+    except (pa.ArrowException, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"no column {column}.{field} to read: {exc}") from exc

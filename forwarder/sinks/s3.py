@@ -20,7 +20,7 @@ boto3 is imported only when an AWS sink or the S3 quarantine is used.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .. import aws
 from ..events import Event, SendResult
@@ -33,7 +33,11 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # before compression; larger objects suit 
 
 def batch_digest(events: Sequence[Event]) -> str:
     """A SHA-256 over the events' sorted ids: the same events, in any order, name the same object."""
-    return hashlib.sha256("\n".join(sorted(event.id for event in events)).encode("ascii")).hexdigest()
+    return ids_digest(event.id for event in events)
+
+
+def ids_digest(ids: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(ids)).encode("ascii")).hexdigest()
 
 
 def object_key(prefix: str, events: Sequence[Event], suffix: str) -> str:

@@ -16,9 +16,11 @@ Security Lake").
   digest is a SHA-256 over its sorted event ids (``s3.batch_digest``), so an object sent again after
   a crash or a failure overwrites itself.
 * Proof. A batch counts as delivered once every one of its objects was answered with an ETag
-  (``aws.put_s3_object``); any failure fails the whole batch, which is sent again whole (the objects
-  already written get the same keys). An event that is not an OCSF event of those four classes is
-  refused for good (quarantine) without being sent.
+  (``aws.put_s3_object``); any failure fails the whole batch. Its keys (``object_keys``) are
+  journaled before the first PUT (delivery/journal.py): the next run reads back the objects a cut
+  batch left (``held_by``: their rows' ``metadata.uid``, checked against the key's digest) and
+  records those events as delivered, so they are not written again in other objects. An event that
+  is not an OCSF event of those four classes is refused for good (quarantine) without being sent.
 * Size. Batches are shared by every stream and large (``DEFAULT_MAX_EVENTS``, ``DEFAULT_MAX_BYTES``
   of OCSF JSON: a few MiB of Parquet); a partly filled one waits ``linger_s`` for more before it is
   written, so a run makes few objects: the guide asks for one every 5 minutes to a day per source.
@@ -26,6 +28,7 @@ Security Lake").
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -39,10 +42,13 @@ from ..jsonutil import loads
 from ..logs import quoted
 from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
+from ..state.delivered import MAX_IDS
 from ..timeutil import from_us
-from .parquet import to_parquet
-from .s3 import batch_digest
+from .parquet import struct_field, to_parquet
+from .s3 import batch_digest, ids_digest
 from .settings import SinkSettings
+
+log = logging.getLogger(__name__)
 
 # class_uid -> (the source's suffix, the API's event class name for create-custom-log-source, if any)
 SOURCES: Dict[int, Tuple[str, Optional[str]]] = {
@@ -54,7 +60,9 @@ SOURCES: Dict[int, Tuple[str, Optional[str]]] = {
 MAX_SOURCE_NAME = 20  # CreateCustomLogSource: the provider role's name must stay within 64 characters
 MAX_BASE = MAX_SOURCE_NAME - max(len(suffix) + 1 for suffix, _ in SOURCES.values())
 JSON_PATHS = (("unmapped",), ("entity", "data"), ("entity_result", "data"))
-DEFAULT_MAX_EVENTS = 100_000
+# Two batches in flight: a crash leaves at most 2 x 6,000 events to recover, which the delivered-ids
+# index holds whole (delivery/journal.py); 16 MiB of OCSF JSON is about 10,000 events.
+DEFAULT_MAX_EVENTS = MAX_IDS // 2
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # of OCSF JSON: ~50 MB parsed, two in flight fit a 512 MB Lambda
 LINGER_S = 30.0
 _BASE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -122,10 +130,10 @@ def object_key(
 
 
 def rows_by_object(
-    batch: Sequence[Event],
+    batch: Sequence[Event], rows: bool = True
 ) -> Tuple[Dict[Tuple[int, str], List[Tuple[Event, Dict[str, Any]]]], List[Rejection]]:
-    """The batch's events in their OCSF 1.3 form, grouped by (class_uid, eventDay), and the events
-    refused: not a JSON OCSF event of a class this sink writes."""
+    """The batch's events in their OCSF 1.3 form (with ``rows``; else as parsed), grouped by
+    (class_uid, eventDay), and the events refused: not a JSON OCSF event of a class this sink writes."""
     groups: Dict[Tuple[int, str], List[Tuple[Event, Dict[str, Any]]]] = {}
     rejected: List[Rejection] = []
     for event in batch:
@@ -137,7 +145,8 @@ def rows_by_object(
         if not isinstance(doc, dict) or not isinstance(class_uid, int) or class_uid not in SOURCES:
             rejected.append(Rejection(event, "not an OCSF event of a class Security Lake sources take here"))
             continue
-        groups.setdefault((class_uid, event_day(event.time_us)), []).append((event, downgrade(doc)))
+        row = downgrade(doc) if rows else doc
+        groups.setdefault((class_uid, event_day(event.time_us)), []).append((event, row))
     return groups, rejected
 
 
@@ -186,14 +195,46 @@ class SecurityLakeSink:
                 self._account = account
             return self._account
 
+    def _key(self, class_uid: int, events: Sequence[Event]) -> str:
+        return object_key(self.sources[class_uid], self.version, self.region(), self.account(), events)
+
+    def object_keys(self, batch: Sequence[Event]) -> List[str]:
+        """The keys ``send(batch)`` writes (delivery/journal.py)."""
+        groups, _ = rows_by_object(batch, rows=False)
+        return [self._key(uid, [event for event, _ in pairs]) for (uid, _), pairs in sorted(groups.items())]
+
+    def held_by(self, key: str) -> Optional[List[str]]:
+        """The event ids (``metadata.uid``) of the rows of the object ``key``; None if there is none,
+        or if its rows are not the events its key's digest names (not an object of this sink)."""
+        try:
+            body, _ = aws.read_object(self._client, self.bucket, key, "S3 GetObject")
+        except aws.failures() as exc:
+            if aws.error_code(exc) in ("NoSuchKey", "404"):
+                return None
+            if aws.error_code(exc) in ("AccessDenied", "403") or aws.status(exc) == 403:
+                # Without s3:GetObject (and s3:ListBucket, else a missing key is a 403 too) nothing is
+                # proven: its events go again, as they did before the journal, and the run goes on.
+                log.warning(
+                    "a pending object could not be read back; its rows may land twice: grant the "
+                    "forwarder s3:GetObject and s3:ListBucket on the lake's ext/ prefix",
+                    extra={"key": key},
+                )
+                return None
+            raise aws.sink_error(exc, f"reading s3://{self.bucket}/{key}") from exc
+        try:
+            ids = [str(uid) for uid in struct_field(body, "metadata", "uid")]
+        except ValueError:
+            ids = []
+        if not ids or key.rsplit("/", 1)[-1] != f"{ids_digest(ids)}.zstd.parquet":
+            log.warning("a pending object does not hold the events its key names", extra={"key": key})
+            return None
+        return ids
+
     def send(self, batch: Sequence[Event]) -> SendResult:
         groups, rejected = rows_by_object(batch)
-        if groups:
-            region, account = self.region(), self.account()
         for (class_uid, _), pairs in sorted(groups.items()):
             pairs.sort(key=lambda pair: pair[0].time_us)  # by time: the guide's order within an object
-            events = [event for event, _ in pairs]
-            key = object_key(self.sources[class_uid], self.version, region, account, events)
+            key = self._key(class_uid, [event for event, _ in pairs])
             try:
                 body = to_parquet([row for _, row in pairs], JSON_PATHS)
             except ValueError as exc:

@@ -10,6 +10,7 @@ creates it). Items:
 * ``scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``); also
   ``fanout-cycle``, the fan-out planner's cycle marker.
 * ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
+* ``pending-objects`` - the objects of batches a sink has yet to confirm (``delivery.journal``).
 
 ``dynamodb://table/<namespace>`` (a tenant, ``forwarder.tenants``) puts ``<namespace>/`` in front of
 every key above, so tenants share one table without sharing an item; plain ``dynamodb://table``

@@ -11,6 +11,7 @@ Layout of the directory:
 * ``.lease`` - the run lease. Removing it by hand breaks a lease whose run is known to be gone.
 * ``.scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``).
 * ``.delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
+* ``.pending-objects`` - the objects of batches a sink has yet to confirm (``delivery.journal``).
 * ``.tmp-*`` - a write in progress; one left behind by a killed process is never read.
 
 Each document carries a random ``revision``: that is the version a commit must present. A random

@@ -9,6 +9,7 @@ Layout under ``s3://bucket/prefix``:
 * ``scheduler`` - what the scheduler remembers between runs (``forwarder.scheduling``); also
   ``fanout-cycle``, the fan-out planner's cycle marker.
 * ``delivered-ids`` - the event ids delivered lately, over every stream (``state.delivered``).
+* ``pending-objects`` - the objects of batches a sink has yet to confirm (``delivery.journal``).
 
 The version a commit must present is the object's ETag: a write carries ``If-Match: <etag>`` (or
 ``If-None-Match: *`` to create) and a delete ``If-Match``, so S3 itself refuses a stale writer.

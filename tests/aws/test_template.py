@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,117 @@ def test_the_security_lake_layer_goes_to_every_function_when_given(sam, tmp_path
         out = tmp_path / f"{mode}.json"
         out.write_text(json.dumps(given, indent=1))
         assert problems(out) == []
+
+
+SENTINEL = {
+    "SinkUri": "sentinel+https://emailauth-a1b2.eastus-1.ingest.monitor.azure.com",
+    "SentinelRuleId": "dcr-0123456789abcdef0123456789abcdef",
+    "AzureTenantId": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+    "AzureClientId": "11111111-2222-3333-4444-555555555555",
+    "AzureClientSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:azure-AbCdEf",
+}
+SECOPS = {
+    "SinkUri": "secops+https://chronicle.us.rep.googleapis.com",
+    "Format": "udm",
+    "SecOpsProject": "my-secops-project",
+    "SecOpsRegion": "us",
+    "SecOpsInstance": "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+    "SecOpsKeySecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:secops-key-AbCdEf",
+}
+
+
+def evaluated(value, template, parameters):
+    """``value`` with the template's conditions, Refs and simple Subs worked out for ``parameters``
+    (defaults otherwise), an ``AWS::NoValue`` leaving its key out: what CloudFormation would set."""
+    given = {n: p.get("Default") for n, p in template["Parameters"].items()} | {**REQUIRED, **parameters}
+
+    def condition(name):
+        return truth(template["Conditions"][name])
+
+    def truth(node):
+        ((op, arg),) = node.items()
+        if op == "Fn::Not":
+            return not truth(arg[0])
+        if op == "Fn::Equals":
+            return work(arg[0]) == work(arg[1])
+        assert op == "Condition", op
+        return condition(arg)
+
+    def work(node):
+        if isinstance(node, list):
+            return [v for v in (work(item) for item in node) if v is not NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Fn::If"}:
+            name, yes, no = node["Fn::If"]
+            return work(yes if condition(name) else no)
+        if set(node) == {"Ref"}:
+            return NO_VALUE if node["Ref"] == "AWS::NoValue" else given.get(node["Ref"], f"<{node['Ref']}>")
+        if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+            return re.sub(
+                r"\$\{([A-Za-z:.]+)\}", lambda m: str(given.get(m[1], f"<{m[1]}>")), node["Fn::Sub"]
+            )
+        return {k: v for k, v in ((k, work(v)) for k, v in node.items()) if v is not NO_VALUE}
+
+    return work(value)
+
+
+NO_VALUE = object()
+FUNCTIONS = {"single": ["ForwarderFunction"], "fanout": ["PlannerFunction", "WorkerFunction"]}
+
+
+@pytest.mark.parametrize("mode", ["single", "fanout"])
+@pytest.mark.parametrize(
+    "sink, expected",
+    [
+        (
+            SENTINEL,
+            {
+                "FORWARDER_SENTINEL_RULE_ID": SENTINEL["SentinelRuleId"],
+                "FORWARDER_AZURE_TENANT_ID": SENTINEL["AzureTenantId"],
+                "FORWARDER_AZURE_CLIENT_ID": SENTINEL["AzureClientId"],
+                "FORWARDER_AZURE_CLIENT_SECRET_SECRET": f"secretsmanager:{SENTINEL['AzureClientSecretArn']}",
+            },
+        ),
+        (
+            SECOPS,
+            {
+                "FORWARDER_SECOPS_PROJECT": "my-secops-project",
+                "FORWARDER_SECOPS_REGION": "us",
+                "FORWARDER_SECOPS_INSTANCE": SECOPS["SecOpsInstance"],
+                "FORWARDER_SECOPS_CREDENTIALS": f"secretsmanager:{SECOPS['SecOpsKeySecretArn']}",
+            },
+        ),
+    ],
+    ids=["sentinel", "secops"],
+)
+def test_sentinel_and_secops_parameters_set_their_settings_and_only_those_given(
+    sam, tmp_path, mode, sink, expected
+):
+    translated = translate(sam, Mode=mode, **sink)
+    out = tmp_path / "cloudformation.json"
+    out.write_text(json.dumps(translated, indent=1))
+    assert problems(out) == []
+    secret = sink.get("AzureClientSecretArn") or sink["SecOpsKeySecretArn"]
+    for name in FUNCTIONS[mode]:
+        variables = translated["Resources"][name]["Properties"]["Environment"]["Variables"]
+        env = {k: v for k, v in evaluated(variables, sam, sink).items() if k in SINK_VARIABLES and v}
+        assert env == expected
+        check_environment(env, {EVERYWHERE, LAMBDA})
+        role = translated["Resources"][name]["Properties"]["Role"]["Fn::GetAtt"][0]
+        assert secret in json.dumps(evaluated(translated["Resources"][role], sam, sink)), "the role reads it"
+        unset = evaluated(variables, sam, {})
+        assert [k for k in unset if k in SINK_VARIABLES and unset[k] != ""] == [], "an empty one set"
+
+
+SINK_VARIABLES = {
+    v.name
+    for v in VARIABLES
+    if v.name.startswith(("FORWARDER_SENTINEL", "FORWARDER_AZURE", "FORWARDER_SECOPS"))
+}
+
+
+def test_the_sinks_formats_are_offered():
+    template, _ = decode(str(TEMPLATE))
+    formats = set(template["Parameters"]["Format"]["AllowedValues"])
+    assert {"ocsf", "udm"} <= formats

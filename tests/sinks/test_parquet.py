@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from forwarder.sinks.parquet import to_parquet
+from forwarder.sinks.parquet import struct_field, to_parquet
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -68,3 +68,14 @@ def test_zstd_and_the_rows_in_the_order_given():
 
     assert read(data).column("time").to_pylist() == [3, 1, 2]
     assert pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_a_struct_member_is_read_back_in_row_order_and_a_missing_one_is_a_value_error():
+    body = to_parquet([{"metadata": {"uid": "b", "x": 1}}, {"metadata": {"uid": "a"}}, {"y": 2}])
+
+    assert struct_field(body, "metadata", "uid") == ["b", "a", None]
+    for column, field in (("metadata", "nope"), ("y", "uid"), ("absent", "uid")):
+        with pytest.raises(ValueError, match=f"no column {column}.{field}"):
+            struct_field(body, column, field)
+    with pytest.raises(ValueError):
+        struct_field(b"not parquet", "metadata", "uid")

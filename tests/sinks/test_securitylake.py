@@ -1,14 +1,17 @@
 """The Security Lake sink against the moto server over loopback HTTP: the custom sources' partition
 layout, one OCSF class per object, Parquet read back and every row valid OCSF 1.3 (the version the
 rows declare, one Security Lake's custom sources take), every column a later row holds kept, and a
-batch counted delivered only on every object's ETag."""
+batch counted delivered only on every object's ETag; and, as a property over runs through a front
+that stages S3's faults (tests/receivers/s3_front.py), every record as exactly one row."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import json
 import re
+from collections import Counter
 
 import boto3
 import pytest
@@ -19,6 +22,11 @@ from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.normalize.ocsf import format_ocsf
 from forwarder.normalize.ocsf_1_3 import downgrade
+from forwarder.pipeline import run_streams
+from forwarder.quarantine import LocalQuarantine
+from forwarder.reading.select import Limits
+from forwarder.records import event_id
+from forwarder.report import RunReport
 from forwarder.sinks import open_sink, probe_sink, sink_problems
 from forwarder.sinks.parquet import to_parquet, with_json_text
 from forwarder.sinks.securitylake import (
@@ -31,9 +39,13 @@ from forwarder.sinks.securitylake import (
     source_names,
 )
 from forwarder.sinks.settings import SinkSettings
-from forwarder.timeutil import from_us
+from forwarder.streams import Stream
+from forwarder.timeutil import from_us, now_us
+from tests.fakes import MemoryStore
 from tests.normalize import API_ACTIONS, OPTIONS, audit_record, golden_cases, golden_records, json_like
 from tests.normalize.ocsf_check import OCSF_1_3, OcsfSchema
+from tests.pipeline.test_delivery_property import USERS, ListSource, make_records, run_context
+from tests.receivers.s3_front import S3Front
 from tests.sinks.helpers import NoEtag, as_written, lake_objects, only_rejection
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -290,3 +302,126 @@ def test_each_tenant_may_name_its_own_account_partition():
     acme, globex = parse_tenants(doc, base)
     assert acme.settings.sink.securitylake_account_id == "external_acme"
     assert globex.settings.sink.securitylake_account_id == "external"
+
+
+def test_the_keys_a_batch_will_be_written_under_are_known_before_and_each_object_says_what_it_holds(lake):
+    sink = open_sink(SinkSettings(uri=URI))
+    events = golden_events()
+    keys = sink.object_keys(events)
+
+    sink.send(events)
+
+    written = lake_objects(lake)
+    assert sorted(keys) == sorted(written), "the journal names exactly the objects send writes"
+    for key in keys:
+        assert sorted(sink.held_by(key)) == sorted(row["metadata"]["uid"] for row in written[key])
+    assert sink.held_by(keys[0].replace(keys[0][-70:-14], "0" * 56)) is None, "an object never written"
+
+
+def test_an_object_that_does_not_hold_the_events_its_key_names_is_not_taken_as_delivered(lake):
+    sink = open_sink(SinkSettings(uri=URI))
+    events = golden_events()
+    first, second = sink.object_keys(events)[:2]
+    sink.send(events)
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket=lake, Key=first, Body=s3.get_object(Bucket=lake, Key=second)["Body"].read())
+    s3.put_object(Bucket=lake, Key=second, Body=b"not parquet")
+
+    assert sink.held_by(first) is None and sink.held_by(second) is None
+
+
+def test_by_default_the_batches_in_flight_fit_the_delivered_ids_index_a_crash_is_recovered_into(lake):
+    from forwarder.state.delivered import MAX_IDS
+
+    sink = open_sink(SinkSettings(uri=URI))
+    assert sink.max_in_flight * sink.max_batch_events <= MAX_IDS
+
+
+ACTIONS = ["user.login", "user.update", "user.update_roles", "domain.update"]  # the four classes
+_lakes = itertools.count()
+
+
+@pytest.fixture
+def front(aws, monkeypatch):
+    with S3Front(aws) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.http_url)
+        yield server
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    trails=st.lists(
+        st.lists(st.tuples(st.sampled_from(ACTIONS), st.integers(0, 3 * 86400)), min_size=4, max_size=25),
+        min_size=1,
+        max_size=len(USERS),
+    ),
+    faults=st.lists(st.sampled_from(["stored", "stored", "fail", "drop"]), min_size=2, max_size=6),
+    batch_events=st.lists(st.integers(2, 30), min_size=3, max_size=3),
+    concurrency=st.integers(1, 3),
+    page_size=st.integers(3, 25),
+)
+def test_across_s3_faults_that_cut_batches_between_objects_every_record_lands_once(
+    front, tmp_path, trails, faults, batch_events, concurrency, page_size
+):
+    """Runs through the moto front: in the first, S3 answers 503/500, stores an object then answers
+    503, or drops the connection (one attempt a request: a batch fails with part of its objects
+    written); later runs meet none, and batch the events otherwise (``batch_events`` a run). Every
+    record lands as exactly one row: the objects a failed batch wrote are read back and counted
+    delivered, not written again in other objects."""
+    lake = f"aws-security-data-lake-us-east-1-p{next(_lakes)}"
+    with front.lock:
+        front._faults.clear()  # an example that failed may have left some
+    moto = boto3.client("s3", endpoint_url=front.moto_url)  # the front passes objects, not buckets
+    moto.create_bucket(Bucket=lake)
+    base_us = now_us() - 4 * 86400 * 1_000_000  # three UTC days: objects per class and day
+    records = []
+    for user, trail in zip(USERS, trails):
+        made = make_records([offset for _, offset in trail], base_us, user)
+        for record, (action, _) in zip(made, trail):
+            record["action"] = record["filterable_action"] = action
+        records += made
+    streams = [Stream("user", user) for user in USERS[: len(trails)]]
+    store, quarantine = MemoryStore(), LocalQuarantine(str(tmp_path / f"q{lake}"))
+    limits = Limits(initial_lookback_s=5 * 86400, window_s=7200, max_records_per_pass=40)
+    inject = {
+        "fail": front.fail_next,
+        "stored": front.accept_then_fail_next,
+        "drop": front.drop_connection_next,
+    }
+    for run, size in enumerate(batch_events):
+        with front.lock:
+            front._faults.clear()
+        for kind in faults if run == 0 else []:
+            inject[kind](1)
+        uri = f"securitylake://{lake}/ext/emailauth"
+        sink = SecurityLakeSink(SinkSettings(uri=uri, max_attempts=1, batch_events=size))
+        source = ListSource(records, "asc", page_size, 0)
+        ctx = run_context(
+            source, store, sink, quarantine, limits, streams, format_event=format_ocsf, linger_s=0.0
+        )
+        run_streams(ctx, streams, concurrency, RunReport(started="now"))
+
+    rows = Counter(row["metadata"]["uid"] for rows in lake_objects(lake).values() for row in rows)
+    assert sorted(rows) == sorted(event_id(r) for r in records), "a record lost"
+    assert [uid for uid, n in rows.items() if n > 1] == [], "a row twice"
+
+
+def test_an_object_the_forwarder_may_not_read_back_is_not_taken_as_delivered_and_the_run_goes_on(
+    front, caplog
+):
+    lake = f"aws-security-data-lake-us-east-1-p{next(_lakes)}"
+    boto3.client("s3", endpoint_url=front.moto_url).create_bucket(Bucket=lake)
+    sink = SecurityLakeSink(SinkSettings(uri=f"securitylake://{lake}/ext/emailauth"))
+    events = golden_events()
+    key = sink.object_keys(events)[0]
+    sink.send(events)
+    front.fail_next(1, status=403)  # a provider role without s3:GetObject (or s3:ListBucket)
+
+    assert sink.held_by(key) is None
+    assert "grant the forwarder s3:GetObject and s3:ListBucket" in caplog.text
+    assert sink.held_by(key) is not None
+    front.fail_next(1, status=500)
+    with pytest.raises(SinkError, match="reading s3://"):
+        SecurityLakeSink(SinkSettings(uri=f"securitylake://{lake}/ext/emailauth", max_attempts=1)).held_by(
+            key
+        )

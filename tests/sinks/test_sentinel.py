@@ -1,5 +1,6 @@
 """The Microsoft Sentinel sink against the loopback Entra ID and Logs Ingestion fake
-(tests/receivers/sentinel.py): rows, tokens, size limits, retries, refusals, the probe, secrets."""
+(tests/receivers/sentinel.py): rows, tokens, size limits, retries, refusals, the probe, secrets; and
+as a property, every event stored once or rejected whatever splits, throttles or revokes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import random
 import string
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forwarder import retry
 from forwarder.config import load_settings
@@ -298,3 +301,39 @@ def test_a_body_gzip_would_make_larger_goes_as_it_is():
         empty, one = [s for s in fake.seen() if s.path.startswith("/dataCollectionRules/")]
         assert (empty.wire_bytes, empty.headers.get("content-encoding")) == (2, None)
         assert one.headers["content-encoding"] == "gzip"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.sampled_from([0, 1_000, 40_000, 150_000, 400_000, 1_000_100]), min_size=1, max_size=24),
+    limit=st.sampled_from([120_000, 500_000, MAX_REQUEST_BYTES]),  # a service stricter than its docs
+    use_gzip=st.booleans(),
+    faults=st.lists(st.sampled_from([429, 500, 503]), max_size=3),
+    revoked=st.booleans(),
+    batch_events=st.integers(1, 12),
+)
+def test_whatever_is_split_throttled_or_revoked_each_event_is_stored_once_or_rejected(
+    waits, sizes, limit, use_gzip, faults, revoked, batch_events
+):
+    """413 splits (a service limit below the documented one), 429 and 5xx, a token revoked in between,
+    rows too large for any request, any batch shape: every event is stored exactly once or rejected,
+    only those whose row alone is over a limit are rejected, and no request passes the limit."""
+    events = [
+        event(n, random.Random(n).randbytes(size // 2 + 1).hex()[:size]) for n, size in enumerate(sizes)
+    ]
+    with SentinelReceiver(max_request_bytes=limit) as fake:
+        sink = sink_for(fake, gzip=use_gzip, batch_events=batch_events)
+        sink.send([event(-1)])  # a token first: the faults below meet the uploads
+        if revoked:
+            fake.revoke_tokens()
+        for status in faults:
+            fake.fail_next(1, status=status, retry_after=1)
+        result = sink.send(events)
+
+        too_large = {e.id for e in events if len(row(e)) + 2 > limit}
+        rejected = [r.event.id for r in result.rejected]
+        assert sorted(rejected) == sorted(too_large)
+        stored = [r["EventId"] for r in fake.rows()[1:]]
+        assert sorted(stored) == sorted(e.id for e in events if e.id not in too_large), "lost or twice"
+        assert result.delivered == len(events) - len(rejected)
+        assert max(fake.uploads) <= limit and max(fake.wire_sizes) <= MAX_REQUEST_BYTES

@@ -92,3 +92,17 @@ def test_the_wheel_installs_the_forwarder_package_only(tmp_path):
     (wheel,) = tmp_path.glob("*.whl")
     tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"forwarder"}
+
+
+def test_the_lambda_package_carries_every_extra_its_sinks_need_but_pyarrow_which_is_a_layer():
+    """The SecOps sink signs with cryptography (the google extra): installed with the package.
+    pyarrow (the securitylake extra, 89 MB) is the layer template.yaml's SecurityLakeLayerArn names."""
+    build = (ROOT / "mk" / "aws.mk").read_text()
+    installed = re.search(r'^\s+"\$\$\(ls build/lambda-wheel/\*\.whl\)\[([a-z,]+)\]"$', build, re.M)
+    assert installed is not None and set(installed.group(1).split(",")) == {"aws", "google"}
+    assert "pyarrow==$(PYARROW_VERSION)" in build
+    assert "SecurityLakeLayerArn" in (ROOT / "template.yaml").read_text()
+    needed = {
+        m for m in closure(LAMBDA_ENTRIES) if m in ("forwarder.sinks.secops", "forwarder.sinks.securitylake")
+    }
+    assert needed == {"forwarder.sinks.secops", "forwarder.sinks.securitylake"}
