@@ -104,6 +104,7 @@ def test_log_lines_are_readable_with_their_fields_and_secrets_masked():
     logger = logging.getLogger("tests.console.readable")
     logger.addHandler(handler)
     logger.propagate = False
+    logger.setLevel(logging.INFO)  # whatever level an earlier test's Console left on the root logger
     try:
         logger.warning("api answered %s, retrying", 429, extra={"path": "/v1/cp/audits", "wait_s": 1.5})
         logger.error("sink refused", extra={"detail": "token pa55word-for-console is invalid", "empty": ""})
