@@ -37,6 +37,15 @@ def test_a_first_run_polls_every_stream_and_the_next_only_the_turns():
     assert len(second.not_due) == 90
 
 
+def test_a_run_a_little_late_takes_a_little_larger_turn():
+    plan = users(360)
+    marks = record_run({}, [s.key for s in plan], Outcome(polled={s.key for s in plan}), T0, POLICY)
+    on_time = plan_run(plan, marks, T0 + INTERVAL, POLICY, cadence_s=INTERVAL)
+    late = plan_run(plan, marks, T0 + INTERVAL, POLICY, cadence_s=INTERVAL + 1)
+    assert on_time.needed == 72  # a lap in 5 runs
+    assert late.needed == 81  # in 60 / 11 - 1 runs: not a whole run less (90)
+
+
 def test_hot_streams_come_first_and_the_budget_keeps_room_for_the_turns():
     plan = users(40)
     polled = {s.key: Marks(T0, None) for s in plan}
