@@ -145,11 +145,8 @@ class Scheduler:
         keys = [s.key for s in planned]
         # A hint is spent by a poll of this run, unless it came during the run (the poll may have
         # been before it); hints of streams no longer planned are dropped.
-        self.book.hints = {
-            k: since
-            for k, since in self.book.hints.items()
-            if k in set(keys) and (k not in polled or k in self._hinted)
-        }
+        still = set(keys) - (polled - self._hinted)
+        self.book.hints = {k: since for k, since in self.book.hints.items() if k in still}
         self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)
         # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
         # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.
