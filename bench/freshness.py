@@ -60,7 +60,7 @@ from forwarder.jsonutil import dumps
 from forwarder.records import event_id
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_wide_org
-from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, LoggedRequest, Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, env_for
 from tests.receivers.hec import HecReceiver
@@ -301,8 +301,16 @@ def lags(measured: List[Created], hec: ArrivalLog) -> List[float]:
 
 
 def calls_between(sim: Simulator, span: Span) -> Counter[str]:
-    """The requests that reached a simulator (stopped: its log no longer grows) in the span, by path."""
-    return Counter(request.path for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
+    """The requests that reached a simulator (stopped: its log no longer grows) in the span, by kind."""
+    return Counter(kind(request) for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
+
+
+def kind(request: LoggedRequest) -> str:
+    """``audits user``, ``audits domain`` (``org-wide`` without a name), ``users``, ``token``, or the path."""
+    if request.path != AUDITS_PATH:
+        return {USERS_PATH: "users", TOKEN_PATH: "token"}.get(request.path, request.path)
+    scope = request.query.get("object_type", "?") if request.query.get("name") else "org-wide"
+    return f"audits {scope}"
 
 
 class Coverage:
@@ -464,9 +472,8 @@ def report(
               f"{side.runs} runs = {side.per_run:.1f} per run, 429s seen {side.throttled}")  # fmt: skip
     print(f"p95 lag / oracle's: {forwarder.p95 / oracle.p95:.2f}x")
     print(f"API calls per run / oracle's: {forwarder.per_run / oracle.per_run:.2f}x")
-    paths = {AUDITS_PATH: "audits", USERS_PATH: "users", TOKEN_PATH: "token"}
-    split = ", ".join(f"{paths.get(p, p)} {n}" for p, n in sorted(forwarder.calls.items()))
-    print(f"forwarder calls by path: {split}")
+    split = ", ".join(f"{k} {n}" for k, n in sorted(forwarder.calls.items()))
+    print(f"forwarder calls by kind: {split}")
     codes = Counter(run.code for run in runs)
     done = sum(codes[c] for c in DONE)
     failed = sum(n for code, n in codes.items() if code is not None and code not in (*DONE, SKIPPED))
