@@ -44,9 +44,10 @@ class Scheduler:
         self._listed: Optional[List[str]] = None  # the users endpoint's list this run, when asked
         self._seen: Set[str] = set()
         self._active: Set[str] = set()  # users that acted in another stream's records this run
+        self._backstop: Dict[str, Set[str]] = {}  # domain stream -> the actors of what it delivered
         self._hinted: Set[str] = set()  # hints given during this run (kept for the next)
         self._began: Optional[int] = None  # when this run chose its streams
-        self._lock = threading.Lock()  # _seen, _active, _hinted: every stream thread adds to them
+        self._lock = threading.Lock()  # _seen, _active, _backstop, _hinted: stream threads add to them
 
     @classmethod
     def for_store(cls, store: Any, policy: Policy, clock: Callable[[], float] = time.time) -> Scheduler:
@@ -114,6 +115,9 @@ class Scheduler:
         with self._lock:
             self._seen |= found
             self._active |= active
+            if stream.object_type == "domain":  # "": an actor that is not a user (an API client)
+                actors = {r.actor.strip().lower() if "@" in r.actor else "" for r in records}
+                self._backstop.setdefault(stream.key, set()).update(actors)
 
     def hint(self, keys: Iterable[str]) -> None:
         """Streams known to hold new records (by their ``Stream.key``; say an org-wide index of
@@ -136,10 +140,18 @@ class Scheduler:
         """Remember what the run did; write the document if that changed it."""
         now = int(self._clock())
         polled = {s.stream for s in report.streams}
+        users = {s.name.lower() for s in planned if s.object_type == "user"}
+        # A domain stream is a backstop: records whose actors all have user streams come through
+        # those (heated below) from now on, so delivering them does not make it hot.
+        covered = {key for key, actors in self._backstop.items() if actors <= users}
         outcome = Outcome(
             polled=polled,
             # Cut short (a stop, a page cap) or failed: hot too, so the next run reads it again.
-            delivered={s.stream for s in report.streams if s.new or s.stopped or s.truncated or s.error},
+            delivered={
+                s.stream
+                for s in report.streams
+                if (s.new and s.stream not in covered) or s.stopped or s.truncated or s.error
+            },
             active={s.key for s in planned if s.object_type == "user" and s.name.lower() in self._active},
         )
         keys = [s.key for s in planned]

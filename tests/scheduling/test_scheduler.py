@@ -122,23 +122,42 @@ def test_a_hint_makes_a_stream_first_until_a_later_run_polls_it(tmp_path):
     assert open_scheduler(tmp_path, clock).choose(plan).hot == 0  # spent by the third run's poll
 
 
-def test_an_actor_seen_in_a_domain_stream_makes_its_user_stream_hot(tmp_path):
+def domain_record(actor):
+    raw = {
+        "action": "domain.update",
+        "user": actor,
+        "object": "x.example",
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    return parse_record(raw, "domain")
+
+
+def test_an_actor_seen_in_a_domain_stream_makes_its_user_stream_hot_not_the_domain_stream(tmp_path):
     clock = Clock()
     admin, other, domain = Stream("user", "admin@x"), Stream("user", "other@x"), Stream("domain", "x.example")
     plan = [admin, other, domain]
     first = open_scheduler(tmp_path, clock)
     first.choose(plan)
-    raw = {
-        "action": "domain.update",
-        "user": "Admin@X",
-        "object": "x.example",
-        "created_at": "2026-01-01T00:00:00Z",
-    }
-    first.seen(domain, [parse_record(raw, "domain")])
+    first.seen(domain, [domain_record("Admin@X")])
     report = RunReport(
         "t", streams=[StreamReport(admin.key), StreamReport(other.key), StreamReport(domain.key, new=1)]
     )
     first.finish(plan, report, None)
     clock.now += 10
     chosen = open_scheduler(tmp_path, clock).choose(plan)
-    assert chosen.hot == 2 and {s.key for s in chosen.order[:2]} == {admin.key, domain.key}
+    # the domain stream is a backstop: admin's own stream returns admin's domain records from now on
+    assert chosen.hot == 1 and chosen.order[0] == admin
+
+
+def test_a_domain_stream_that_delivered_records_of_actors_without_a_stream_is_hot(tmp_path):
+    clock = Clock()
+    admin, domain = Stream("user", "admin@x"), Stream("domain", "x.example")
+    first = open_scheduler(tmp_path, clock)
+    first.choose([admin, domain])
+    first.seen(domain, [domain_record("admin@x")])
+    first.seen(domain, [domain_record("api-client")])  # a later pass: an actor with no user stream
+    report = RunReport("t", streams=[StreamReport(admin.key), StreamReport(domain.key, new=2)])
+    first.finish([admin, domain], report, None)
+    clock.now += 10
+    chosen = open_scheduler(tmp_path, clock).choose([admin, domain])
+    assert chosen.hot == 2
