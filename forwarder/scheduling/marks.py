@@ -7,9 +7,9 @@
      "run": <when the last run began>, "hints": {"<key>": since}}
 
 Times are whole epoch seconds (``at`` a float); a stream's heat is left out when it is 1 (one
-delivery). Packed, since a thousand stream keys and a users list
-compress about fourfold and a DynamoDB item holds 400 KB. The document is advice, not state: one that
-cannot be read counts as empty (``read_marks``), and delivery stays exactly as safe.
+delivery). Packed, since a thousand stream keys and a users list compress about fourfold and a
+DynamoDB item holds 400 KB. The document is advice, not state: one that cannot be read counts as
+empty (``read_marks``), and delivery stays exactly as safe.
 """
 
 from __future__ import annotations

@@ -90,9 +90,7 @@ def plan_run(
 
 def heat(mark: Marks, now_s: float, policy: Policy) -> float:
     """A stream's heat now: its signs of activity, each halved every hot window since."""
-    if mark.delivered_s is None:
-        return 0.0
-    if policy.hot_window_s <= 0:
+    if mark.delivered_s is None or policy.hot_window_s <= 0:  # a zero window: nothing is ever hot
         return 0.0
     return float(mark.heat * 2.0 ** (-max(0.0, now_s - mark.delivered_s) / policy.hot_window_s))
 
