@@ -58,6 +58,7 @@ from forwarder.api.bounds import bound
 from forwarder.api.ratelimit import TokenBucket
 from forwarder.jsonutil import dumps
 from forwarder.records import event_id
+from forwarder.scheduling.policy import COLD_INTERVALS, DOMAIN_INTERVALS
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_wide_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, LoggedRequest, Simulator
@@ -305,6 +306,23 @@ def calls_between(sim: Simulator, span: Span) -> Counter[str]:
     return Counter(kind(request) for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
 
 
+def longest_waits(sim: Simulator, span: Span) -> Dict[str, float]:
+    """Per object type, the longest a stream waited in the span between two audits requests naming
+    it (the warm-up's last one counts as the first; one still waiting at the span's end counts up to
+    it)."""
+    polls: Dict[Tuple[str, str], List[float]] = {}
+    for at, request in zip(sim.arrivals, sim.requests):
+        if request.path == AUDITS_PATH and request.query.get("name") and at < span.end:
+            stream = (request.query.get("object_type", "?"), request.query["name"].casefold())
+            polls.setdefault(stream, []).append(at)
+    waits: Dict[str, float] = {}
+    for (object_type, _), times in polls.items():
+        ends = [*times, span.end]
+        longest = max((b - a for a, b in zip(ends, ends[1:]) if b >= span.start), default=0.0)
+        waits[object_type] = max(waits.get(object_type, 0.0), longest)
+    return waits
+
+
 def kind(request: LoggedRequest) -> str:
     """``audits user``, ``audits domain`` (``org-wide`` without a name), ``users``, ``token``, or the path."""
     if request.path != AUDITS_PATH:
@@ -357,6 +375,11 @@ class Span:
         return self.start <= at < self.end
 
 
+def schedule_interval(scenario: Scenario) -> int:
+    """The whole seconds the runs are told they are started every (the setting takes no fraction)."""
+    return max(1, round(scenario.interval))
+
+
 def measure(scenario: Scenario, tmp: Path) -> None:
     org = generate_wide_org(scenario.users, scenario.domains, scenario.seed)
     with contextlib.ExitStack() as stack:
@@ -370,7 +393,7 @@ def measure(scenario: Scenario, tmp: Path) -> None:
         env.update(FORWARDER_MAX_RPS=f"{scenario.max_rps:g}", FORWARDER_BATCH_EVENTS="500")
         env.update(FORWARDER_LOG_LEVEL="WARNING")
         # The schedule the runs really have: the scheduler sizes its budget and turns to it.
-        env.update(FORWARDER_SCHEDULE_INTERVAL=f"{max(1, round(scenario.interval))}s")
+        env.update(FORWARDER_SCHEDULE_INTERVAL=f"{schedule_interval(scenario)}s")
         cron, activity = Cron(env, tmp), Activity(sim, scenario)
         oracle = Oracle(ideal, ideal_hec, activity, scenario.max_rps)
         activity.thread.start()
@@ -387,6 +410,11 @@ def measure(scenario: Scenario, tmp: Path) -> None:
     ideal_runs = sum(1 for at in oracle.ticked if span.holds(at))
     best = Figures(lags(measured, ideal_hec), calls_between(ideal, span), span.throttled[1], ideal_runs)
     report(scenario, warmup, span, cron.runs[0], runs, measured, forwarder, best)
+    waits, schedule = longest_waits(sim, span), schedule_interval(scenario)
+    print(f"longest wait between two polls of a stream in the span: user streams "
+          f"{waits.get('user', 0):.1f} s (FORWARDER_COLD_REVISIT: {COLD_INTERVALS * schedule} s by "
+          f"default), domain streams {waits.get('domain', 0):.1f} s (FORWARDER_DOMAIN_REVISIT: "
+          f"{DOMAIN_INTERVALS * schedule} s by default)")  # fmt: skip
     made = activity.since(0)
     shipped = sum(1 for c in made if c.id in hec.arrived)
     fetched = sim.audit_records_served

@@ -59,6 +59,13 @@ def test_quick_run_accounts_for_every_record_run_and_call():
     assert total == runs["forwarder"] == completed + skipped + failed + cut and failed == 0
     ratio = _line(r"^API calls per run / oracle's: (\S+)x$", out)[1]
     assert ratio == f"{runs['forwarder calls'] / runs['oracle calls']:.2f}"
+    # the 2 s schedule: user streams within 12 s, domain streams within 144 s (the seconds are not checked)
+    _line(
+        r"^longest wait between two polls of a stream in the span: user streams \d+\.\d s "
+        r"\(FORWARDER_COLD_REVISIT: 12 s by default\), domain streams \d+\.\d s "
+        r"\(FORWARDER_DOMAIN_REVISIT: 144 s by default\)$",
+        out,
+    )
     whole = _line(r"^whole bench: audit records fetched (\d+) to ship (\d+) of the (\d+) records created; "
                   r"events delivered twice (\d+)$", out)  # fmt: skip
     assert int(whole[2]) == int(whole[3]) >= created and int(whole[4]) == 0
