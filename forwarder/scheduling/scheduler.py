@@ -45,7 +45,7 @@ class Scheduler:
         self._seen: Set[str] = set()
         self._active: Set[str] = set()  # users that acted in another stream's records this run
         self._backstop: Dict[str, Set[str]] = {}  # domain stream -> the actors of what it delivered
-        self._hinted: Set[str] = set()  # hints given during this run (kept for the next)
+        self._hinted: Set[str] = set()  # hints given after this run chose (kept for the next)
         self._began: Optional[int] = None  # when this run chose its streams
         self._lock = threading.Lock()  # _seen, _active, _backstop, _hinted: stream threads add to them
 
@@ -122,12 +122,13 @@ class Scheduler:
     def hint(self, keys: Iterable[str]) -> None:
         """Streams known to hold new records (by their ``Stream.key``; say an org-wide index of
         changed streams): polled first by the next plan (this run's, when given before ``choose``),
-        and hinted until a run that began after the hint polled them (thread-safe)."""
+        and hinted until a run planned after the hint polled them (thread-safe)."""
         now = int(self._clock())
         with self._lock:
             for key in keys:
                 self.book.hints.setdefault(key, now)
-                self._hinted.add(key)
+                if self._began is not None:  # this run's plan is made: its polls may predate the hint
+                    self._hinted.add(key)
 
     def bucket(self, rate: float) -> Optional[float]:
         """The rate bucket's tokens now, from what the last run left (refilled since), or None."""

@@ -161,3 +161,18 @@ def test_a_domain_stream_that_delivered_records_of_actors_without_a_stream_is_ho
     clock.now += 10
     chosen = open_scheduler(tmp_path, clock).choose([admin, domain])
     assert chosen.hot == 2
+
+
+def test_a_hint_given_before_the_plan_is_spent_by_this_run(tmp_path):
+    clock = Clock()
+    plan = [Stream("user", f"{name}@x") for name in "abc"]
+    first = open_scheduler(tmp_path, clock)
+    first.choose(plan)
+    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
+    clock.now += 10
+    second = open_scheduler(tmp_path, clock)
+    second.hint([plan[2].key])  # say an index of changed streams, asked before choosing
+    assert second.choose(plan).order[0] == plan[2]
+    second.finish(plan, RunReport("t", streams=[StreamReport(plan[2].key)]), None)
+    clock.now += 10
+    assert open_scheduler(tmp_path, clock).choose(plan).hot == 0
