@@ -15,15 +15,19 @@ delivered (the actor's, and for a DMARC change the domain's too) and polls only 
 after another at ``--max-rps`` at most, from a second simulator serving the same organization with
 the same rate limit, and posts what it read to a second receiver.
 
-Measured: the records created in the ``--duration`` seconds after the warm-up (the forwarder's first
-run, which meets every stream for the first time), the runs started and the API calls (every
-request, 429s included) in those seconds; then the runs go on (for ``--drain`` seconds at most)
-until every measured record has arrived. A record that never arrives counts as infinitely late.
+Warm-up, excluded from every figure: the scheduler's start-up (the runs until every stream has been
+asked for once, a few runs at full budget for 1,000 streams, as each stream needs a first read)
+and then ``--settle`` seconds (default six intervals: a lap of the cold turns at the default
+revisit bound), so the span sees the steady state a long-running installation is in. Measured: the
+records created in the ``--duration`` seconds after the warm-up, the runs started and the API calls
+(every request, 429s included) in those seconds; then the runs go on (for ``--drain`` seconds at
+most) until every measured record has arrived. A record that never arrives counts as infinitely
+late.
 Sizes: ``--streams`` (2/5 users, 3/5 domains: 1,000 is 400 users and 600 domains). With
 ``--org-wide`` the simulator answers a name-less ``object_type=user``/``domain`` query with every
 user's or domain's records (``audit-forwarder check`` says whether a service does).
 
-    python bench/freshness.py [--streams 100,1000] [--duration 60] [--interval 10] [--max-rps 20]
+    python bench/freshness.py [--streams 100,1000] [--duration 60] [--settle 60] [--interval 10]
     python bench/freshness.py --quick     # a smoke test: 20 streams, 2 s interval, a few seconds
 """
 
@@ -54,9 +58,10 @@ from forwarder.api.bounds import bound
 from forwarder.api.ratelimit import TokenBucket
 from forwarder.jsonutil import dumps
 from forwarder.records import event_id
+from forwarder.scheduling.policy import COLD_INTERVALS, DOMAIN_INTERVALS
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_wide_org
-from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, LoggedRequest, Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, env_for
 from tests.receivers.hec import HecReceiver
@@ -80,6 +85,7 @@ class Scenario:
     rate: float
     org_wide: bool
     duration: float
+    settle: float
     drain: float
     seed: int
 
@@ -296,13 +302,69 @@ def lags(measured: List[Created], hec: ArrivalLog) -> List[float]:
 
 
 def calls_between(sim: Simulator, span: Span) -> Counter[str]:
-    """The requests that reached a simulator (stopped: its log no longer grows) in the span, by path."""
-    return Counter(request.path for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
+    """The requests that reached a simulator (stopped: its log no longer grows) in the span, by kind."""
+    return Counter(kind(request) for at, request in zip(sim.arrivals, sim.requests) if span.holds(at))
+
+
+def longest_waits(sim: Simulator, span: Span) -> Dict[str, float]:
+    """Per object type, the longest a stream waited in the span between two audits requests naming
+    it (the warm-up's last one counts as the first; one still waiting at the span's end counts up to
+    it)."""
+    polls: Dict[Tuple[str, str], List[float]] = {}
+    for at, request in zip(sim.arrivals, sim.requests):
+        if request.path == AUDITS_PATH and request.query.get("name") and at < span.end:
+            stream = (request.query.get("object_type", "?"), request.query["name"].casefold())
+            polls.setdefault(stream, []).append(at)
+    waits: Dict[str, float] = {}
+    for (object_type, _), times in polls.items():
+        ends = [*times, span.end]
+        longest = max((b - a for a, b in zip(ends, ends[1:]) if b >= span.start), default=0.0)
+        waits[object_type] = max(waits.get(object_type, 0.0), longest)
+    return waits
+
+
+def kind(request: LoggedRequest) -> str:
+    """``audits user``, ``audits domain`` (``org-wide`` without a name), ``users``, ``token``, or the path."""
+    if request.path != AUDITS_PATH:
+        return {USERS_PATH: "users", TOKEN_PATH: "token"}.get(request.path, request.path)
+    scope = request.query.get("object_type", "?") if request.query.get("name") else "org-wide"
+    return f"audits {scope}"
+
+
+class Coverage:
+    """Which streams the forwarder has asked the simulator for (an audits request naming them), read
+    from the simulator's request log as it grows: start-up is over once every stream was asked for."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.left = {("user", u.email.casefold()) for u in sim.org.users}
+        self.left |= {("domain", d.name.casefold()) for d in sim.org.domains}
+        self._read = 0  # requests of the log looked at
+
+    def complete(self) -> bool:
+        log = self.sim.requests
+        end = len(log)  # the log only grows: the entries before ``end`` stay as they are
+        for request in log[self._read : end]:
+            if request.path == AUDITS_PATH:
+                query = request.query
+                self.left.discard((query.get("object_type", ""), query.get("name", "").casefold()))
+        self._read = end
+        return not self.left
+
+
+@dataclass
+class Warmup:
+    """The seconds excluded from the figures: start-up (until every stream was asked for) and the
+    settling after it."""
+
+    began: float  # time.monotonic()
+    covered: float = math.inf  # when the last stream was first asked for
+    runs: int = 0  # runs started by then
 
 
 @dataclass
 class Span:
-    """The measured seconds: from the end of the forwarder's first run, ``duration`` long."""
+    """The measured seconds: from the end of the warm-up, ``duration`` long."""
 
     start: float = 0.0  # time.monotonic()
     end: float = 0.0
@@ -311,6 +373,11 @@ class Span:
 
     def holds(self, at: float) -> bool:
         return self.start <= at < self.end
+
+
+def schedule_interval(scenario: Scenario) -> int:
+    """The whole seconds the runs are told they are started every (the setting takes no fraction)."""
+    return max(1, round(scenario.interval))
 
 
 def measure(scenario: Scenario, tmp: Path) -> None:
@@ -326,13 +393,13 @@ def measure(scenario: Scenario, tmp: Path) -> None:
         env.update(FORWARDER_MAX_RPS=f"{scenario.max_rps:g}", FORWARDER_BATCH_EVENTS="500")
         env.update(FORWARDER_LOG_LEVEL="WARNING")
         # The schedule the runs really have: the scheduler sizes its budget and turns to it.
-        env.update(FORWARDER_SCHEDULE_INTERVAL=f"{max(1, round(scenario.interval))}s")
+        env.update(FORWARDER_SCHEDULE_INTERVAL=f"{schedule_interval(scenario)}s")
         cron, activity = Cron(env, tmp), Activity(sim, scenario)
         oracle = Oracle(ideal, ideal_hec, activity, scenario.max_rps)
         activity.thread.start()
         oracle.start()
         try:
-            span = drive(scenario, cron, sim, hec, oracle)
+            warmup, span = drive(scenario, cron, sim, hec, oracle)
         finally:
             activity.stopped.set()
             cron.stop()
@@ -342,7 +409,12 @@ def measure(scenario: Scenario, tmp: Path) -> None:
     forwarder = Figures(lags(measured, hec), calls_between(sim, span), span.throttled[0], len(runs))
     ideal_runs = sum(1 for at in oracle.ticked if span.holds(at))
     best = Figures(lags(measured, ideal_hec), calls_between(ideal, span), span.throttled[1], ideal_runs)
-    report(scenario, cron.runs[0], runs, measured, forwarder, best)
+    report(scenario, warmup, span, cron.runs[0], runs, measured, forwarder, best)
+    waits, schedule = longest_waits(sim, span), schedule_interval(scenario)
+    print(f"longest wait between two polls of a stream in the span: user streams "
+          f"{waits.get('user', 0):.1f} s (FORWARDER_COLD_REVISIT: {COLD_INTERVALS * schedule} s by "
+          f"default), domain streams {waits.get('domain', 0):.1f} s (FORWARDER_DOMAIN_REVISIT: "
+          f"{DOMAIN_INTERVALS * schedule} s by default)")  # fmt: skip
     made = activity.since(0)
     shipped = sum(1 for c in made if c.id in hec.arrived)
     fetched = sim.audit_records_served
@@ -350,12 +422,16 @@ def measure(scenario: Scenario, tmp: Path) -> None:
           f"created; events delivered twice {hec.again}")  # fmt: skip
 
 
-def drive(scenario: Scenario, cron: Cron, sim: Simulator, hec: ArrivalLog, oracle: Oracle) -> Span:
+def drive(
+    scenario: Scenario, cron: Cron, sim: Simulator, hec: ArrivalLog, oracle: Oracle
+) -> Tuple[Warmup, Span]:
     """Tick every ``interval`` (a run and an oracle poll) through the warm-up and the span, then
     until the span's runs have ended and its records have arrived on both sides, or ``drain`` ends."""
     ideal, activity = oracle.sim, oracle.activity
+    coverage = Coverage(sim)
     span: Optional[Span] = None
-    tick = began = time.monotonic()
+    tick = time.monotonic()
+    warmup = Warmup(tick)
     while True:
         cron.start(tick)
         oracle.ticks.put(tick)
@@ -367,22 +443,24 @@ def drive(scenario: Scenario, cron: Cron, sim: Simulator, hec: ArrivalLog, oracl
             if first.code is not None and first.code not in DONE:
                 raise SystemExit(f"the first run failed (exit {first.code}):\n{tail(first.stderr)}")
             now = time.monotonic()
-            if span is None and first.code is not None:
+            if warmup.covered == math.inf and coverage.complete():
+                warmup.covered, warmup.runs = now, len(cron.runs)
+            if span is None and now >= warmup.covered + scenario.settle:
                 span = Span(now, math.inf, (time.time(), math.inf), (sim.throttled, ideal.throttled))
             elif span is not None and span.end == math.inf and now >= span.start + scenario.duration:
                 span.end, span.wall = now, (span.wall[0], time.time())
                 span.throttled = (sim.throttled - span.throttled[0], ideal.throttled - span.throttled[1])
                 activity.stopped.set()
         if span is None:
-            if time.monotonic() - began > 20 * 60:
-                raise SystemExit("the first run has not ended in 20 minutes")
+            if time.monotonic() - warmup.began > 20 * 60:
+                raise SystemExit("start-up has not read every stream in 20 minutes")
         elif span.end < math.inf:
             ended = all(run.code is not None for run in cron.runs if run.started < span.end)
             arrived = all(
                 c.id in hec.arrived and c.id in oracle.hec.arrived for c in activity.since(*span.wall)
             )
             if (arrived and ended) or time.monotonic() >= span.end + scenario.drain:
-                return span
+                return warmup, span
 
 
 def tail(path: Path, lines: int = 20) -> str:
@@ -395,6 +473,8 @@ def seconds(value: float) -> str:
 
 def report(
     scenario: Scenario,
+    warmup: Warmup,
+    span: Span,
     first: Run,
     runs: List[Run],
     measured: List[Created],
@@ -407,7 +487,10 @@ def report(
           f"({s.active:.0%}), {s.dmarc:.0%} of them DMARC changes")  # fmt: skip
     if s.org_wide:
         print("the simulator answers name-less (org-wide) queries")
-    print(f"warm-up: the first run took {first.ended - first.started:.1f} s (exit {first.code})")
+    print(f"warm-up, excluded from the figures below: {span.start - warmup.began:.0f} s: start-up "
+          f"(until every stream was asked for) {warmup.covered - warmup.began:.0f} s in {warmup.runs} "
+          f"runs (the first took {first.ended - first.started:.1f} s, exit {first.code}), then "
+          f"{s.settle:g} s settling")  # fmt: skip
     dmarc = sum(1 for c in measured if len(c.streams) > 1)
     print(f"measured span: {s.duration:g} s, records created: {len(measured)} ({dmarc} DMARC changes)")
     for name, side in (("forwarder", forwarder), ("oracle", oracle)):
@@ -417,9 +500,8 @@ def report(
               f"{side.runs} runs = {side.per_run:.1f} per run, 429s seen {side.throttled}")  # fmt: skip
     print(f"p95 lag / oracle's: {forwarder.p95 / oracle.p95:.2f}x")
     print(f"API calls per run / oracle's: {forwarder.per_run / oracle.per_run:.2f}x")
-    paths = {AUDITS_PATH: "audits", USERS_PATH: "users", TOKEN_PATH: "token"}
-    split = ", ".join(f"{paths.get(p, p)} {n}" for p, n in sorted(forwarder.calls.items()))
-    print(f"forwarder calls by path: {split}")
+    split = ", ".join(f"{k} {n}" for k, n in sorted(forwarder.calls.items()))
+    print(f"forwarder calls by kind: {split}")
     codes = Counter(run.code for run in runs)
     done = sum(codes[c] for c in DONE)
     failed = sum(n for code, n in codes.items() if code is not None and code not in (*DONE, SKIPPED))
@@ -429,10 +511,12 @@ def report(
 
 def scenarios(args: argparse.Namespace) -> List[Scenario]:
     out = []
+    settle = 6 * args.interval if args.settle is None else args.settle
     for streams in args.streams:
         users = streams * 2 // 5
         out.append(Scenario(users, streams - users, args.interval, args.max_rps, args.active, args.dmarc,
-                            args.rate, args.org_wide, args.duration, args.drain, args.seed))  # fmt: skip
+                            args.rate, args.org_wide, args.duration, settle, args.drain,
+                            args.seed))  # fmt: skip
     return out
 
 
@@ -450,6 +534,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=streams_list, default=[100, 1000], help="sizes (default 100,1000)")
     parser.add_argument("--duration", type=float, default=60, help="measured seconds per size (default 60)")
+    parser.add_argument(
+        "--settle", type=float, help="seconds of warm-up after start-up (default six intervals)"
+    )
     parser.add_argument("--drain", type=float, default=120, help="most seconds to wait for the last records")
     parser.add_argument("--interval", type=float, default=10, help="seconds between runs (default 10)")
     parser.add_argument("--max-rps", type=float, default=20, help="the service's rate limit (default 20)")
@@ -461,9 +548,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke test: 20 streams, a few seconds")
     args = parser.parse_args(argv)
     if args.quick:
-        args.streams, args.duration, args.drain, args.interval = [20], 6, 30, 2
-    if min(args.duration, args.interval, args.max_rps, args.rate) <= 0 or args.drain < 0:
-        parser.error("--duration, --interval, --max-rps and --rate must be positive, --drain not negative")
+        args.streams, args.duration, args.drain, args.interval, args.settle = [20], 6, 30, 2, 4
+    settle = 0 if args.settle is None else args.settle
+    if min(args.duration, args.interval, args.max_rps, args.rate) <= 0 or min(args.drain, settle) < 0:
+        parser.error(
+            "--duration, --interval, --max-rps and --rate must be positive, --drain and --settle not negative"
+        )
     if not (0 < args.active <= 1 and 0 <= args.dmarc <= 1):
         parser.error("--active must be in (0, 1] and --dmarc in [0, 1]")
     signal.signal(signal.SIGTERM, stopped)  # as Ctrl-C: the runs started are stopped too

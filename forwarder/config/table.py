@@ -575,8 +575,8 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     V(
         "FORWARDER_HOT_WINDOW",
-        "a stream that delivered a record within this time is polled every run (empty: 12 times "
-        "`FORWARDER_SCHEDULE_INTERVAL`)",
+        "a stream that delivered a record within this time is polled every run; one that delivers "
+        "often stays so for up to four times as long (empty: 12 times `FORWARDER_SCHEDULE_INTERVAL`)",
         Duration(MAX_LOOKBACK_S, optional=True),
         field="hot_window_s",
     ),

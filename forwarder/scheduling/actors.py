@@ -35,6 +35,15 @@ def actors_in(records: Iterable[AuditRecord]) -> Set[str]:
     return found
 
 
+def active_in(stream_type: str, stream_name: str, records: Iterable[AuditRecord]) -> Set[str]:
+    """The user emails that acted in ``records`` of another trail than their own: signs that they
+    are active, and so their own trails likely to hold new records."""
+    own = stream_name.strip().lower() if stream_type == "user" else None
+    found = {r.actor.strip().lower() for r in records if "@" in r.actor}
+    found.discard(own or "")
+    return found
+
+
 def note_listing(book: Book, listed: Sequence[str], previous: Optional[Sequence[str]], now_s: int) -> None:
     """A fresh users list: who left it since ``previous`` (departed now), who came back."""
     current = {n.lower() for n in listed}

@@ -2,13 +2,14 @@
 (``scheduler``), beside the stream states::
 
     {"schema": 1, "packed": "<zlib + base64 of the JSON below>"}
-    {"streams": {"<key>": [polled, delivered]}, "users": [fetched, ["a@x", ...]],
+    {"streams": {"<key>": [polled, delivered(, heat)]}, "users": [fetched, ["a@x", ...]],
      "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens],
-     "run": <when the last run began>}
+     "run": <when the last run began>, "hints": {"<key>": since}}
 
-Times are whole epoch seconds (``at`` a float). Packed, since a thousand stream keys and a users list
-compress about fourfold and a DynamoDB item holds 400 KB. The document is advice, not state: one that
-cannot be read counts as empty (``read_marks``), and delivery stays exactly as safe.
+Times are whole epoch seconds (``at`` a float); a stream's heat is left out when it is 1 (one
+delivery). Packed, since a thousand stream keys and a users list compress about fourfold and a
+DynamoDB item holds 400 KB. The document is advice, not state: one that cannot be read counts as
+empty (``read_marks``), and delivery stays exactly as safe.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import binascii
 import json
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 SCHEMA = 1
 MAX_NAMES = 10_000  # discovered actors, departed users: the most recent are kept
@@ -26,10 +27,13 @@ MAX_NAMES = 10_000  # discovered actors, departed users: the most recent are kep
 
 @dataclass(frozen=True)
 class Marks:
-    """When a stream was last polled, and last delivered a new record (epoch seconds)."""
+    """When a stream was last polled, and last showed activity (epoch seconds): it delivered a new
+    record, or its actor's records came through another stream. ``heat``: the activity signs
+    counted with a half-life of the hot window, as of ``delivered_s`` (``priority``)."""
 
     polled_s: Optional[int] = None
     delivered_s: Optional[int] = None
+    heat: float = 1.0
 
 
 @dataclass
@@ -40,10 +44,11 @@ class Book:
     departed: Dict[str, int] = field(default_factory=dict)  # listed once, no longer -> when it left
     bucket: Optional[Tuple[float, float]] = None  # the rate bucket at the end of the last run
     run_s: Optional[int] = None  # when the last run began: the cadence runs really have
+    hints: Dict[str, int] = field(default_factory=dict)  # streams known to hold new records -> since
 
     def to_doc(self) -> Dict[str, Any]:
         body: Dict[str, Any] = {
-            "streams": {k: [m.polled_s, m.delivered_s] for k, m in sorted(self.streams.items())},
+            "streams": {k: _stream(m) for k, m in sorted(self.streams.items())},
             "actors": _newest(self.actors),
             "departed": _newest(self.departed),
         }
@@ -53,6 +58,8 @@ class Book:
             body["bucket"] = list(self.bucket)
         if self.run_s is not None:
             body["run"] = self.run_s
+        if self.hints:
+            body["hints"] = _newest(self.hints)
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return {"schema": SCHEMA, "packed": base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
 
@@ -70,13 +77,19 @@ def read_marks(doc: Optional[Dict[str, Any]]) -> Book:
     if not isinstance(body, dict):
         raise ValueError("the scheduler document holds no object")
     return Book(
-        streams={k: Marks(_time(v, 0), _time(v, 1)) for k, v in _dict(body, "streams").items()},
+        streams={k: Marks(_time(v, 0), _time(v, 1), _heat(v)) for k, v in _dict(body, "streams").items()},
         users=_users(body.get("users")),
         actors=_times(_dict(body, "actors")),
         departed=_times(_dict(body, "departed")),
         bucket=_bucket(body.get("bucket")),
         run_s=_time([body.get("run")], 0),
+        hints=_times(_dict(body, "hints")),
     )
+
+
+def _stream(marks: Marks) -> List[Any]:
+    times: List[Any] = [marks.polled_s, marks.delivered_s]
+    return times if marks.heat == 1.0 else [*times, marks.heat]
 
 
 def _dict(body: Dict[str, Any], name: str) -> Dict[str, Any]:
@@ -87,6 +100,13 @@ def _dict(body: Dict[str, Any], name: str) -> Dict[str, Any]:
 def _time(pair: Any, i: int) -> Optional[int]:
     value = pair[i] if isinstance(pair, list) and len(pair) > i else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _heat(pair: Any) -> float:
+    value = pair[2] if isinstance(pair, list) and len(pair) > 2 else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6:
+        return float(value)
+    return 1.0
 
 
 def _times(found: Dict[str, Any]) -> Dict[str, int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from ..errors import StateError
 from ..records import AuditRecord
@@ -21,7 +21,7 @@ from ..report import RunReport
 from ..state.store import ConditionalSlot
 from ..stop import Stopped
 from ..streams import Stream
-from .actors import actors_in, extra_users, note_actors, note_listing
+from .actors import active_in, actors_in, extra_users, note_actors, note_listing
 from .marks import Book, read_marks
 from .policy import Policy
 from .priority import Outcome, RunPlan, plan_run, record_run
@@ -43,8 +43,11 @@ class Scheduler:
         self._stored: Optional[Dict[str, Any]] = None
         self._listed: Optional[List[str]] = None  # the users endpoint's list this run, when asked
         self._seen: Set[str] = set()
+        self._active: Set[str] = set()  # users that acted in another stream's records this run
+        self._backstop: Dict[str, Set[str]] = {}  # domain stream -> the actors of what it delivered
+        self._hinted: Set[str] = set()  # hints given after this run chose (kept for the next)
         self._began: Optional[int] = None  # when this run chose its streams
-        self._lock = threading.Lock()  # _seen: every stream thread adds to it
+        self._lock = threading.Lock()  # _seen, _active, _backstop, _hinted: stream threads add to them
 
     @classmethod
     def for_store(cls, store: Any, policy: Policy, clock: Callable[[], float] = time.time) -> Scheduler:
@@ -93,7 +96,7 @@ class Scheduler:
         now = self._clock()
         last = self.book.run_s
         cadence = now - last if last is not None and now - last < 2 * self.policy.interval_s else None
-        chosen = plan_run(planned, self.book.streams, now, self.policy, cadence)
+        chosen = plan_run(planned, self.book.streams, now, self.policy, cadence, set(self.book.hints))
         self._began = int(now)
         budget = self.policy.budget_calls
         if budget is not None and chosen.needed > budget:
@@ -105,10 +108,27 @@ class Scheduler:
         return chosen
 
     def seen(self, stream: Stream, records: Sequence[AuditRecord]) -> None:
-        """Records a stream handed to the sink: the actors they name (thread-safe)."""
+        """Records a stream handed to the sink: the actors they name, and those active in another
+        trail than their own (thread-safe)."""
         found = actors_in(records)
+        active = active_in(stream.object_type, stream.name, records)
         with self._lock:
             self._seen |= found
+            self._active |= active
+            if stream.object_type == "domain":  # "": an actor that is not a user (an API client)
+                actors = {r.actor.strip().lower() if "@" in r.actor else "" for r in records}
+                self._backstop.setdefault(stream.key, set()).update(actors)
+
+    def hint(self, keys: Iterable[str]) -> None:
+        """Streams known to hold new records (by their ``Stream.key``; say an org-wide index of
+        changed streams): polled first by the next plan (this run's, when given before ``choose``),
+        and hinted until a run planned after the hint polled them (thread-safe)."""
+        now = int(self._clock())
+        with self._lock:
+            for key in keys:
+                self.book.hints.setdefault(key, now)
+                if self._began is not None:  # this run's plan is made: its polls may predate the hint
+                    self._hinted.add(key)
 
     def bucket(self, rate: float) -> Optional[float]:
         """The rate bucket's tokens now, from what the last run left (refilled since), or None."""
@@ -120,12 +140,26 @@ class Scheduler:
     def finish(self, planned: Sequence[Stream], report: RunReport, tokens: Optional[float]) -> None:
         """Remember what the run did; write the document if that changed it."""
         now = int(self._clock())
+        polled = {s.stream for s in report.streams}
+        users = {s.name.lower() for s in planned if s.object_type == "user"}
+        # A domain stream is a backstop: records whose actors all have user streams come through
+        # those (heated below) from now on, so delivering them does not make it hot.
+        covered = {key for key, actors in self._backstop.items() if actors <= users}
         outcome = Outcome(
-            polled={s.stream for s in report.streams},
+            polled=polled,
             # Cut short (a stop, a page cap) or failed: hot too, so the next run reads it again.
-            delivered={s.stream for s in report.streams if s.new or s.stopped or s.truncated or s.error},
+            delivered={
+                s.stream
+                for s in report.streams
+                if (s.new and s.stream not in covered) or s.stopped or s.truncated or s.error
+            },
+            active={s.key for s in planned if s.object_type == "user" and s.name.lower() in self._active},
         )
         keys = [s.key for s in planned]
+        # A hint is spent by a poll of this run, unless it came during the run (the poll may have
+        # been before it); hints of streams no longer planned are dropped.
+        still = set(keys) - (polled - self._hinted)
+        self.book.hints = {k: since for k, since in self.book.hints.items() if k in still}
         self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)
         # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
         # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.

@@ -6,6 +6,7 @@ from forwarder.records import parse_record
 from forwarder.scheduling.actors import (
     ACTOR_RETENTION_S,
     DEPARTED_RETENTION_S,
+    active_in,
     actors_in,
     extra_users,
     note_actors,
@@ -49,3 +50,13 @@ def test_a_user_listed_again_is_no_longer_extra():
     note_listing(book, ["ghost@y", "b@x"], ["a@x"], T0 + 1)
     assert extra_users(book, ["ghost@y", "b@x"], T0 + 1) == ["a@x"]  # a left meanwhile
     assert book.actors == {} and book.departed == {"a@x": T0 + 1}
+
+
+def test_actors_active_in_another_trail_than_their_own():
+    records = [
+        record("domain.update", "Admin@x", "example.com"),
+        record("user.update_roles", "admin@x", "new.hire@x"),  # the target is not active
+        record("domain.update", "api-client", "example.com"),  # not an address
+    ]
+    assert active_in("domain", "example.com", records) == {"admin@x"}
+    assert active_in("user", "ADMIN@x", records) == set()  # its own trail: a delivery, not a sign

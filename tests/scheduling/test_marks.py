@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import zlib
+
 import pytest
 
 from forwarder.scheduling.marks import MAX_NAMES, Book, Marks, read_marks
@@ -9,11 +13,12 @@ from forwarder.scheduling.marks import MAX_NAMES, Book, Marks, read_marks
 
 def test_a_book_round_trips_through_its_document():
     book = Book(
-        streams={"user/a@x": Marks(10, 5), "domain/x": Marks(None, None)},
+        streams={"user/a@x": Marks(10, 5), "user/b@x": Marks(10, 7, 3.25), "domain/x": Marks(None, None)},
         users=(7, ("a@x", "b@x")),
         actors={"ghost@y": 3},
         departed={"old@x": 4},
         bucket=(1.5, -2.0),
+        hints={"domain/x": 9},
     )
     assert read_marks(book.to_doc()) == book
     assert read_marks(None) == Book()
@@ -37,3 +42,14 @@ def test_the_name_lists_keep_the_most_recent():
 def test_a_document_that_is_not_ours_is_refused(doc):
     with pytest.raises(ValueError):
         read_marks(doc)
+
+
+def test_a_stream_heat_that_is_not_a_sane_number_counts_as_one_sign():
+    doc = Book(streams={"user/a@x": Marks(1, 2, 4.0)}).to_doc()
+    body = read_marks(doc)
+    assert body.streams["user/a@x"].heat == 4.0
+    for bad in ("hot", True, -1, None):
+        packed = {"streams": {"user/a@x": [1, 2, bad]}}
+        text = json.dumps(packed).encode()
+        doc = {"schema": 1, "packed": base64.b64encode(zlib.compress(text)).decode()}
+        assert read_marks(doc).streams["user/a@x"] == Marks(1, 2, 1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,15 @@ def test_a_first_run_polls_every_stream_and_the_next_only_the_turns():
     assert len(second.not_due) == 90
 
 
+def test_a_run_a_little_late_takes_a_little_larger_turn():
+    plan = users(360)
+    marks = record_run({}, [s.key for s in plan], Outcome(polled={s.key for s in plan}), T0, POLICY)
+    on_time = plan_run(plan, marks, T0 + INTERVAL, POLICY, cadence_s=INTERVAL)
+    late = plan_run(plan, marks, T0 + INTERVAL, POLICY, cadence_s=INTERVAL + 1)
+    assert on_time.needed == 72  # a lap in 5 runs
+    assert late.needed == 81  # in 60 / 11 - 1 runs: not a whole run less (90)
+
+
 def test_hot_streams_come_first_and_the_budget_keeps_room_for_the_turns():
     plan = users(40)
     polled = {s.key: Marks(T0, None) for s in plan}
@@ -53,12 +63,54 @@ def test_a_stream_that_delivered_long_ago_is_cold_again():
     assert chosen.hot == 1 and chosen.order[0] == plan[1]
 
 
+def test_a_stream_that_delivers_often_stays_hot_for_longer_than_the_window():
+    now, marks = T0, {}
+    steady, once = users(2)
+    keys = [steady.key, once.key]
+    for _ in range(12):  # a record every 4 runs for a while
+        marks = record_run(marks, keys, Outcome(set(keys), {steady.key}), now, POLICY)
+        now += 4 * INTERVAL
+    marks = record_run(marks, keys, Outcome(set(keys), {once.key}), now, POLICY)
+
+    def hot_at(quiet):  # polled (nothing new) in the run before, so nothing is overdue
+        polled = record_run(marks, keys, Outcome(set(keys)), quiet - INTERVAL, POLICY)
+        return [s for s in plan_run([steady, once], polled, quiet, POLICY).order if s in {steady, once}][
+            : plan_run([steady, once], polled, quiet, POLICY).hot
+        ]
+
+    assert hot_at(now + 60) == [steady, once]  # the busier first
+    assert hot_at(now + 121) == [steady]  # once: cold again after one window
+    assert hot_at(now - 4 * INTERVAL + 4 * 120) == []  # four windows at most
+
+
+def test_the_likeliest_stream_comes_first():
+    a, b = users(2)
+    marks = {a.key: Marks(T0, T0, 1.0), b.key: Marks(T0, T0 - 30, 6.0)}  # b: busier, a: more recent
+    assert plan_run([a, b], marks, T0 + INTERVAL, POLICY).order == [b, a]
+
+
+def test_hinted_streams_are_hot_and_first():
+    plan = users(30)
+    marks = {s.key: Marks(T0, None) for s in plan}
+    marks[plan[0].key] = Marks(T0, T0)
+    chosen = plan_run(plan, marks, T0 + INTERVAL, POLICY, hinted={plan[29].key})
+    assert chosen.hot == 2 and chosen.order[:2] == [plan[29], plan[0]]
+
+
+def test_a_sign_of_activity_from_another_stream_heats_as_a_delivery():
+    key = "user/a@example.com"
+    after = record_run({key: Marks(T0, None)}, [key], Outcome(active={key}), T0 + 10, POLICY)
+    assert after[key] == Marks(T0, T0 + 10, 1.0)  # not polled: the poll time stays
+
+
 def test_a_run_right_after_another_moves_no_time():
     key = "user/a@example.com"
     marks = {key: Marks(T0, T0)}
     done = Outcome(polled={key}, delivered={key})
     assert record_run(marks, [key], done, T0 + 1, POLICY, last_run_s=T0) == marks
-    assert record_run(marks, [key], done, T0 + 5, POLICY, last_run_s=T0) == {key: Marks(T0 + 5, T0 + 5)}
+    later = record_run(marks, [key], done, T0 + 5, POLICY, last_run_s=T0)[key]
+    assert (later.polled_s, later.delivered_s) == (T0 + 5, T0 + 5)
+    assert later.heat == pytest.approx(1 + 2 ** (-5 / 120), abs=1e-3)  # the first sign, halved in 120 s
     assert record_run(marks, [], done, T0 + 5, POLICY) == {}  # no longer planned: forgotten
 
 
@@ -79,20 +131,23 @@ def test_first_polls_are_dated_back_so_streams_read_together_come_due_apart():
     bursts=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 119)), max_size=40),
     spare=st.integers(0, 10),
     jitter=st.lists(st.integers(-2, 2), min_size=1, max_size=10),
+    hints=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 119)), max_size=10),
 )
-def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bursts, spare, jitter):
+def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bursts, spare, jitter, hints):
     """Runs about every interval (up to 2 s early or late, also all late: the cadence is measured),
-    records arriving in random streams, and
-    a call budget that covers the hot streams and one turn of each group at that cadence, each
+    records arriving in random streams (some of them hinted, as an index of changed streams would),
+    and a call budget that covers the hot streams and one turn of each group at that cadence, each
     run starting only what its budget allows. Once every stream was polled and one lap of the users
     passed (the first runs poll what was never polled, as much as the budget allows), no run needs
     more than its budget and no stream waits longer than its bound (plus the lateness of one run)."""
     plan = users(n_users) + domains(n_domains)
     delivering: Dict[int, set] = {}
-    for run, stream in bursts:
-        if plan:
-            delivering.setdefault(run, set()).add(plan[stream % len(plan)].key)
-    hot_most = len(set().union(*delivering.values())) if delivering else 0
+    hinted: Dict[int, set] = {}
+    for runs, pairs in ((delivering, bursts), (hinted, hints)):
+        for run, stream in pairs:
+            if plan:
+                runs.setdefault(run, set()).add(plan[stream % len(plan)].key)
+    hot_most = len(set().union(*delivering.values(), *hinted.values()))
     slowest = INTERVAL + max(0, max(jitter))  # a lap fits in the runs left before the bound
     user_runs, domain_runs = 60 // slowest - 1, 600 // slowest - 1
     budget = hot_most + -(-n_users // user_runs) + -(-n_domains // domain_runs) + spare + 1
@@ -102,7 +157,8 @@ def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bur
     warm = None
     now, previous = T0, None
     for run in range(100):
-        chosen = plan_run(plan, marks, now, policy, None if previous is None else now - previous)
+        cadence = None if previous is None else now - previous
+        chosen = plan_run(plan, marks, now, policy, cadence, hinted.get(run, ()))
         previous = now
         if warm is None and len(last) == len(plan):
             warm = run + 6  # a lap of the users (60 s at 10 s: 5 runs) after the last first poll

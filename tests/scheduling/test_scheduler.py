@@ -3,6 +3,7 @@ unreadable document, no write when nothing changed, the rate bucket carried from
 
 from __future__ import annotations
 
+from forwarder.records import parse_record
 from forwarder.report import RunReport, StreamReport
 from forwarder.scheduling.policy import Policy
 from forwarder.scheduling.scheduler import Scheduler
@@ -99,3 +100,79 @@ def test_a_stream_cut_short_or_failed_is_polled_again_next_run(tmp_path):
     later = open_scheduler(tmp_path, clock).choose(plan)
     assert [s.key for s in later.order[:3]] == [s.key for s in plan[:3]]  # hot: read again
     assert later.hot == 3
+
+
+def test_a_hint_makes_a_stream_first_until_a_later_run_polls_it(tmp_path):
+    clock = Clock()
+    plan = [Stream("user", f"{name}@x") for name in "abcdefghij"]
+    first = open_scheduler(tmp_path, clock)
+    first.choose(plan)
+    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
+    clock.now += 10
+    second = open_scheduler(tmp_path, clock)
+    chosen = second.choose(plan)
+    assert chosen.hot == 0
+    second.hint([plan[9].key])  # during the run: its poll of j may have come before the hint
+    second.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
+    clock.now += 10
+    third = open_scheduler(tmp_path, clock)
+    assert third.choose(plan).order[0] == plan[9]
+    third.finish(plan, RunReport("t", streams=[StreamReport(plan[9].key)]), None)
+    clock.now += 10
+    assert open_scheduler(tmp_path, clock).choose(plan).hot == 0  # spent by the third run's poll
+
+
+def domain_record(actor):
+    raw = {
+        "action": "domain.update",
+        "user": actor,
+        "object": "x.example",
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+    return parse_record(raw, "domain")
+
+
+def test_an_actor_seen_in_a_domain_stream_makes_its_user_stream_hot_not_the_domain_stream(tmp_path):
+    clock = Clock()
+    admin, other, domain = Stream("user", "admin@x"), Stream("user", "other@x"), Stream("domain", "x.example")
+    plan = [admin, other, domain]
+    first = open_scheduler(tmp_path, clock)
+    first.choose(plan)
+    first.seen(domain, [domain_record("Admin@X")])
+    report = RunReport(
+        "t", streams=[StreamReport(admin.key), StreamReport(other.key), StreamReport(domain.key, new=1)]
+    )
+    first.finish(plan, report, None)
+    clock.now += 10
+    chosen = open_scheduler(tmp_path, clock).choose(plan)
+    # the domain stream is a backstop: admin's own stream returns admin's domain records from now on
+    assert chosen.hot == 1 and chosen.order[0] == admin
+
+
+def test_a_domain_stream_that_delivered_records_of_actors_without_a_stream_is_hot(tmp_path):
+    clock = Clock()
+    admin, domain = Stream("user", "admin@x"), Stream("domain", "x.example")
+    first = open_scheduler(tmp_path, clock)
+    first.choose([admin, domain])
+    first.seen(domain, [domain_record("admin@x")])
+    first.seen(domain, [domain_record("api-client")])  # a later pass: an actor with no user stream
+    report = RunReport("t", streams=[StreamReport(admin.key), StreamReport(domain.key, new=2)])
+    first.finish([admin, domain], report, None)
+    clock.now += 10
+    chosen = open_scheduler(tmp_path, clock).choose([admin, domain])
+    assert chosen.hot == 2
+
+
+def test_a_hint_given_before_the_plan_is_spent_by_this_run(tmp_path):
+    clock = Clock()
+    plan = [Stream("user", f"{name}@x") for name in "abc"]
+    first = open_scheduler(tmp_path, clock)
+    first.choose(plan)
+    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
+    clock.now += 10
+    second = open_scheduler(tmp_path, clock)
+    second.hint([plan[2].key])  # say an index of changed streams, asked before choosing
+    assert second.choose(plan).order[0] == plan[2]
+    second.finish(plan, RunReport("t", streams=[StreamReport(plan[2].key)]), None)
+    clock.now += 10
+    assert open_scheduler(tmp_path, clock).choose(plan).hot == 0
