@@ -42,7 +42,6 @@ from ..jsonutil import loads
 from ..logs import quoted
 from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
-from ..state.delivered import MAX_IDS
 from ..timeutil import from_us
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
@@ -61,8 +60,9 @@ MAX_SOURCE_NAME = 20  # CreateCustomLogSource: the provider role's name must sta
 MAX_BASE = MAX_SOURCE_NAME - max(len(suffix) + 1 for suffix, _ in SOURCES.values())
 JSON_PATHS = (("unmapped",), ("entity", "data"), ("entity_result", "data"))
 # Two batches in flight: a crash leaves at most 2 x 6,000 events to recover, which the delivered-ids
-# index holds whole (delivery/journal.py); 16 MiB of OCSF JSON is about 10,000 events.
-DEFAULT_MAX_EVENTS = MAX_IDS // 2
+# index (state.delivered.MAX_IDS, 12,000: a test keeps them in step) holds whole (delivery/journal.py);
+# 16 MiB of OCSF JSON is about 10,000 events.
+DEFAULT_MAX_EVENTS = 6_000
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # of OCSF JSON: ~50 MB parsed, two in flight fit a 512 MB Lambda
 LINGER_S = 30.0
 _BASE = re.compile(r"^[A-Za-z0-9_-]+$")
