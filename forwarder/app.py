@@ -22,11 +22,13 @@ from .normalize.health import health_event
 from .observer import IGNORE, RunObserver
 from .pipeline import RunContext, new_owner, run_streams
 from .quarantine import Quarantine, open_quarantine
+from .reading.pass_ import RecordSource
 from .reading.select import Limits
 from .reading.trail import TrailReader
 from .report import RunReport
 from .retry import RetryPolicy
 from .scheduling.budget import Stops
+from .scheduling.orgindex import IndexSource
 from .scheduling.policy import policy_for
 from .scheduling.scheduler import Scheduler
 from .sinks import open_sink
@@ -163,7 +165,7 @@ def run_once(
             send_health(settings, report, store.location, runtime, tenant, health_sink)
         return report
     policy = policy_for(settings)
-    scheduler = Scheduler.for_store(store, policy)
+    scheduler = Scheduler.for_store(store, policy, window_s=settings.lookback_window_s)
     limiter = RateLimiter(settings.max_rps, settings.concurrency)
     client = None
     planned: Optional[List[Stream]] = None
@@ -175,7 +177,20 @@ def run_once(
         # The token first: a token endpoint that fails fails the run here, once, not every stream.
         client.authenticate()
         planned = (planner or functools.partial(plan, scheduler=scheduler))(settings, client)
+        claims = Claims.load(store, settings.lookback_window_s, settings.tie_margin_s)
+        source: RecordSource = TrailReader(client, settings.page_limit, settings.max_pages)
         if order is None:
+            hints = scheduler.consult(
+                client,
+                planned,
+                claims.delivered,
+                page_limit=settings.page_limit,
+                max_pages=settings.max_pages,
+                window_s=settings.lookback_window_s,
+                probe_since_us=now_us() - settings.initial_lookback_s * 1_000_000,
+            )
+            if any(hints.answers.values()):  # the org-wide streams ship the answers' records
+                source = IndexSource(source, hints.answers)
             chosen = scheduler.choose(planned)
             streams, report.not_due = chosen.order, [s.key for s in chosen.not_due]
             stops = Stops(should_stop, policy.budget_calls, policy.budget_time_s, lambda: api.requests_sent)
@@ -185,7 +200,7 @@ def run_once(
         observer.started(streams, lambda: api.requests_sent)
         sink = sink or open_sink(settings.sink)
         ctx = RunContext(
-            source=TrailReader(client, settings.page_limit, settings.max_pages),
+            source=source,
             store=store,
             sink=sink,
             formatter=formatter_on_demand(settings.format),
@@ -197,7 +212,7 @@ def run_once(
                 settings.max_records_per_pass,
                 settings.tie_margin_s,
             ),
-            claims=Claims.load(store, settings.lookback_window_s),
+            claims=claims,
             options=NormalizeOptions(
                 ingest_time_us=0,
                 vendor=settings.vendor,

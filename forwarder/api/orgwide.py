@@ -55,6 +55,7 @@ class Changes:
 
     records: List[Any] = field(default_factory=list)  # newer than ``since``, in the order served
     complete: bool = True  # False: the page cap stopped the read before the end
+    repeated: bool = False  # a page past the first brought nothing new: the service ignores offset
     stray: int = 0  # records dropped: of the other object type, or without a usable created_at
     calls: int = 0
 
@@ -90,6 +91,7 @@ def changed_since(
         fresh = {event_id(raw): raw for raw in page if isinstance(raw, dict)}
         fresh = {key: raw for key, raw in fresh.items() if key not in seen}
         if not fresh:  # the end, or the same page again (offset ignored)
+            changes.repeated = bool(page)
             return changes
         seen.update(fresh)
         for raw in fresh.values():
@@ -114,6 +116,7 @@ class OrgWide:
     object_type: str
     honoured: bool
     finding: str
+    conclusive: bool = True  # False: unproven or unknown (too few records, a failure): ask again soon
 
     def line(self) -> str:
         return f"org-wide {self.object_type}: {self.finding} (a query without a name)"
@@ -134,7 +137,7 @@ def probe_org_wide(
     covers are all in it, and it holds nothing of the other object type."""
 
     def verdict(honoured: bool, finding: str) -> OrgWide:
-        return OrgWide(object_type, honoured, finding)
+        return OrgWide(object_type, honoured, finding, not finding.startswith(("unproven", "unknown")))
 
     try:
         changes = changed_since(client, object_type, since_us, page_limit=page_limit, max_pages=max_pages)
@@ -153,7 +156,7 @@ def probe_org_wide(
     others = [s for key, s in planned.items() if key[0] == object_type and key not in held]
     # A named stream is read as planned (a service may match names case-sensitively).
     checked = [planned.get(key, Stream(*key)) for key in named[:_CHECKS]] + _spread(others, _CHECKS)
-    until = _covered_until(changes)
+    until = covered_until(changes)
     answered = {event_id(raw) for raw in changes.records}
     for stream in checked:
         truth = _read(client, stream, since_us, page_limit)
@@ -189,7 +192,7 @@ def _spread(streams: Sequence[Stream], n: int) -> List[Stream]:
     return [streams[int(i * step)] for i in range(n)]
 
 
-def _covered_until(changes: Changes) -> Optional[int]:
+def covered_until(changes: Changes) -> Optional[int]:
     """The newest created_at the answer covers whole: everything when complete; when cut by the
     page cap, up to (not at) its last record's time if it came oldest-first; else None."""
     if changes.complete:

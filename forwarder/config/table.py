@@ -590,7 +590,9 @@ VARIABLES: Tuple[Variable, ...] = (
     V(
         "FORWARDER_DOMAIN_REVISIT",
         "every domain stream is polled at least this often: a backstop, since the actors' user streams "
-        "return domain records too (empty: 72 times `FORWARDER_SCHEDULE_INTERVAL`)",
+        "return domain records too (empty: 72 times `FORWARDER_SCHEDULE_INTERVAL`). Where the service "
+        "honours an org-wide (name-less) query, which then names the streams holding new records, "
+        "the user streams too",
         Duration(MAX_LOOKBACK_S, optional=True),
         field="domain_revisit_s",
     ),

@@ -19,11 +19,13 @@ which holds only ids of batches the sink accepted. How each part keeps it:
   index write fails is treated as refused (its records go again next run, same ids).
 * A stream that skipped a copy takes its id into its state (``settled``) in its last commit of the
   run, if the index holds it by then (else a later run does, finding it in the index). Until then
-  the copy caps the stream's watermark within the look-back window of the copy, so when the claim
-  comes to nothing (a refused batch, a pass cut by its cap, a stop, a failed stream) the record
-  stays new to this stream as to the claimer. A copy moves the watermark itself only in the
-  stream's last commit of a run in which the stream read its whole trail (``read_whole``): then
-  nothing the stream has not handled lies behind it.
+  the copy caps the stream's watermark at the copy's time plus the tie margin
+  (``FORWARDER_TIE_MARGIN``), so when the claim comes to nothing (a refused batch, a pass cut by its
+  cap, a stop, a failed stream) the record stays new to this stream as to the claimer, and its next
+  poll, which reads from the watermark minus the tie margin (or, from a watermark held below the
+  records delivered, the whole look-back window), reads it again. A copy moves the watermark itself
+  only in the stream's last commit of a run in which the stream read its whole trail
+  (``read_whole``): then nothing the stream has not handled lies behind it.
 * Across runs the index keeps ids for the look-back window: a stream polled within that window
   of another stream's delivery skips the copy; one polled later may deliver a second copy (same
   event id, which idempotent sinks absorb), never lose one.
@@ -59,12 +61,14 @@ class Claims:
         self,
         slot: ConditionalSlot,
         window_s: int,
+        tie_margin_s: int,
         index: Optional[DeliveredIndex] = None,
         version: Optional[str] = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._slot = slot
         self._window_s = window_s
+        self._tie_us = tie_margin_s * 1_000_000
         self._index = index or DeliveredIndex()
         self._version = version
         self._clock = clock
@@ -78,12 +82,15 @@ class Claims:
         self._broken: Optional[str] = None  # an index write failed: the run writes no more
 
     @classmethod
-    def load(cls, store: StateStore, window_s: int, clock: Callable[[], float] = time.time) -> Claims:
-        """The tenant's index from ``store``; StateError naming the location if it is unreadable."""
+    def load(
+        cls, store: StateStore, window_s: int, tie_margin_s: int, clock: Callable[[], float] = time.time
+    ) -> Claims:
+        """The tenant's index from ``store`` (ids kept ``window_s``; ``tie_margin_s``: how far a
+        stream's poll reads back from its watermark); StateError naming the location if unreadable."""
         slot = store.slot(SLOT)
         doc, version = slot.read()
         index = None if doc is None else DeliveredIndex.from_doc(doc, slot.location)
-        return cls(slot, window_s, index, version, clock)
+        return cls(slot, window_s, tie_margin_s, index, version, clock)
 
     def keeps(self, stream: Stream, record: AuditRecord) -> bool:
         """Whether ``stream`` may select ``record``, a record new to its state: not if the index
@@ -110,6 +117,11 @@ class Claims:
         self._skipped.setdefault(stream_key, {})[record.event_id] = record.ts_us
         return False
 
+    def delivered(self, event_id: str) -> bool:
+        """The index holds ``event_id``: an earlier batch delivered it."""
+        with self._lock:
+            return self._index.holds(event_id)
+
     def waiting(self, stream_key: str) -> bool:
         """``stream_key`` skipped copies its state has yet to take."""
         with self._lock:
@@ -120,7 +132,7 @@ class Claims:
         with self._lock:
             self._whole.add(stream_key)
 
-    def settled(self, stream_key: str, window_us: int, last: bool) -> Settled:
+    def settled(self, stream_key: str, last: bool) -> Settled:
         """What the next commit of ``stream_key`` takes; ``last``: nothing of the stream is queued
         or waits to commit after it. The recorded ids are handed out once."""
         with self._lock:
@@ -130,7 +142,7 @@ class Claims:
             recorded = {i: ts for i, ts in skipped.items() if self._index.holds(i)} if last else {}
             for event_id in recorded:
                 del skipped[event_id]
-            ceiling = min(skipped.values()) + window_us if skipped else None
+            ceiling = min(skipped.values()) + self._tie_us if skipped else None
             return Settled(recorded, ceiling, last and stream_key in self._whole)
 
     def record(self, event_ids: Collection[str]) -> None:

@@ -184,7 +184,7 @@ class CommitTracker:
         return Commit(stream, state, book.version, covered)
 
     def _settled(self, stream: str, last: bool) -> Settled:
-        return Settled() if self._claims is None else self._claims.settled(stream, self.window_us, last)
+        return Settled() if self._claims is None else self._claims.settled(stream, last)
 
     def _fail(self, stream: str, reason: str, from_segments: Optional[Set[int]] = None) -> bool:
         """Mark ``stream`` failed with ``reason``, dropping its pending entries from the first one in

@@ -4,7 +4,8 @@
     {"schema": 1, "packed": "<zlib + base64 of the JSON below>"}
     {"streams": {"<key>": [polled, delivered(, heat)]}, "users": [fetched, ["a@x", ...]],
      "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens],
-     "run": <when the last run began>, "hints": {"<key>": since}}
+     "run": <when the last run began>, "hints": {"<key>": since},
+     "orgwide": {"<object type>": [honoured, probe again at, cursor, trusted]}, "pending": ["<key>", ...]}
 
 Times are whole epoch seconds (``at`` a float); a stream's heat is left out when it is 1 (one
 delivery). Packed, since a thousand stream keys and a users list compress about fourfold and a
@@ -36,6 +37,16 @@ class Marks:
     heat: float = 1.0
 
 
+@dataclass(frozen=True)
+class IndexMark:
+    """What the scheduler knows of an object type's name-less (org-wide) query (``orgindex``)."""
+
+    honoured: bool
+    probe_at_s: int  # not honoured: when to probe it again
+    cursor_us: Optional[int] = None  # the next read asks for the records newer than this
+    trusted_us: Optional[int] = None  # every record newer than this was in an answer (or pending)
+
+
 @dataclass
 class Book:
     streams: Dict[str, Marks] = field(default_factory=dict)
@@ -45,6 +56,8 @@ class Book:
     bucket: Optional[Tuple[float, float]] = None  # the rate bucket at the end of the last run
     run_s: Optional[int] = None  # when the last run began: the cadence runs really have
     hints: Dict[str, int] = field(default_factory=dict)  # streams known to hold new records -> since
+    orgwide: Dict[str, IndexMark] = field(default_factory=dict)  # object type -> its org-wide query
+    pending: Tuple[str, ...] = ()  # streams the org-wide index named that a run left unread
 
     def to_doc(self) -> Dict[str, Any]:
         body: Dict[str, Any] = {
@@ -60,6 +73,13 @@ class Book:
             body["run"] = self.run_s
         if self.hints:
             body["hints"] = _newest(self.hints)
+        if self.orgwide:
+            body["orgwide"] = {
+                k: [m.honoured, m.probe_at_s, m.cursor_us, m.trusted_us]
+                for k, m in sorted(self.orgwide.items())
+            }
+        if self.pending:
+            body["pending"] = list(self.pending)
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return {"schema": SCHEMA, "packed": base64.b64encode(zlib.compress(text, 9)).decode("ascii")}
 
@@ -84,6 +104,8 @@ def read_marks(doc: Optional[Dict[str, Any]]) -> Book:
         bucket=_bucket(body.get("bucket")),
         run_s=_time([body.get("run")], 0),
         hints=_times(_dict(body, "hints")),
+        orgwide=_orgwide(_dict(body, "orgwide")),
+        pending=_keys(body.get("pending")),
     )
 
 
@@ -125,6 +147,19 @@ def _bucket(value: Any) -> Optional[Tuple[float, float]]:
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
         return float(value[0]), float(value[1])
     return None
+
+
+def _keys(value: Any) -> Tuple[str, ...]:
+    return tuple(k for k in value if isinstance(k, str)) if isinstance(value, list) else ()
+
+
+def _orgwide(found: Dict[str, Any]) -> Dict[str, IndexMark]:
+    marks: Dict[str, IndexMark] = {}
+    for object_type, value in found.items():
+        probed = _time(value, 1)
+        if isinstance(value, list) and len(value) == 4 and isinstance(value[0], bool) and probed is not None:
+            marks[object_type] = IndexMark(value[0], probed, _time(value, 2), _time(value, 3))
+    return marks
 
 
 def _newest(names: Dict[str, int]) -> Dict[str, int]:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
+from ..api.client import ApiClient
 from ..errors import StateError
 from ..records import AuditRecord
 from ..report import RunReport
@@ -22,7 +23,9 @@ from ..state.store import ConditionalSlot
 from ..stop import Stopped
 from ..streams import Stream
 from .actors import active_in, actors_in, extra_users, note_actors, note_listing
-from .marks import Book, read_marks
+from .hints import Homes, due_within
+from .marks import Book, Marks, read_marks
+from .orgindex import ORG_NAME, Hints, active, backstop, consult, lied, plan_indexed, unexpected
 from .policy import Policy
 from .priority import Outcome, RunPlan, plan_run, record_run
 
@@ -33,9 +36,16 @@ NAME = "scheduler"
 
 class Scheduler:
     def __init__(
-        self, slot: Optional[ConditionalSlot], policy: Policy, clock: Callable[[], float] = time.time
+        self,
+        slot: Optional[ConditionalSlot],
+        policy: Policy,
+        clock: Callable[[], float] = time.time,
+        window_s: Optional[float] = None,
     ) -> None:
+        """``window_s``: the look-back window, within which a stream holding a copy of a record
+        another stream delivered is polled (``hints``); None: not hastened."""
         self.policy = policy
+        self._window_s = window_s
         self.book = Book()
         self._slot = slot
         self._clock = clock
@@ -46,15 +56,27 @@ class Scheduler:
         self._active: Set[str] = set()  # users that acted in another stream's records this run
         self._backstop: Dict[str, Set[str]] = {}  # domain stream -> the actors of what it delivered
         self._hinted: Set[str] = set()  # hints given after this run chose (kept for the next)
+        self._planned: Set[str] = set()  # this run's stream keys, once chosen
+        self._homes = Homes()  # copies its deliveries leave in other streams (``hints``)
         self._began: Optional[int] = None  # when this run chose its streams
-        self._lock = threading.Lock()  # _seen, _active, _backstop, _hinted: stream threads add to them
+        self._hints: Optional[Hints] = None  # what the org-wide index told this run, when asked
+        self._pending: Sequence[str] = ()  # streams it named that earlier runs left unread
+        self._lies: Dict[str, int] = {}  # object type -> records its index lacked (``orgindex``)
+        # _seen, _active, _backstop, _hinted, _homes and _lies: stream threads add to them
+        self._lock = threading.Lock()
 
     @classmethod
-    def for_store(cls, store: Any, policy: Policy, clock: Callable[[], float] = time.time) -> Scheduler:
+    def for_store(
+        cls,
+        store: Any,
+        policy: Policy,
+        clock: Callable[[], float] = time.time,
+        window_s: Optional[float] = None,
+    ) -> Scheduler:
         """The scheduler over ``store``'s ``scheduler`` slot (every store has one; a store without,
         such as a test's, gets a scheduler that remembers nothing)."""
         slot = getattr(store, "slot", None)
-        return cls(slot(NAME) if slot is not None else None, policy, clock)
+        return cls(slot(NAME) if slot is not None else None, policy, clock, window_s)
 
     def load(self) -> None:
         if self._slot is None:
@@ -92,12 +114,55 @@ class Scheduler:
             log.info("users the users endpoint does not list are pulled too", extra={"count": len(extras)})
         return listed + extras
 
+    def consult(
+        self,
+        client: ApiClient,
+        planned: Sequence[Stream],
+        delivered: Callable[[str], bool],
+        *,
+        page_limit: int,
+        max_pages: int,
+        window_s: int,
+        probe_since_us: int,
+    ) -> Hints:
+        """Ask the org-wide index which streams hold records not delivered (``orgindex``), before
+        ``choose``; it is probed first where the document holds no verdict (or an old refusal).
+        Not in a run that reads every stream for the first time: it could save nothing there."""
+        self._pending = self.book.pending
+        if not any(self.book.streams.get(s.key, Marks()).polled_s is not None for s in planned):
+            self._hints = Hints()
+            return self._hints
+        self._hints = consult(
+            client,
+            planned,
+            self.book,
+            int(self._clock() * 1_000_000),
+            delivered=delivered,
+            page_limit=page_limit,
+            max_pages=max_pages,
+            window_s=window_s,
+            probe_since_us=probe_since_us,
+            interval_s=self.policy.interval_s,
+        )
+        with self._lock:
+            self._seen |= self._hints.actors
+        if self._hints.reads:
+            log.info(
+                "org-wide index read",
+                extra={"named": len(self._hints.named), "api_calls": self._hints.calls},
+            )
+        return self._hints
+
     def choose(self, planned: Sequence[Stream]) -> RunPlan:
         now = self._clock()
         last = self.book.run_s
         cadence = now - last if last is not None and now - last < 2 * self.policy.interval_s else None
-        chosen = plan_run(planned, self.book.streams, now, self.policy, cadence, set(self.book.hints))
+        if self._hints is not None and self._hints.reads:
+            chosen = plan_indexed(planned, self.book.streams, now, self.policy, self._hints, cadence)
+        else:
+            chosen = plan_run(planned, self.book.streams, now, self.policy, cadence, set(self.book.hints))
         self._began = int(now)
+        self._planned = {s.key for s in planned}
         budget = self.policy.budget_calls
         if budget is not None and chosen.needed > budget:
             log.warning(
@@ -112,12 +177,20 @@ class Scheduler:
         trail than their own (thread-safe)."""
         found = actors_in(records)
         active = active_in(stream.object_type, stream.name, records)
+        missed = 0
+        if self._hints is not None:
+            mark = self.book.streams.get(stream.key)
+            first = mark is None or mark.polled_s is None
+            missed = unexpected(self._hints, stream, records, self._pending, first)
         with self._lock:
             self._seen |= found
             self._active |= active
             if stream.object_type == "domain":  # "": an actor that is not a user (an API client)
                 actors = {r.actor.strip().lower() if "@" in r.actor else "" for r in records}
                 self._backstop.setdefault(stream.key, set()).update(actors)
+            self._homes.note(stream, records, self._planned)
+            if missed:
+                self._lies[stream.object_type] = self._lies.get(stream.object_type, 0) + missed
 
     def hint(self, keys: Iterable[str]) -> None:
         """Streams known to hold new records (by their ``Stream.key``; say an org-wide index of
@@ -160,7 +233,23 @@ class Scheduler:
         # been before it); hints of streams no longer planned are dropped.
         still = set(keys) - (polled - self._hinted)
         self.book.hints = {k: since for k, since in self.book.hints.items() if k in still}
+        if self._hints is not None:
+            self._note_index(self._hints, report, now)
+        delivering: Dict[str, int] = {}
+        for stream in report.streams:
+            if stream.new:
+                kind = stream.stream.partition("/")[0]
+                delivering[kind] = delivering.get(kind, 0) + 1
+        active(self.book, delivering, now, self.policy.interval_s)
         self.book.streams = record_run(self.book.streams, keys, outcome, now, self.policy, self.book.run_s)
+        if self._window_s is not None:
+            copies = set(self._homes.copies)
+            policy = self.policy
+            if self._hints is not None:  # streams an answer named, whatever the org-wide stream shipped
+                copies |= set(self._hints.sourced)
+                policy = backstop(self.policy, self._hints)
+            copies -= outcome.polled  # one polled in this run settled them there
+            self.book.streams = due_within(self.book.streams, copies, now, self._window_s, policy)
         # The users endpoint's list, this run's or the cached one (a fan-out worker is handed its
         # plan); none when FORWARDER_USERS names the users: then nobody else is pulled.
         listed = self._listed if self._listed is not None else (self.book.users or (0, None))[1]
@@ -172,6 +261,18 @@ class Scheduler:
         if self._began is not None and (last is None or self._began - last >= self.policy.interval_s / 2):
             self.book.run_s = self._began  # back-to-back runs keep the first's: the document stays
         self._save()
+
+    def _note_index(self, hints: Hints, report: RunReport, now: int) -> None:
+        """Streams the index named that this run left unread stay named, and so do the streams cut
+        short or failed (where the index is not used, they are hot); an index that lacked records
+        a stream delivered is used no more."""
+        read = {s.stream for s in report.streams if not (s.stopped or s.truncated or s.error)}
+        # A stream whose records an org-wide stream shipped, that stream having ended cleanly.
+        read |= {k for k, kind in hints.sourced.items() if f"{kind}/{ORG_NAME}" in read}
+        unread = [s.stream for s in report.streams if s.stream not in read and s.stream in self._planned]
+        self.book.pending = tuple(dict.fromkeys([k for k in hints.named if k not in read] + unread))
+        for object_type, count in sorted(self._lies.items()):
+            lied(self.book, object_type, count, now * 1_000_000)
 
     def _save(self) -> None:
         if self._slot is None:

@@ -84,7 +84,27 @@ def test_the_function_and_its_schedule(sam):
     assert "DeadLetterConfig" in target
     invoke = next(r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig")
     assert invoke["Properties"]["MaximumRetryAttempts"] == 0
-    assert sam["Parameters"]["ScheduleExpression"]["Default"] == "rate(5 minutes)"
+    assert sam["Parameters"]["ScheduleMinutes"]["Default"] == 5
+
+
+@pytest.mark.parametrize("mode", ["single", "fanout"])
+def test_the_runs_are_told_the_rate_of_their_rule(sam, mode):
+    """FORWARDER_SCHEDULE_INTERVAL sizes a run's budget and the revisit bounds: it is the rule's rate,
+    from one parameter, in every function of either mode."""
+    resources = translate(sam, Mode=mode, ScheduleMinutes="15")["Resources"]
+    rules = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
+    functions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert rules and functions
+    for rule in rules:
+        assert rule["ScheduleExpression"] == {"Fn::Sub": "rate(${ScheduleMinutes} minutes)"}
+    for function in functions:
+        interval = function["Environment"]["Variables"]["FORWARDER_SCHEDULE_INTERVAL"]
+        assert interval == {"Fn::Sub": "${ScheduleMinutes}m"}
+    for minutes in (5, 60):  # the parameter's bounds give a valid rate and interval
+        assert (
+            read({"FORWARDER_SCHEDULE_INTERVAL": f"{minutes}m"}, "FORWARDER_SCHEDULE_INTERVAL")
+            == minutes * 60
+        )
 
 
 def check_environment(env, allowed):

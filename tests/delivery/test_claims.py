@@ -12,6 +12,8 @@ from forwarder.delivery.claims import Claims
 from forwarder.delivery.commits import CommitTracker
 from forwarder.errors import StateError
 from forwarder.events import Event
+from forwarder.reading.pass_ import start_position
+from forwarder.reading.select import Limits
 from forwarder.records import AuditRecord, parse_record
 from forwarder.state.model import StreamState
 from forwarder.streams import Stream
@@ -20,6 +22,8 @@ from tests.fakes import MemorySlot, MemoryStore
 
 WINDOW_S = 3600
 WINDOW_US = WINDOW_S * 1_000_000
+TIE_S = 5
+TIE_US = TIE_S * 1_000_000
 BASE_US = 1_700_000_000 * 1_000_000
 ALICE, BOB, DOMAIN = (
     Stream("user", "alice@x.example"),
@@ -40,7 +44,7 @@ def record(n: int, action: str = "domain.update", ts_us: int = BASE_US) -> Audit
 
 
 def claims() -> Claims:
-    return Claims.load(MemoryStore(), WINDOW_S, clock=lambda: BASE_US / 1e6)
+    return Claims.load(MemoryStore(), WINDOW_S, TIE_S, clock=lambda: BASE_US / 1e6)
 
 
 def test_the_first_stream_to_queue_a_record_ships_it_and_the_others_skip_it():
@@ -57,10 +61,10 @@ def test_the_first_stream_to_queue_a_record_ships_it_and_the_others_skip_it():
 def test_a_record_delivered_by_an_earlier_run_is_skipped_by_every_stream():
     store = MemoryStore()
     copy = record(1)
-    earlier = Claims.load(store, WINDOW_S)
+    earlier = Claims.load(store, WINDOW_S, TIE_S)
     assert earlier.claim(ALICE.key, [copy]) == [0]
     earlier.record([copy.event_id])
-    later = Claims.load(store, WINDOW_S)
+    later = Claims.load(store, WINDOW_S, TIE_S)
     assert not later.keeps(ALICE, copy) and not later.keeps(DOMAIN, copy)
 
 
@@ -69,13 +73,13 @@ def test_a_skipped_copy_caps_the_watermark_until_recorded_then_joins_the_last_co
     copy = record(1)
     run.claim(ALICE.key, [copy])
     run.keeps(DOMAIN, copy)
-    waiting = run.settled(DOMAIN.key, WINDOW_US, last=True)
-    assert waiting.recorded == {} and waiting.ceiling_us == copy.ts_us + WINDOW_US
+    waiting = run.settled(DOMAIN.key, last=True)
+    assert waiting.recorded == {} and waiting.ceiling_us == copy.ts_us + TIE_US
     run.record([copy.event_id])
-    assert run.settled(DOMAIN.key, WINDOW_US, last=False).recorded == {}  # only a last commit takes it
-    done = run.settled(DOMAIN.key, WINDOW_US, last=True)
+    assert run.settled(DOMAIN.key, last=False).recorded == {}  # only a last commit takes it
+    done = run.settled(DOMAIN.key, last=True)
     assert done.recorded == {copy.event_id: copy.ts_us} and done.ceiling_us is None and not done.moves
-    assert run.settled(DOMAIN.key, WINDOW_US, last=True).recorded == {}  # handed out once
+    assert run.settled(DOMAIN.key, last=True).recorded == {}  # handed out once
 
 
 def test_recorded_copies_move_the_watermark_only_for_a_stream_that_read_its_whole_trail():
@@ -85,12 +89,12 @@ def test_recorded_copies_move_the_watermark_only_for_a_stream_that_read_its_whol
     run.keeps(DOMAIN, copy)
     run.record([copy.event_id])
     run.read_whole(DOMAIN.key)
-    assert run.settled(DOMAIN.key, WINDOW_US, last=True).moves
+    assert run.settled(DOMAIN.key, last=True).moves
 
 
 def test_index_writes_are_shared_and_a_failed_one_stops_the_rest():
     slot = MemorySlot("delivered-ids")
-    run = Claims(slot, WINDOW_S)
+    run = Claims(slot, WINDOW_S, TIE_S)
     ids = [record(n).event_id for n in range(3)]
     run.record(ids[:2])
     run.record(ids[:1])  # held already: no write
@@ -109,12 +113,15 @@ def segments_of(batcher: Batcher, stream: str, recs: List[AuditRecord]):
     return batcher.add(stream, recs, events, now=0.0)
 
 
+@pytest.mark.parametrize("later_us", [2 * WINDOW_US, 600_000_000])
 @pytest.mark.parametrize("accepted", [True, False])
-def test_a_stream_that_skipped_a_copy_never_passes_it_unless_its_claim_was_delivered(accepted):
+def test_a_stream_that_skipped_a_copy_never_passes_it_unless_its_claim_was_delivered(accepted, later_us):
     """The domain stream skipped a DMARC change the user stream claimed, and shipped a record two
-    windows later. Its state passes the copy only once the copy's batch is accepted and recorded."""
+    windows, or ten minutes, later. Its state passes the copy only once the copy's batch is accepted
+    and recorded: until then its next poll, which reads from its watermark minus the tie margin,
+    reads the copy again."""
     run = claims()
-    copy, later = record(1), record(2, "domain.create", BASE_US + 2 * WINDOW_US)
+    copy, later = record(1), record(2, "domain.create", BASE_US + later_us)
     tracker = CommitTracker(WINDOW_US, run)
     batcher = Batcher(1, 10**9)
     assert run.claim(ALICE.key, [copy]) == [0] and not run.keeps(DOMAIN, copy)
@@ -127,8 +134,11 @@ def test_a_stream_that_skipped_a_copy_never_passes_it_unless_its_claim_was_deliv
     tracker.closed(alice_batch)
     tracker.closed(domain_batch)
     (domain_commit,) = tracker.accepted(domain_batch)  # while the copy's claim is open
-    assert domain_commit.state.watermark_us == copy.ts_us + WINDOW_US
+    assert domain_commit.state.watermark_us == copy.ts_us + TIE_US
     assert domain_commit.state.is_new(copy, 0, WINDOW_US)
+    limits = Limits(initial_lookback_s=86400, window_s=WINDOW_S, max_records_per_pass=100, tie_margin_s=TIE_S)
+    start = start_position(domain_commit.state, 0, limits).start_us
+    assert start is not None and start <= copy.ts_us
     tracker.committed(domain_commit, "2")
     if accepted:
         run.record([copy.event_id])

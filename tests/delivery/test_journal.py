@@ -48,7 +48,7 @@ class Lake:
 
 
 def claims(store: MemoryStore) -> Claims:
-    return Claims.load(store, WINDOW_S, clock=lambda: 1_700_000_000.0)
+    return Claims.load(store, WINDOW_S, 5, clock=lambda: 1_700_000_000.0)
 
 
 @pytest.mark.parametrize("written", [0, 1, 2, 3])

@@ -39,6 +39,9 @@ def test_an_idle_run_writes_no_state_and_syncs_nothing(tmp_path, monkeypatch):
         settings = settings_for(sim.base_url, hec.url, str(state))
         first = run_once(settings)
         assert first.ok and first.totals()["shipped"] > 0
+        # The next run also probes the org-wide query (refused here: one call) and keeps the verdict
+        # in the scheduler document for hours; the runs after it are the idle ones.
+        assert run_once(settings).totals()["shipped"] == 0
         before = snapshot(state)
         audits_before = sim.calls()
 

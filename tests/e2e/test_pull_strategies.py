@@ -109,6 +109,10 @@ def test_a_service_that_ignores_offset_and_start_date_fails_the_stream_with_a_me
         assert sim.calls() <= 5
 
 
+def org_wide_queries(sim):
+    return sum(1 for r in sim.requests if r.path == "/v1/cp/audits" and "name" not in r.query)
+
+
 def test_a_bare_unordered_unpaged_service_one_request_per_stream_and_pass(tmp_path):
     """The whole trail as a bare list, a new order on every call, limit/offset/sort ignored."""
     org = generate_org(5)
@@ -122,7 +126,7 @@ def test_a_bare_unordered_unpaged_service_one_request_per_stream_and_pass(tmp_pa
             FORWARDER_PAGE_LIMIT="50",  # most trails are longer than a page
         )
         for run in range(3):
-            before = sim.calls()
+            before, nameless = sim.calls(), org_wide_queries(sim)
             report = run_once(settings)
             assert report.ok, report.to_dict()
             # One request a pass; two more in the run where a trail of 10 to 49 records (or 50, 100) first
@@ -130,7 +134,11 @@ def test_a_bare_unordered_unpaged_service_one_request_per_stream_and_pass(tmp_pa
             # offset) and a request for one record (it shows the service ignores limit: the page was whole).
             extra = sum(s.api_calls - s.passes for s in report.streams)
             assert 0 <= extra <= 2
-            assert sim.calls() - before == sum(s.passes for s in report.streams) + extra
+            # and the org-wide probe: one name-less query per object type, refused, once: in the second
+            # run (the first reads every stream anyway)
+            probes = org_wide_queries(sim) - nameless
+            assert probes == (2 if run == 1 else 0)
+            assert sim.calls() - before == sum(s.passes for s in report.streams) + extra + probes
             assert run > 0 or any(s.passes > 1 for s in report.streams)
             assert "full-scan" in {s.strategy for s in report.streams}
             org.add_activity(25, now_us())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from forwarder.app import run_once
-from forwarder.sim.endpoints import USERS_PATH
+from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import format_us, now_us
@@ -56,7 +56,9 @@ def test_quiet_streams_wait_their_turn(sim, tmp_path):
     # Back to back, nothing is due but one turn: a fifth of the 25 users.
     assert len(sim.org.users) == 25
     assert len(later.streams) == 5 and len(later.not_due) == 20
-    assert sim.calls() - calls == 5  # an idle polled stream costs one call
+    probes = sum(1 for r in sim.requests if r.path == AUDITS_PATH and "name" not in r.query)
+    assert probes == 1  # the org-wide probe, refused: once, in the second run
+    assert sim.calls() - calls == 5 + probes  # an idle polled stream costs one call
 
 
 def test_an_actor_the_users_endpoint_does_not_list_gets_a_stream(sim, tmp_path):

@@ -123,7 +123,7 @@ def run_with(
         formatter=lambda: formatter,
         quarantine=LocalQuarantine(tempfile.mkdtemp()),
         limits=limits,
-        claims=Claims.load(store, limits.window_s),
+        claims=Claims.load(store, limits.window_s, limits.tie_margin_s),
         options=NormalizeOptions(ingest_time_us=0),
         reach_back_s=limits.window_s if sweep else None,
     )

@@ -81,7 +81,7 @@ def one_run(
         formatter=lambda: formatter,
         quarantine=quarantine,
         limits=LIMITS,
-        claims=Claims.load(store, LIMITS.window_s),
+        claims=Claims.load(store, LIMITS.window_s, LIMITS.tie_margin_s),
         options=NormalizeOptions(ingest_time_us=0),
         linger_s=linger_s,
     )

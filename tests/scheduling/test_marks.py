@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from forwarder.scheduling.marks import MAX_NAMES, Book, Marks, read_marks
+from forwarder.scheduling.marks import MAX_NAMES, Book, IndexMark, Marks, read_marks
 
 
 def test_a_book_round_trips_through_its_document():
@@ -19,9 +19,21 @@ def test_a_book_round_trips_through_its_document():
         departed={"old@x": 4},
         bucket=(1.5, -2.0),
         hints={"domain/x": 9},
+        orgwide={"user": IndexMark(True, 9, 8_000_000, 7_000_000), "domain": IndexMark(False, 9)},
+        pending=("user/a@x",),
     )
     assert read_marks(book.to_doc()) == book
     assert read_marks(None) == Book()
+
+
+def test_org_wide_entries_not_understood_are_left_out():
+    body = {
+        "orgwide": {"user": [1, 2, None, None], "domain": "x", "x": [True, 5, "a", None]},
+        "pending": "user/a",
+    }
+    packed = base64.b64encode(zlib.compress(json.dumps(body).encode())).decode()
+    book = read_marks({"schema": 1, "packed": packed})
+    assert book.orgwide == {"x": IndexMark(True, 5)} and book.pending == ()
 
 
 def test_a_thousand_streams_and_users_pack_small():

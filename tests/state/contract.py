@@ -294,9 +294,9 @@ class StoreContract:
 
     def test_the_delivered_ids_index_round_trips_by_compare_and_swap(self, store, open_handle, clock):
         ids = [f"{n:024x}".ljust(64, "e") for n in range(3)]
-        first, rival = Claims.load(store, 3600, clock), Claims.load(open_handle(clock), 3600, clock)
+        first, rival = Claims.load(store, 3600, 5, clock), Claims.load(open_handle(clock), 3600, 5, clock)
         first.record(ids[:2])
-        again = Claims.load(open_handle(clock), 3600, clock)
+        again = Claims.load(open_handle(clock), 3600, 5, clock)
         assert not any(again.keeps(STREAM, make_record(i, T0_US)) for i in ids[:2])
         with pytest.raises(StateError, match=r"delivered-ids index .* not saved"):
             rival.record(ids[2:])  # it read the index before the first wrote it
@@ -306,12 +306,12 @@ class StoreContract:
         full = DeliveredIndex().adding([f"{n:024x}" for n in range(MAX_IDS)], int(clock()), 3600)
         slot = store.slot(SLOT)
         version = slot.put(full.to_doc(), None)
-        loaded = Claims.load(store, 3600, clock)
+        loaded = Claims.load(store, 3600, 5, clock)
         assert not loaded.keeps(STREAM, make_record(f"{MAX_IDS - 1:024x}" + "0" * 40, T0_US))
         assert loaded.keeps(STREAM, make_record("f" * 64, T0_US))
         slot.put({"schema": 1, "count": 2, "ids": "not base64!"}, version)
         with pytest.raises(StateError, match="corrupt") as failure:
-            Claims.load(store, 3600, clock)
+            Claims.load(store, 3600, 5, clock)
         assert slot.location in str(failure.value)
 
     # -- the scheduler document (forwarder.scheduling), advice kept beside the states ---------
