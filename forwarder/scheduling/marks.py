@@ -4,7 +4,7 @@
     {"schema": 1, "packed": "<zlib + base64 of the JSON below>"}
     {"streams": {"<key>": [polled, delivered(, heat)]}, "users": [fetched, ["a@x", ...]],
      "actors": {"<email>": last seen}, "departed": {"<email>": left}, "bucket": [at, tokens],
-     "run": <when the last run began>, "hints": {"<key>": since},
+     "run": <when the last run began>,
      "orgwide": {"<object type>": [honoured, probe again at, cursor, trusted]}, "pending": ["<key>", ...]}
 
 Times are whole epoch seconds (``at`` a float); a stream's heat is left out when it is 1 (one
@@ -55,7 +55,6 @@ class Book:
     departed: Dict[str, int] = field(default_factory=dict)  # listed once, no longer -> when it left
     bucket: Optional[Tuple[float, float]] = None  # the rate bucket at the end of the last run
     run_s: Optional[int] = None  # when the last run began: the cadence runs really have
-    hints: Dict[str, int] = field(default_factory=dict)  # streams known to hold new records -> since
     orgwide: Dict[str, IndexMark] = field(default_factory=dict)  # object type -> its org-wide query
     pending: Tuple[str, ...] = ()  # streams the org-wide index named that a run left unread
 
@@ -71,8 +70,6 @@ class Book:
             body["bucket"] = list(self.bucket)
         if self.run_s is not None:
             body["run"] = self.run_s
-        if self.hints:
-            body["hints"] = _newest(self.hints)
         if self.orgwide:
             body["orgwide"] = {
                 k: [m.honoured, m.probe_at_s, m.cursor_us, m.trusted_us]
@@ -103,7 +100,6 @@ def read_marks(doc: Optional[Dict[str, Any]]) -> Book:
         departed=_times(_dict(body, "departed")),
         bucket=_bucket(body.get("bucket")),
         run_s=_time([body.get("run")], 0),
-        hints=_times(_dict(body, "hints")),
         orgwide=_orgwide(_dict(body, "orgwide")),
         pending=_keys(body.get("pending")),
     )

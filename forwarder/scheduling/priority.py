@@ -11,8 +11,7 @@ A run polls, in this order:
    (``FORWARDER_HOT_WINDOW``). A stream that delivered once is hot for the hot window, as long as
    an hour at 5 minutes; one that delivers every few runs stays hot for a few windows after its
    last record (four at most: ``MAX_HEAT``), since its quiet spells are longer than the window
-   now and then. Streams known to hold new records (``hinted``: an index of changed streams)
-   are hot and come first;
+   now and then;
 3. each group's turn (users, domains): the cold streams polled longest ago, as many as spread the
    group over its revisit bound, one share per run, instead of all at once;
 4. the hot streams the budget left out of the second group.
@@ -27,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Collection, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..streams import Stream
 from .marks import Marks
@@ -51,11 +50,9 @@ def plan_run(
     now_s: float,
     policy: Policy,
     cadence_s: Optional[float] = None,
-    hinted: Collection[str] = (),
 ) -> RunPlan:
     """``cadence_s``: the time since the last run began, when known. Runs that come later than the
-    interval says get larger turns, so the bounds hold at the cadence the runs really have.
-    ``hinted``: keys of streams known to hold new records."""
+    interval says get larger turns, so the bounds hold at the cadence the runs really have."""
     step = max(policy.interval_s, cadence_s or 0.0)
     hot: List[Stream] = []
     overdue: List[Stream] = []
@@ -64,11 +61,11 @@ def plan_run(
         mark = marks.get(stream.key, _NONE)
         if _overdue(stream, mark, now_s, step, policy):
             overdue.append(stream)
-        elif stream.key in hinted or heat(mark, now_s, policy) > 0.5:
+        elif heat(mark, now_s, policy) > 0.5:
             hot.append(stream)
         else:
             cold["domain" if stream.object_type == "domain" else "user"].append(stream)
-    hot.sort(key=lambda s: (s.key not in hinted, -heat(marks.get(s.key, _NONE), now_s, policy), s.key))
+    hot.sort(key=lambda s: (-heat(marks.get(s.key, _NONE), now_s, policy), s.key))
     overdue.sort(key=lambda s: (marks.get(s.key, _NONE).polled_s or -1, s.object_type == "domain", s.key))
     turns: List[Stream] = []
     rest: List[Stream] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 from ..api.client import ApiClient
 from ..errors import StateError
@@ -55,14 +55,13 @@ class Scheduler:
         self._seen: Set[str] = set()
         self._active: Set[str] = set()  # users that acted in another stream's records this run
         self._backstop: Dict[str, Set[str]] = {}  # domain stream -> the actors of what it delivered
-        self._hinted: Set[str] = set()  # hints given after this run chose (kept for the next)
         self._planned: Set[str] = set()  # this run's stream keys, once chosen
         self._homes = Homes()  # copies its deliveries leave in other streams (``hints``)
         self._began: Optional[int] = None  # when this run chose its streams
         self._hints: Optional[Hints] = None  # what the org-wide index told this run, when asked
         self._pending: Sequence[str] = ()  # streams it named that earlier runs left unread
         self._lies: Dict[str, int] = {}  # object type -> records its index lacked (``orgindex``)
-        # _seen, _active, _backstop, _hinted, _homes and _lies: stream threads add to them
+        # _seen, _active, _backstop, _homes and _lies: stream threads add to them
         self._lock = threading.Lock()
 
     @classmethod
@@ -160,7 +159,7 @@ class Scheduler:
         if self._hints is not None and self._hints.reads:
             chosen = plan_indexed(planned, self.book.streams, now, self.policy, self._hints, cadence)
         else:
-            chosen = plan_run(planned, self.book.streams, now, self.policy, cadence, set(self.book.hints))
+            chosen = plan_run(planned, self.book.streams, now, self.policy, cadence)
         self._began = int(now)
         self._planned = {s.key for s in planned}
         budget = self.policy.budget_calls
@@ -192,17 +191,6 @@ class Scheduler:
             if missed:
                 self._lies[stream.object_type] = self._lies.get(stream.object_type, 0) + missed
 
-    def hint(self, keys: Iterable[str]) -> None:
-        """Streams known to hold new records (by their ``Stream.key``; say an org-wide index of
-        changed streams): polled first by the next plan (this run's, when given before ``choose``),
-        and hinted until a run planned after the hint polled them (thread-safe)."""
-        now = int(self._clock())
-        with self._lock:
-            for key in keys:
-                self.book.hints.setdefault(key, now)
-                if self._began is not None:  # this run's plan is made: its polls may predate the hint
-                    self._hinted.add(key)
-
     def bucket(self, rate: float) -> Optional[float]:
         """The rate bucket's tokens now, from what the last run left (refilled since), or None."""
         if self.book.bucket is None:
@@ -229,10 +217,6 @@ class Scheduler:
             active={s.key for s in planned if s.object_type == "user" and s.name.lower() in self._active},
         )
         keys = [s.key for s in planned]
-        # A hint is spent by a poll of this run, unless it came during the run (the poll may have
-        # been before it); hints of streams no longer planned are dropped.
-        still = set(keys) - (polled - self._hinted)
-        self.book.hints = {k: since for k, since in self.book.hints.items() if k in still}
         if self._hints is not None:
             self._note_index(self._hints, report, now)
         delivering: Dict[str, int] = {}

@@ -18,7 +18,6 @@ def test_a_book_round_trips_through_its_document():
         actors={"ghost@y": 3},
         departed={"old@x": 4},
         bucket=(1.5, -2.0),
-        hints={"domain/x": 9},
         orgwide={"user": IndexMark(True, 9, 8_000_000, 7_000_000), "domain": IndexMark(False, 9)},
         pending=("user/a@x",),
     )

@@ -89,14 +89,6 @@ def test_the_likeliest_stream_comes_first():
     assert plan_run([a, b], marks, T0 + INTERVAL, POLICY).order == [b, a]
 
 
-def test_hinted_streams_are_hot_and_first():
-    plan = users(30)
-    marks = {s.key: Marks(T0, None) for s in plan}
-    marks[plan[0].key] = Marks(T0, T0)
-    chosen = plan_run(plan, marks, T0 + INTERVAL, POLICY, hinted={plan[29].key})
-    assert chosen.hot == 2 and chosen.order[:2] == [plan[29], plan[0]]
-
-
 def test_a_sign_of_activity_from_another_stream_heats_as_a_delivery():
     key = "user/a@example.com"
     after = record_run({key: Marks(T0, None)}, [key], Outcome(active={key}), T0 + 10, POLICY)
@@ -131,23 +123,20 @@ def test_first_polls_are_dated_back_so_streams_read_together_come_due_apart():
     bursts=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 119)), max_size=40),
     spare=st.integers(0, 10),
     jitter=st.lists(st.integers(-2, 2), min_size=1, max_size=10),
-    hints=st.lists(st.tuples(st.integers(0, 100), st.integers(0, 119)), max_size=10),
 )
-def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bursts, spare, jitter, hints):
+def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bursts, spare, jitter):
     """Runs about every interval (up to 2 s early or late, also all late: the cadence is measured),
-    records arriving in random streams (some of them hinted, as an index of changed streams would),
-    and a call budget that covers the hot streams and one turn of each group at that cadence, each
-    run starting only what its budget allows. Once every stream was polled and one lap of the users
-    passed (the first runs poll what was never polled, as much as the budget allows), no run needs
-    more than its budget and no stream waits longer than its bound (plus the lateness of one run)."""
+    records arriving in random streams, and a call budget that covers the hot streams and one turn
+    of each group at that cadence, each run starting only what its budget allows. Once every stream
+    was polled and one lap of the users passed (the first runs poll what was never polled, as much
+    as the budget allows), no run needs more than its budget and no stream waits longer than its
+    bound (plus the lateness of one run)."""
     plan = users(n_users) + domains(n_domains)
     delivering: Dict[int, set] = {}
-    hinted: Dict[int, set] = {}
-    for runs, pairs in ((delivering, bursts), (hinted, hints)):
-        for run, stream in pairs:
-            if plan:
-                runs.setdefault(run, set()).add(plan[stream % len(plan)].key)
-    hot_most = len(set().union(*delivering.values(), *hinted.values()))
+    for run, stream in bursts:
+        if plan:
+            delivering.setdefault(run, set()).add(plan[stream % len(plan)].key)
+    hot_most = len(set().union(*delivering.values()))
     slowest = INTERVAL + max(0, max(jitter))  # a lap fits in the runs left before the bound
     user_runs, domain_runs = 60 // slowest - 1, 600 // slowest - 1
     budget = hot_most + -(-n_users // user_runs) + -(-n_domains // domain_runs) + spare + 1
@@ -158,7 +147,7 @@ def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bur
     now, previous = T0, None
     for run in range(100):
         cadence = None if previous is None else now - previous
-        chosen = plan_run(plan, marks, now, policy, cadence, hinted.get(run, ()))
+        chosen = plan_run(plan, marks, now, policy, cadence)
         previous = now
         if warm is None and len(last) == len(plan):
             warm = run + 6  # a lap of the users (60 s at 10 s: 5 runs) after the last first poll

@@ -102,26 +102,6 @@ def test_a_stream_cut_short_or_failed_is_polled_again_next_run(tmp_path):
     assert later.hot == 3
 
 
-def test_a_hint_makes_a_stream_first_until_a_later_run_polls_it(tmp_path):
-    clock = Clock()
-    plan = [Stream("user", f"{name}@x") for name in "abcdefghij"]
-    first = open_scheduler(tmp_path, clock)
-    first.choose(plan)
-    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
-    clock.now += 10
-    second = open_scheduler(tmp_path, clock)
-    chosen = second.choose(plan)
-    assert chosen.hot == 0
-    second.hint([plan[9].key])  # during the run: its poll of j may have come before the hint
-    second.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
-    clock.now += 10
-    third = open_scheduler(tmp_path, clock)
-    assert third.choose(plan).order[0] == plan[9]
-    third.finish(plan, RunReport("t", streams=[StreamReport(plan[9].key)]), None)
-    clock.now += 10
-    assert open_scheduler(tmp_path, clock).choose(plan).hot == 0  # spent by the third run's poll
-
-
 def domain_record(actor):
     raw = {
         "action": "domain.update",
@@ -161,18 +141,3 @@ def test_a_domain_stream_that_delivered_records_of_actors_without_a_stream_is_ho
     clock.now += 10
     chosen = open_scheduler(tmp_path, clock).choose([admin, domain])
     assert chosen.hot == 2
-
-
-def test_a_hint_given_before_the_plan_is_spent_by_this_run(tmp_path):
-    clock = Clock()
-    plan = [Stream("user", f"{name}@x") for name in "abc"]
-    first = open_scheduler(tmp_path, clock)
-    first.choose(plan)
-    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)
-    clock.now += 10
-    second = open_scheduler(tmp_path, clock)
-    second.hint([plan[2].key])  # say an index of changed streams, asked before choosing
-    assert second.choose(plan).order[0] == plan[2]
-    second.finish(plan, RunReport("t", streams=[StreamReport(plan[2].key)]), None)
-    clock.now += 10
-    assert open_scheduler(tmp_path, clock).choose(plan).hot == 0
