@@ -31,7 +31,7 @@ from .scheduling.budget import Stops
 from .scheduling.orgindex import IndexSource
 from .scheduling.policy import policy_for
 from .scheduling.scheduler import Scheduler
-from .sinks import open_sink
+from .sinks import open_sink, takes_health_events
 from .sinks.base import Sink
 from .sinks.settings import SinkSettings
 from .state import open_store_for
@@ -286,7 +286,7 @@ def send_health(
     """One health event for the run ``report`` tells, through ``sink`` or a sink opened for it. Never
     the run's failure: a sink that refuses it is logged (the silence rule then sees the gap). A first
     stop lets it go (bounded by the sink's own deadlines); a second one cuts it."""
-    if not settings.health_events:
+    if not settings.health_events or not takes_health_events(settings.sink):
         return
     origin = health.Origin(
         runtime, tenant, health.forwarder_id(state_location, tenant), settings.schedule_interval_s

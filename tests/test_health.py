@@ -4,6 +4,7 @@ The Lambda's and the fan-out worker's are in tests/aws, the Splunk input's in te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -261,3 +262,23 @@ def test_elasticsearch_gets_the_health_event_in_the_audit_data_stream(org, tmp_p
     assert doc["event"]["kind"] == "metric" and doc["emailauth"]["forwarder"]["records"]["shipped"] == len(
         es.ids(stream)
     )
+
+
+def test_a_sink_with_no_place_for_health_events_is_not_sent_one(monkeypatch, caplog, tmp_path):
+    """Security Lake's custom sources hold the IAM classes only: a health event there would be
+    refused, and warned about, after every run."""
+    from forwarder import app
+    from forwarder.report import RunReport
+
+    opened: List[str] = []
+    monkeypatch.setattr(app, "open_sink", lambda settings: opened.append(settings.uri))
+    lake = settings_for(
+        "http://127.0.0.1:9", "securitylake://lake/ext/emailauth", str(tmp_path / "state"),
+        FORWARDER_FORMAT="ocsf", FORWARDER_HEALTH_EVENTS="true",
+    )  # fmt: skip
+    with caplog.at_level(logging.DEBUG, logger="forwarder.app"):
+        app.send_health(lake, RunReport("2026-01-01T00:00:00Z"), "state", "cli", "")
+    assert opened == [] and not [r for r in caplog.records if "health" in r.getMessage()]
+    hec = dataclasses.replace(lake, sink=dataclasses.replace(lake.sink, uri="hec+http://127.0.0.1:9"))
+    app.send_health(hec, RunReport("2026-01-01T00:00:00Z"), "state", "cli", "")
+    assert opened == ["hec+http://127.0.0.1:9"]  # (then None.send fails: logged, never raised)

@@ -60,6 +60,13 @@ def _module(settings: SinkSettings) -> Tuple[Any, str]:
     return importlib.import_module(module), attr
 
 
+def takes_health_events(settings: SinkSettings) -> bool:
+    """Whether the chosen sink has a place for the run's health event (a module that has none says
+    ``TAKES_HEALTH_EVENTS = False``)."""
+    module, _ = _module(settings)
+    return bool(getattr(module, "TAKES_HEALTH_EVENTS", True))
+
+
 def sink_problems(settings: SinkSettings, event_format: str) -> List[str]:
     """What the chosen sink could never work with, each naming its variable, found without opening
     anything: every sink module has a ``validate`` (ValueError), and a sink that takes only some event

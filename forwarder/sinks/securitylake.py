@@ -56,6 +56,9 @@ SOURCES: Dict[int, Tuple[str, Optional[str]]] = {
     USER_ACCESS: ("access", None),  # the API's list of event classes has no User Access Management
     ENTITY_MANAGEMENT: ("entity", "ENTITY_MANAGEMENT_AUDIT"),
 }
+# Custom sources hold the four IAM classes above; the health event (Application Lifecycle) has none,
+# and a refusal logged every run would only be noise.
+TAKES_HEALTH_EVENTS = False
 MAX_SOURCE_NAME = 20  # CreateCustomLogSource: the provider role's name must stay within 64 characters
 MAX_BASE = MAX_SOURCE_NAME - max(len(suffix) + 1 for suffix, _ in SOURCES.values())
 JSON_PATHS = (("unmapped",), ("entity", "data"), ("entity_result", "data"))
