@@ -158,9 +158,9 @@ def run_once(
     try:
         lease = store.acquire_lease(owner, settings.lease_ttl_s)
     except LeaseHeld as exc:
-        report.skipped = str(exc)
+        report.skip_reason = str(exc)
         report.finished = format_us(now_us())
-        log.warning("run skipped: another run holds the lease", extra={"reason": report.skipped})
+        log.warning("run skipped: another run holds the lease", extra={"reason": report.skip_reason})
         if sink is None or health_sink is not None:
             send_health(settings, report, store.location, runtime, tenant, health_sink)
         return report

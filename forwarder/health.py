@@ -47,7 +47,7 @@ def forwarder_id(state_location: str, tenant: str) -> str:
 
 
 def status_of(report: RunReport, stopped: bool) -> str:
-    if report.skipped:
+    if report.skip_reason:
         return SKIPPED
     if not report.ok:
         return FAILURE
@@ -82,7 +82,7 @@ def summary(report: RunReport, origin: Origin, run_id: str, stopped: bool) -> Di
         "duration_seconds": round(max(0, finished_us - started_us) / 1e6, 3),
         "schedule_interval_seconds": origin.schedule_interval_s,
         "error": clip(error, ERROR_LIMIT) if error else None,
-        "skipped_reason": clip(report.skipped, ERROR_LIMIT) if report.skipped else None,
+        "skipped_reason": clip(report.skip_reason, ERROR_LIMIT) if report.skip_reason else None,
         "stop_reason": report.stop_reason,
         "streams": {
             "polled": len(streams),

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from . import stop
 from .delivery.claims import Claims
 from .delivery.journal import Journal
-from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Shipper
+from .delivery.shipper import FLUSH_TIMEOUT_S, LINGER_S, Outcome, Shipper
 from .errors import ForwarderError, StreamFailed
 from .events import Event
 from .logs import redact
@@ -79,7 +79,9 @@ class RunContext:
 
 
 def run_stream(ctx: RunContext, stream: Stream) -> StreamReport:
-    """Read, ship and commit ``stream`` pass by pass until it has nothing new (or a stop)."""
+    """Read, ship and commit ``stream`` pass by pass until it has nothing new (or a stop). The report
+    is this thread's alone: in a run's shared batches, what the shipper does for the stream is merged
+    into it by ``run_streams`` once this thread is done and the batches are settled."""
     report = StreamReport(stream.key)
     state: Optional[StreamState] = None
     try:
@@ -228,13 +230,14 @@ def _ship(
         events = [format_record(record, options) for record in records]
     if ctx.shipper is None:  # run_stream on its own: this pass is delivered and committed here
         shipper = _new_shipper(ctx)
-        shipper.add(stream.key, records, events, state, version, report, quarantined)
+        shipper.add(stream.key, records, events, state, version, quarantined)
         shipper.finish(ctx.flush_timeout_s)
+        _merge(report, shipper.outcome(stream.key))
         failure = shipper.failure(stream.key)
         if failure is not None:
             raise StreamFailed(failure)
         return shipper.position(stream.key) or (state, version)
-    failure = ctx.shipper.add(stream.key, records, events, state, version, report, quarantined)
+    failure = ctx.shipper.add(stream.key, records, events, state, version, quarantined)
     if failure is not None:
         raise StreamFailed(failure)
     ctx.renew_lease()
@@ -252,7 +255,19 @@ def _new_shipper(ctx: RunContext, concurrency: int = 1) -> Shipper:
         renew=ctx.renew_lease,
         claims=ctx.claims,
         journal=Journal.open(ctx.store, ctx.sink, ctx.claims),
+        on_shipped=ctx.observer.shipped,
     )
+
+
+def _merge(report: StreamReport, outcome: Outcome) -> None:
+    """What the shipper did for the stream, into its report. The stream's own error comes first: it
+    is why the stream stopped, whatever its batches met afterwards."""
+    report.shipped += outcome.shipped
+    report.quarantined += outcome.quarantined
+    report.new -= outcome.copies
+    report.skipped += outcome.copies
+    report.stopped = report.stopped or outcome.stopped
+    report.error = report.error or outcome.error
 
 
 def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, report: RunReport) -> None:
@@ -287,7 +302,12 @@ def run_streams(ctx: RunContext, plan: Sequence[Stream], concurrency: int, repor
                 stop.settle(future)
     finally:
         ctx.shipper = None
-        shipper.finish(ctx.flush_timeout_s)  # also when a worker failed: what was sent gets committed
+        try:
+            shipper.finish(ctx.flush_timeout_s)  # also when a worker failed: what was sent gets committed
+        finally:
+            with lock:  # each report listed is its stream thread's no more: this thread writes it now
+                for result in report.streams:
+                    _merge(result, shipper.outcome(result.stream))
     for result in report.streams:
         position = shipper.position(result.stream)
         if position is not None:

@@ -51,7 +51,7 @@ class RunReport:
     not_due: List[str] = field(default_factory=list)  # skipped: the schedule does not need them yet
     stop_reason: Optional[str] = None  # why the run stopped starting streams (budget, deadline...)
     error: Optional[str] = None  # a failure before any stream ran (users endpoint, sink set-up)
-    skipped: Optional[str] = None  # why the run did nothing at all (another run holds the lease)
+    skip_reason: Optional[str] = None  # why the run did nothing at all (another run holds the lease)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +88,7 @@ class RunReport:
             "finished": self.finished,
             "totals": self.totals(),
             "error": self.error,
-            "skipped": self.skipped,
+            "skipped": self.skip_reason,
             "not_started": self.not_started,
             "failures": [{"error": e, "streams": len(keys), "first": keys[0]} for e, keys in self.failures()],
             "not_due": self.not_due,

@@ -25,7 +25,7 @@ def metrics(
         "FailedStreams": (totals["failed_streams"] + (1 if report.error else 0), "Count"),
         "StreamsLeft": (len(report.not_started), "Count"),
         "StreamsNotDue": (len(report.not_due), "Count"),  # skipped by the schedule: waiting their turn
-        "SkippedRuns": (1 if report.skipped else 0, "Count"),
+        "SkippedRuns": (1 if report.skip_reason else 0, "Count"),
         "Duration": (round(duration_s * 1000, 1), "Milliseconds"),
     }
     if lags:  # no stream has delivered anything yet: no lag to report

@@ -20,6 +20,10 @@ The transport rule: urllib3's, requests', botocore's and PySocks' private parts 
 pools, adapters, sessions) are imported nor their hooks named (``PRIVATE_HOOKS``, as an attribute or
 a method defined).
 
+The report rule: delivery/ imports neither the run report nor the observer. The shipper's threads
+tally each stream's outcome in a value of their own, which the pipeline merges into the stream's
+report, so a report has one writer at a time (tests/test_pipeline.py checks the threads).
+
 The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and reaches
 none of the clock readers ``now``, ``utcnow``, ``today`` (datetime, date) or the forwarder's own
 ``now_us``, neither as an attribute (``datetime.now``, ``timeutil.now_us``) nor by importing it; a
@@ -219,6 +223,13 @@ RULES: Tuple[Rule, ...] = (
         TRANSPORT_INTERNALS,
         exempt="forwarder.transport",
         attributes=PRIVATE_HOOKS,
+    ),
+    Rule(
+        "delivery-writes-reports",
+        "the shipper's threads tally each stream's outcome apart; its report has one writer (pipeline)",
+        "forwarder.delivery",
+        frozenset({"forwarder.report", "forwarder.observer"}),
+        transitive=True,
     ),
     Rule(
         "pipeline-loads-clients",

@@ -131,7 +131,7 @@ def test_a_run_that_finds_the_lease_held_says_so(org, tmp_path):
             report = run_once(settings)
         finally:
             lease.release()
-    assert report.skipped
+    assert report.skip_reason
     (event,) = split(out)[1]
     assert event["emailauth"]["forwarder"]["status"] == "skipped" and event["event"]["outcome"] == "unknown"
     assert "someone-else" in event["emailauth"]["forwarder"]["skipped_reason"]

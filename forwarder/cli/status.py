@@ -15,7 +15,7 @@ EXIT_TEMPFAIL = 75  # sysexits EX_TEMPFAIL: another run holds the lease; try aga
 def run_status(report: RunReport) -> int:
     """The exit status of one run: the most serious of what happened."""
     totals = report.totals()
-    if report.skipped:
+    if report.skip_reason:
         return EXIT_TEMPFAIL
     if not report.ok:
         return EXIT_FAILED

@@ -60,6 +60,7 @@ class Progress(Ticker, RunObserver):
         self._planned: Optional[int] = None
         self._api_calls: Callable[[], int] = lambda: 0
         self._reports: Dict[str, StreamReport] = {}
+        self._shipped: Dict[str, int] = {}  # stream -> records the sink accepted, told as it happens
         self._spans: Dict[str, Tuple[int, int]] = {}  # running stream -> (first_us, delivered up to)
         self._done = 0
         self._failed = 0
@@ -78,6 +79,10 @@ class Progress(Ticker, RunObserver):
             self._spans[report.stream] = (first_us, at_us)
             self._backfill = self._backfill or now_us() - first_us > BACKFILL_US
 
+    def shipped(self, stream: str, count: int) -> None:
+        with self._lock:
+            self._shipped[stream] = self._shipped.get(stream, 0) + count
+
     def finished(self, report: StreamReport) -> None:
         with self._lock:
             self._reports[report.stream] = report
@@ -95,9 +100,11 @@ class Progress(Ticker, RunObserver):
         """The run's numbers as they stand (planned None: still planning)."""
         with self._lock:
             reports = list(self._reports.values())
+            told = dict(self._shipped)
             planned, done, failed, api_calls = self._planned, self._done, self._failed, self._api_calls
         fetched = sum(r.fetched for r in reports)
-        shipped = sum(r.shipped for r in reports)
+        # A report has its shipped count once the run's batches are settled; until then, what was told.
+        shipped = sum(told.get(r.stream, r.shipped) for r in reports)
         return Counts(planned, done, failed, fetched, shipped, api_calls() if planned is not None else 0)
 
     # -- drawing (the ticker thread) ---------------------------------------------------------------

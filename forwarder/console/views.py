@@ -35,8 +35,8 @@ def _totals_row(report: RunReport) -> List[Cell]:
 
 
 def _headline(report: RunReport, style: Style, took: str) -> str:
-    if report.skipped:
-        return style.warn(f"run skipped after {took}: {report.skipped}")
+    if report.skip_reason:
+        return style.warn(f"run skipped after {took}: {report.skip_reason}")
     if report.ok:
         return style.ok("run finished") + f" in {took}"
     return style.bad("run failed") + f" after {took}"
@@ -49,7 +49,7 @@ def run_summary(
     the headline names ``tenant`` when there is one."""
     named = f"tenant {tenant}: " if tenant else ""
     head = named + _headline(report, style, format_duration(elapsed_s))
-    if report.skipped:
+    if report.skip_reason:
         return head + "\n"
     out = [head + (f", {api_calls:,} API calls" if api_calls is not None else "")]
     out.append(table(TOTALS, [_totals_row(report)], style, indent=2).rstrip("\n"))
@@ -89,7 +89,7 @@ def tenants_total(
 ) -> str:
     """After every tenant's own summary: one row per tenant and their total."""
     failed = [name for name, r in reports.items() if not r.ok]
-    skipped = [name for name, r in reports.items() if r.skipped]
+    skipped = [name for name, r in reports.items() if r.skip_reason]
     calls = f", {api_calls:,} API calls" if api_calls is not None else ""
     head = f"{len(reports):,} tenants in {format_duration(elapsed_s)}{calls}: "
     parts = [style.ok(f"{len(reports) - len(failed) - len(skipped):,} finished")]

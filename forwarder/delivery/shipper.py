@@ -6,6 +6,9 @@ allow written (the sink declares it; syslog, files and stdout say 1: one connect
 at most as many more wait closed, so a stream that adds events waits for room; one batch is open,
 closed when full or after ``linger_s``; ``max_in_flight`` sender threads and ``commit_threads`` state
 writers; ``finish`` waits a bounded time for the last batches.
+
+What it did for each stream is tallied in an ``Outcome`` of its own, never in the stream's report:
+the run merges it into the report on one thread once the batches are settled.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import stop
@@ -22,7 +26,6 @@ from ..errors import ForwarderError, StateError
 from ..events import Event, Rejection
 from ..quarantine import Quarantine
 from ..records import AuditRecord
-from ..report import StreamReport
 from ..sinks.base import Sink
 from ..state.model import StreamState
 from ..state.store import StateStore
@@ -36,6 +39,17 @@ log = logging.getLogger(__name__)
 
 LINGER_S = 1.0  # how long a partly filled batch waits for more events from other streams
 FLUSH_TIMEOUT_S = 120.0  # how long the end of a run waits for the batches still being sent
+
+
+@dataclass
+class Outcome:
+    """What the shipper did with one stream's records in a run, so far."""
+
+    shipped: int = 0  # accepted by the sink
+    quarantined: int = 0  # refused by the sink for good, kept in quarantine
+    copies: int = 0  # selected, then found claimed by another stream since: skipped, not shipped
+    stopped: bool = False  # a stop request cut one of its batches or state writes
+    error: Optional[str] = None  # why its batches or state writes failed (the first reason)
 
 
 class Shipper:
@@ -52,6 +66,7 @@ class Shipper:
         clock: Callable[[], float] = time.monotonic,  # the linger's (tests stand it still)
         claims: Optional[Claims] = None,  # the run's, when streams may return copies of one record
         journal: Optional[Journal] = None,  # for a sink that writes a batch as several objects (with claims)
+        on_shipped: Callable[[str, int], None] = lambda stream, count: None,  # told from the senders
     ) -> None:
         self._sink = sink
         self._claims = claims
@@ -62,13 +77,14 @@ class Shipper:
         self._linger_s = max(linger_s, float(getattr(sink, "linger_s", 0.0)))
         self._clock = clock
         self._renew = renew
+        self._on_shipped = on_shipped
         self._max_in_flight = max(1, int(getattr(sink, "max_in_flight", 1)))
         self._batcher = Batcher(sink.max_batch_events, sink.max_batch_bytes)
         self._tracker = CommitTracker(window_us, claims)
-        self._reports: Dict[str, StreamReport] = {}
+        self._outcomes: Dict[str, Outcome] = {}
         self._queue: Deque[Batch] = deque()  # closed, not yet taken by a sender
         self._in_flight = 0
-        # Guards the queue, _in_flight, _closing, _stopped, _fatal and _cut: stream threads add
+        # Guards the queue, _in_flight, _closing, _stopped, _fatal, _cut and _outcomes: stream threads add
         # batches, sender threads take them, and the flush waits on it until every batch is settled.
         self._cond = threading.Condition()
         self._closing = False
@@ -89,7 +105,6 @@ class Shipper:
         events: Sequence[Event],
         state: StreamState,
         version: Optional[str],
-        report: StreamReport,
         quarantined: Optional[Mapping[str, int]] = None,
     ) -> Optional[str]:
         """Queue one pass of ``stream`` (``state``/``version`` as loaded, the first time), with the
@@ -99,12 +114,12 @@ class Shipper:
         with self._cond:
             self._check_fatal()
             self._tracker.open(stream, state, version)
-            self._reports.setdefault(stream, report)
+            outcome = self._outcomes.setdefault(stream, Outcome())
             failure = self._failure(stream)
             if failure is not None:
                 return failure
             if self._claims is not None and records:
-                records, events = _claimed(self._claims, stream, records, events, report)
+                records, events = _claimed(self._claims, stream, records, events, outcome)
             self._tracker.carry(stream, quarantined or {})
             for batch in self._batcher.add(stream, records, events, self._clock()):
                 self._tracker.closed(batch)
@@ -124,6 +139,11 @@ class Shipper:
     def failure(self, stream: str) -> Optional[str]:
         with self._cond:
             return self._failure(stream)
+
+    def outcome(self, stream: str) -> Outcome:
+        """What was done for ``stream`` so far (a copy: final once ``finish`` returned)."""
+        with self._cond:
+            return replace(self._outcomes.get(stream) or Outcome())
 
     def _failure(self, stream: str) -> Optional[str]:
         """Why ``stream`` cannot go on; Stopped when a stop request cut one of its batches."""
@@ -264,13 +284,14 @@ class Shipper:
                 self._journal.end(keys)
             except StateError as exc:  # the batch is recorded: only later batches are refused
                 log.warning("pending-objects journal not saved", extra={"error": str(exc)})
+        shipped = _shipped(batch, rejected)
+        for stream, count in shipped.items():
+            self._on_shipped(stream, count)
         with self._cond:
-            for segment in batch.segments:
-                report = self._reports[segment.stream]
-                report.shipped += len(segment.records)
+            for stream, count in shipped.items():
+                self._outcomes[stream].shipped += count
             for stream, rejections in rejected.items():
-                self._reports[stream].shipped -= len(rejections)
-                self._reports[stream].quarantined += len(rejections)
+                self._outcomes[stream].quarantined += len(rejections)
             if not self._stopped and self._fatal is None:  # else these streams failed already
                 for commit in self._tracker.accepted(batch):
                     self._committers.submit(self._guarded, self._commit, commit)
@@ -328,7 +349,7 @@ class Shipper:
     def _stopped_stream(self, stream: str) -> None:
         """Called with the lock held: a stop request cut ``stream``'s batch or state write."""
         self._cut.add(stream)
-        self._reports[stream].stopped = True
+        self._outcomes[stream].stopped = True
         log.warning("stream stopped with a batch in flight", extra={"stream": stream})
 
     def _abandon(self, timeout_s: float, urgent: bool) -> None:
@@ -347,8 +368,8 @@ class Shipper:
                 self._report_failure(stream, reason)
 
     def _report_failure(self, stream: str, reason: str) -> None:
-        report = self._reports[stream]
-        report.error = report.error or reason
+        outcome = self._outcomes[stream]
+        outcome.error = outcome.error or reason
         # INFO: the run tells each cause once, with the number of streams (app.run_once).
         log.info("stream failed", extra={"stream": stream, "error": reason})
 
@@ -372,13 +393,22 @@ def _claimed(
     stream: str,
     records: Sequence[AuditRecord],
     events: Sequence[Event],
-    report: StreamReport,
+    outcome: Outcome,
 ) -> Tuple[Sequence[AuditRecord], Sequence[Event]]:
     """The records (and their events) ``stream`` ships: those another stream claimed since it
     selected them are skipped copies now."""
     mine = claims.claim(stream, records)
     if len(mine) == len(records):
         return records, events
-    report.new -= len(records) - len(mine)
-    report.skipped += len(records) - len(mine)
+    outcome.copies += len(records) - len(mine)
     return [records[i] for i in mine], [events[i] for i in mine]
+
+
+def _shipped(batch: Batch, rejected: Mapping[str, Sequence[Rejection]]) -> Dict[str, int]:
+    """Per stream, the records of an accepted ``batch`` the sink kept (its ``rejected`` ones aside)."""
+    counts: Dict[str, int] = {}
+    for segment in batch.segments:
+        counts[segment.stream] = counts.get(segment.stream, 0) + len(segment.records)
+    for stream, rejections in rejected.items():
+        counts[stream] -= len(rejections)
+    return counts

@@ -74,8 +74,8 @@ def run_item(
     )
     if stop.requested():  # checked first: a stopped run may look whole (stopped while planning)
         return "retry", report, "stopped on request before the item was done: it goes back to the queue"
-    if report.skipped:
-        return "retry", report, report.skipped
+    if report.skip_reason:
+        return "retry", report, report.skip_reason
     if not report.ok:
         failed = [f"{s.stream}: {s.error}" for s in report.streams if not s.ok]
         return "retry", report, "; ".join(([report.error] if report.error else []) + failed[:5])

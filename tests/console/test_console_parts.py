@@ -147,6 +147,19 @@ def test_progress_counts_streams_records_and_calls_and_estimates_a_backfill():
     assert progress.api_calls() == 7
 
 
+def test_progress_shows_records_shipped_as_told_before_the_reports_have_them():
+    progress = Progress(Screen(io.StringIO(), live=False), clock=Clock())
+    progress.started([object()], lambda: 1)  # type: ignore[list-item]
+    report = StreamReport("user/a", fetched=10)
+    progress.progressed(report, now_us(), now_us())
+    progress.shipped("user/a", 3)
+    progress.shipped("user/a", 4)
+    assert progress.counts().shipped == 7
+    progress.finished(report)
+    report.shipped = 7  # the run merged what the shipper did into the report: counted once
+    assert progress.counts().shipped == 7
+
+
 def test_no_estimate_when_every_stream_is_close_to_now():
     clock = Clock()
     progress = Progress(Screen(io.StringIO(), live=False), clock=clock)

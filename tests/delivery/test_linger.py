@@ -9,7 +9,6 @@ from typing import List, Sequence
 from forwarder.delivery.shipper import Shipper
 from forwarder.events import SendResult
 from forwarder.quarantine import LocalQuarantine
-from forwarder.report import StreamReport
 from forwarder.state.model import StreamState
 from tests.delivery.test_batching_and_commits import WINDOW_US, events, records
 from tests.fakes import MemoryStore
@@ -51,7 +50,7 @@ def test_a_partial_batch_of_two_streams_is_sent_when_the_linger_is_over_not_befo
     )
     added = {"user/a": records("a@example.com", 3), "user/b": records("b@example.com", 2)}
     for stream, recs in added.items():
-        assert shipper.add(stream, recs, events(recs), StreamState(), None, StreamReport(stream)) is None
+        assert shipper.add(stream, recs, events(recs), StreamState(), None) is None
 
     # The sender wakes every linger_s of real time; on a clock standing still the linger never ends.
     assert not sink.sent.wait(3 * LINGER_S), "a partial batch was sent before its linger was over"
@@ -82,7 +81,7 @@ def test_a_sink_asking_for_a_longer_linger_gets_it(tmp_path):
         clock=clock,
     )
     recs = records("a@example.com", 2)
-    assert shipper.add("user/a", recs, events(recs), StreamState(), None, StreamReport("user/a")) is None
+    assert shipper.add("user/a", recs, events(recs), StreamState(), None) is None
 
     clock.now += 2 * LINGER_S  # past the run's linger, not the sink's
     assert not sink.sent.wait(3 * LINGER_S), "the batch did not wait the linger its sink asked for"

@@ -8,7 +8,7 @@ from typing import List, Sequence
 
 import pytest
 
-from forwarder.delivery.shipper import Shipper
+from forwarder.delivery.shipper import Outcome, Shipper
 from forwarder.errors import ConflictError
 from forwarder.events import Event, SendResult
 from forwarder.pipeline import run_streams
@@ -16,10 +16,14 @@ from forwarder.quarantine import LocalQuarantine
 from forwarder.reading.select import Limits
 from forwarder.records import event_id
 from forwarder.report import RunReport
+from forwarder.state.model import StreamState
 from forwarder.stop import Stopped
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us
-from tests.fakes import MemoryStore
+from tests.delivery.test_batching_and_commits import WINDOW_US
+from tests.delivery.test_batching_and_commits import events as batch_events
+from tests.delivery.test_batching_and_commits import records as batch_records
+from tests.fakes import MemorySink, MemoryStore
 from tests.pipeline.test_delivery_property import ListSource, make_records, run_context
 
 STREAMS = [Stream("user", f"u{i}@example.com") for i in range(12)]
@@ -211,3 +215,18 @@ def test_a_run_that_dies_writes_no_state_after_it_has_ended(tmp_path, monkeypatc
     writers = [t for t in set(threading.enumerate()) - before if t.name.startswith("commit")]
     assert writers == []  # none of the run's commit threads outlives it
     assert store.fatal.is_set() and store.after_crash == 0
+
+
+def test_the_shipper_tallies_each_streams_outcome_of_its_own(tmp_path):
+    """What the sink did with each stream's records, and why a stream failed, in an Outcome per
+    stream that the run merges into the stream's report (the shipper has none)."""
+    sink = MemorySink(max_batch_events=2, fail_sends=[2])  # one sender, in order: b's batch is refused
+    shipper = Shipper(sink, LocalQuarantine(str(tmp_path)), MemoryStore(), window_us=WINDOW_US, linger_s=0.0)
+    for stream in ("user/a", "user/b"):
+        recs = batch_records(stream, 2)
+        assert shipper.add(stream, recs, batch_events(recs), StreamState(), None) is None
+    shipper.finish(timeout_s=30)
+    assert shipper.outcome("user/a") == Outcome(shipped=2)
+    refused = shipper.outcome("user/b")
+    assert refused.shipped == 0 and "refused on purpose" in (refused.error or "")
+    assert shipper.outcome("user/never-added") == Outcome()

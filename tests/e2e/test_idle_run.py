@@ -76,7 +76,7 @@ def test_a_lease_held_by_a_live_run_still_skips_an_idle_run(tmp_path):
         held = LocalStore(str(state)).acquire_lease("elsewhere:1:live", 900)
         calls = sim.calls()
         skipped = run_once(settings)
-        assert skipped.skipped and "elsewhere:1:live" in skipped.skipped
+        assert skipped.skip_reason and "elsewhere:1:live" in skipped.skip_reason
         assert sim.calls() == calls
         held.release()
         assert not (state / ".lease").exists()

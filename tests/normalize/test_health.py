@@ -32,7 +32,9 @@ def report(case: str) -> RunReport:
     """A run of each kind the health event tells apart."""
     started, finished = "2026-03-01T12:00:00.000000Z", "2026-03-01T12:01:30.250000Z"
     if case == "skipped":
-        return RunReport(started, finished, skipped="lease held by host-a:42:abc until 2026-03-01T12:10:00Z")
+        return RunReport(
+            started, finished, skip_reason="lease held by host-a:42:abc until 2026-03-01T12:10:00Z"
+        )
     ok = StreamReport("user:alice@example.com", fetched=12, new=10, shipped=10, api_calls=3)
     ok.strategy, ok.lag_seconds = "ascending+start_date", 40.5
     behind = StreamReport("domain:example.com", fetched=200, new=200, shipped=200, api_calls=5)
