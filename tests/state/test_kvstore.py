@@ -11,9 +11,8 @@ from forwarder.errors import ConfigError, ConflictError, StateError
 from forwarder.state import open_store
 from forwarder.state.kvstore import KVStore, Splunkd, open_kvstore
 from tests.e2e.helpers import cli
+from tests.splunk.fake_splunkd import SESSION_KEY, FakeSplunkd
 from tests.state.contract import KEY, T0_US, StoreContract, delivered, make_record
-
-from .fake_splunkd import SESSION_KEY, FakeSplunkd
 
 APP = "TA-test"
 COLLECTION = "checkpoints"
