@@ -1,12 +1,15 @@
-"""Properties of forwarder.sinks.base.batches, the grouping every sink relies on."""
+"""forwarder.sinks.base: properties of batches, the grouping every sink relies on; NDJSON lines."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from forwarder.events import Event
-from forwarder.sinks.base import batches
+from forwarder.sinks.base import batches, ndjson_line
+from tests.sinks import helpers
 
 # Small numbers, so that batches land exactly on their bounds often.
 sizes = st.lists(st.integers(min_value=0, max_value=40), max_size=40)
@@ -46,3 +49,17 @@ def test_batches_are_as_full_as_the_bounds_allow(body_sizes, limit):
     for batch, following in zip(grouped, grouped[1:]):
         used = sum(len(event.body) + 1 for event in batch)
         assert len(batch) == max_events or used + len(following[0].body) + 1 > max_bytes
+
+
+def test_a_line_is_the_body_and_a_newline():
+    assert ndjson_line(helpers.event(1)) == helpers.event(1).body + b"\n"
+    assert ndjson_line(helpers.CEF) == b"CEF:0|V|P|1|a|b|3|msg=x\n"
+
+
+def test_stray_line_breaks_never_split_a_record():
+    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
+    pretty = Event("j" * 64, 0, b'{\n  "a": "x"\r\n}')
+
+    assert ndjson_line(text) == b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo\n"
+    assert json.loads(ndjson_line(pretty)) == {"a": "x"}
+    assert ndjson_line(pretty).count(b"\n") == 1

@@ -24,9 +24,8 @@ from forwarder.timeutil import format_us
 from tests.cef_parser import parse
 from tests.fakes import Waits
 from tests.normalize import OPTIONS
-
-from .rsyslog import MAX_MESSAGE
-from .slow_tls import SlowTlsReceiver
+from tests.syslog.rsyslog import MAX_MESSAGE
+from tests.syslog.slow_tls import SlowTlsReceiver
 
 # rsyslog stores messages as C strings and writes NUL as "#000" whatever the settings: not ours to test.
 HOSTILE = st.sampled_from([*"|=\\\r\n \té例😀", "cs6=", " msg=", "CEF:0|", "10 <13>1 "])

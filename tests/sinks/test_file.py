@@ -1,77 +1,19 @@
-"""The stdout and file sinks: NDJSON lines, durability, append, clear errors."""
+"""The file sink: NDJSON lines, durability, append, clear errors."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import json
 import os
 import shutil
 
 import pytest
 
 from forwarder.errors import SinkError
-from forwarder.events import Event
 from forwarder.sinks import file as file_sink
 from forwarder.sinks import open_sink
-from forwarder.sinks.base import ndjson_line
 from forwarder.sinks.file import FileSink, path_from_uri
 from forwarder.sinks.settings import SinkSettings
-from forwarder.sinks.stdout import StdoutSink
-
-
-def event(n: int) -> Event:
-    return Event(f"{n:064x}", 1_767_323_045_000_000 + n, json.dumps({"n": n, "msg": "héllo"}).encode())
-
-
-CEF = Event("c" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=x", is_json=False)
-
-
-# --- NDJSON lines ---------------------------------------------------------------------------------
-
-
-def test_a_line_is_the_body_and_a_newline():
-    assert ndjson_line(event(1)) == event(1).body + b"\n"
-    assert ndjson_line(CEF) == b"CEF:0|V|P|1|a|b|3|msg=x\n"
-
-
-def test_stray_line_breaks_never_split_a_record():
-    text = Event("t" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=one\r\ntwo", is_json=False)
-    pretty = Event("j" * 64, 0, b'{\n  "a": "x"\r\n}')
-
-    assert ndjson_line(text) == b"CEF:0|V|P|1|a|b|3|msg=one\\r\\ntwo\n"
-    assert json.loads(ndjson_line(pretty)) == {"a": "x"}
-    assert ndjson_line(pretty).count(b"\n") == 1
-
-
-# --- stdout ---------------------------------------------------------------------------------------
-
-
-def test_stdout_writes_one_line_per_event(capsysbinary):
-    sink = open_sink(SinkSettings(uri="stdout", batch_events=7))
-
-    result = sink.send([event(1), CEF, event(2)])
-    sink.close()
-
-    assert isinstance(sink, StdoutSink)
-    assert sink.max_batch_events == 7
-    assert result.delivered == 3
-    assert capsysbinary.readouterr().out == event(1).body + b"\n" + CEF.body + b"\n" + event(2).body + b"\n"
-
-
-def test_stdout_reports_a_reader_that_went_away():
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    stream = os.fdopen(write_end, "wb", buffering=0)
-    try:
-        with pytest.raises(SinkError, match="stdout"):
-            StdoutSink(stream=stream).send([event(1)])
-    finally:
-        with contextlib.suppress(OSError):
-            stream.close()
-
-
-# --- file -----------------------------------------------------------------------------------------
+from tests.sinks.helpers import CEF, event
 
 
 def test_file_sink_creates_directories_and_appends_across_runs(tmp_path):

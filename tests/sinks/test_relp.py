@@ -19,8 +19,7 @@ from forwarder.events import Event
 from forwarder.sinks import open_sink, probe_sink, sink_problems
 from forwarder.sinks.relp import EXAMPLE, WINDOW, Frame, RelpSink, address, encode, parse, status
 from forwarder.sinks.settings import SinkSettings
-
-from .rsyslog import MAX_MESSAGE
+from tests.syslog.rsyslog import MAX_MESSAGE
 
 OPEN_OK = b"200 OK\nrelp_version=0\nrelp_software=test\ncommands=syslog"
 
