@@ -39,7 +39,7 @@ from forwarder.replay import replay
 from forwarder.sinks import open_sink
 from tests.aws.conftest import connections
 from tests.e2e.helpers import cli, env_for, settings_for
-from tests.sinks.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
+from tests.hostile.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
 
 STREAM = "user/alice@example.com"
 GUARD_S = 60  # only a command that ignores its deadline reaches this

@@ -9,18 +9,26 @@ the socket's timeout (the connect timeout), a SOCKS negotiation only per read. S
 can end these calls before the trickle does.
 
 Order, not time, is asserted: the call must have returned before the trickling peer came to its last
-byte (the peer sets ``finished`` before sending it, so a call only the trickle's end freed sees it)."""
+byte (the peer sets ``finished`` before sending it, so a call only the trickle's end freed sees it).
+
+A call cut at its deadline after its answer was read whole never shuts down the socket of the
+connection it handed back to the pool: with a session shared by threads, another call may already be
+reading its own answer on it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import http.server as http_server
 import threading
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
 from forwarder import deadline, http, stop
+from forwarder import http as forwarder_http
 from tests.receivers.forward_proxy import ForwardProxy, behind, direct
+from tests.receivers.loopback import LoopbackServer
 from tests.receivers.trickling_handshake import SOCKS5_OPENING, TLS_OPENING, TricklingHandshake
 
 TIMEOUT = (60.0, 60.0)  # connect (a handshake's) and read
@@ -113,3 +121,72 @@ def test_a_stop_request_ends_a_trickled_handshake(kind, request):
         assert isinstance(outcome.get("raised"), stop.Stopped)
         expected = f"stopping on request: the rest of GET {url} (cut during {step}) not started"
         assert str(outcome["raised"]) == expected
+
+
+SLOW_BODY = b'{"slow":true}'
+
+
+class KeepAlive(LoopbackServer):
+    """HTTP/1.1 with keep-alive: ``/fast`` answers at once; ``/slow`` sends its headers, then its body
+    once ``release`` is set. ``peers`` records the client's address of every request."""
+
+    name = "keep-alive"
+
+    def __init__(self) -> None:
+        self.peers: List[object] = []
+        self.release = threading.Event()
+        super().__init__(_Handler, http_server.ThreadingHTTPServer)  # type: ignore[arg-type]
+
+
+class _Handler(http_server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        server: KeepAlive = self.server.owner  # type: ignore[attr-defined]
+        server.peers.append(self.client_address)
+        body = SLOW_BODY if self.path == "/slow" else b"{}"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        if self.path == "/slow":
+            server.release.wait(10)
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_cut_after_the_answer_spares_the_pooled_connection_another_call_took():
+    with KeepAlive() as server:
+        url = f"http://127.0.0.1:{server.port}"
+        session = forwarder_http.new_session()
+        answered, cut = threading.Event(), threading.Event()
+        calls: List[deadline._Call] = []
+
+        def first_call() -> None:
+            with deadline.watching("GET /fast", 1.0) as call:
+                calls.append(call)
+                session.get(f"{url}/fast", timeout=(5, 5), stream=True).content  # noqa: B018
+                answered.set()  # read whole: the connection is back in the pool
+                if call.cut.wait(10):  # the deadline passes while this call's block is not over
+                    cut.set()
+
+        worker = threading.Thread(target=first_call, daemon=True)
+        worker.start()
+        assert answered.wait(10)
+        slow: List[bytes] = []
+
+        def second_call() -> None:
+            slow.append(
+                deadline.request(session, "GET", f"{url}/slow", timeout=(5, 5), deadline_s=10).content
+            )
+
+        reader = threading.Thread(target=second_call, daemon=True)
+        reader.start()
+        assert cut.wait(10)  # the first call was cut while the second waits for its body
+        server.release.set()
+        reader.join(10)
+        worker.join(10)
+        assert server.peers[0] == server.peers[1]  # one connection: the second call took the first's
+        assert slow == [SLOW_BODY]

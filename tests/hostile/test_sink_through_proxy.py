@@ -11,9 +11,9 @@ from forwarder import retry
 from forwarder.errors import SinkError
 from forwarder.sinks.http_ndjson import HttpNdjsonSink
 from forwarder.sinks.settings import SinkSettings
+from tests.hostile.test_lying_receivers import event
 from tests.receivers.forward_proxy import ForwardProxy, behind
 from tests.receivers.trickling_peer import TricklingPeer
-from tests.sinks.test_lying_receivers import event
 
 
 def test_a_receiver_trickling_through_the_proxy_is_cut_at_the_deadline(monkeypatch):
