@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forwarder.records import parse_record
-from forwarder.timeutil import format_us, parse_iso, parse_iso_any
+from forwarder.timeutil import format_duration, format_us, parse_iso, parse_iso_any
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -141,3 +141,10 @@ def test_the_fast_path_accepts_exactly_the_canonical_form(start, edits):
         assert carried(text) is text
     elif isinstance(_outcome(parse_iso_any, text), int):
         assert carried(text) == format_us(parse_iso_any(text))
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(0.25, "0.2s"), (42, "42s"), (61, "1m 1s"), (3 * 3600 + 120, "3h 2m"), (90061, "1d 1h")]
+)
+def test_format_duration(seconds, text):
+    assert format_duration(seconds) == text
