@@ -25,7 +25,6 @@ THEMED = {
     "pipeline": "whole passes of several streams as properties: delivery, strategies, clocks",
     "sentinel": "the Sentinel deployment template",
     "splunk": "the Splunk add-on: package, inputs, REST hooks, CIM",
-    "syslog": "whole runs and probes against a real rsyslogd",
 }
 REPOSITORY_CHECKS = {"test_docs.py", "test_layering.py", "test_test_layout.py"}
 MIRRORED_ROOTS = {"bench": "bench", "tools": "tools", "handlers": "handlers"}
