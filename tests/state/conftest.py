@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from tests.aws.conftest import bucket, silent, table  # noqa: F401 - the AWS tests' fixtures, shared
+from tests.aws.conftest import bucket, table  # noqa: F401 - the AWS tests' fixtures, shared
