@@ -2,10 +2,13 @@
 # tests run again in a second virtualenv. Skipped, with a line saying so, where no 3.9 exists.
 VENV39 := .venv39
 PY39   ?= $(firstword $(foreach p,python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9),$(shell $(p) -c 'import sys; print("$(p)") if sys.version_info[:2] == (3, 9) else None' 2>/dev/null)))
-COMPAT_TESTS := tests/pipeline tests/delivery tests/state tests/normalize tests/api tests/test_config.py tests/test_streams.py \
-                tests/test_jsonutil.py tests/test_records.py tests/tenants/test_document.py tests/fanout \
-                tests/sinks/test_hec.py tests/sinks/test_file_stdout.py tests/e2e/test_run_hec.py \
-                tests/console/test_run_in_terminal.py
+COMPAT_TESTS := tests/pipeline tests/test_pipeline.py tests/delivery tests/state/test_local.py tests/state/test_delivered.py \
+                tests/state/test_locations.py tests/state/test_model.py tests/state/test_names.py tests/normalize \
+                tests/test_timeutil.py tests/api tests/test_deadline.py tests/hostile/test_proxy_deadline.py \
+                tests/hostile/test_hostile_transport.py tests/test_config.py tests/test_streams.py \
+                tests/test_jsonutil.py tests/test_records.py tests/test_tenants.py tests/fanout \
+                tests/sinks/test_hec.py tests/sinks/test_base.py tests/sinks/test_file.py tests/sinks/test_stdout.py \
+                tests/e2e/test_run_hec.py tests/console/test_run_in_terminal.py
 
 .PHONY: compat39
 

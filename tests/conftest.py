@@ -1,10 +1,12 @@
-"""Shared fixtures: a real moto server over loopback HTTP for every AWS test. Also the hypothesis
-profile: no per-example deadline, since tests assert behaviour, never time, and a loaded 2-core
-machine must not fail them."""
+"""Shared fixtures: a real moto server over loopback HTTP for every AWS test, a real rsyslogd for the
+syslog and RELP sink tests, and the backoff pauses a client or sink asks for (``waits``). Also the
+hypothesis profile: no per-example deadline, since tests assert behaviour, never time, and a loaded
+2-core machine must not fail them."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Iterator
 
 import pytest
@@ -68,6 +70,46 @@ def hec() -> Iterator[object]:
 
     with HecReceiver(token=HEC_TOKEN) as receiver:
         yield receiver
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """Every backoff pause a client or sink asks for, instead of sleeping."""
+    from forwarder import retry
+
+    pauses: list[float] = []
+    monkeypatch.setattr(retry, "sleep", pauses.append)
+    return pauses
+
+
+def _started_rsyslog(directory, inputs=None):
+    from tests.syslog.rsyslog import Rsyslog
+
+    if not (shutil.which("rsyslogd") or shutil.which("rsyslogd", path="/usr/sbin")):
+        pytest.fail("rsyslogd is not installed: run tests/syslog/install-rsyslog.sh (make test does)")
+    server = Rsyslog(directory) if inputs is None else Rsyslog(directory, inputs)
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def rsyslog(tmp_path_factory):
+    """A real rsyslogd for the syslog sink tests, one per module."""
+    server = _started_rsyslog(tmp_path_factory.mktemp("rsyslog"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def relp_rsyslog(tmp_path):
+    """rsyslogd with a RELP input (``relp``) and a RELP-over-TLS one (``relptls``), for one test."""
+    server = _started_rsyslog(tmp_path / "rsyslog", ("relp", "relptls"))
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(autouse=True)

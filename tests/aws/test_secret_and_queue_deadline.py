@@ -16,7 +16,7 @@ from forwarder.fanout.workitem import WorkItem
 from forwarder.tenants import load_tenants
 from handlers.aws_lambda import environment
 from tests.aws.conftest import connections
-from tests.sinks.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
+from tests.hostile.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/work.fifo"
 DEADLINE = "no complete response within 1 s (HTTP timeout)"

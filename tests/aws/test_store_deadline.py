@@ -10,7 +10,7 @@ from forwarder import stop
 from forwarder.errors import ConflictError, StateError
 from forwarder.state import open_store
 from tests.aws.conftest import connections
-from tests.sinks.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
+from tests.hostile.test_aws_deadline import outcome_of  # what a call raised, on a guarded thread
 from tests.state.contract import KEY, T0_US, delivered, make_record
 
 STORES = {

@@ -19,9 +19,9 @@ from forwarder.config import load_settings
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.state import open_store
 from tests.e2e.helpers import cli
+from tests.e2e.test_es_crash import Crash, CrashingStore
 from tests.e2e.test_every_sink import ORG, expected
 from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
-from tests.sinks.test_es_crash import Crash, CrashingStore
 
 BATCH = 40
 

@@ -19,8 +19,8 @@ from forwarder.sinks.sentinel import MAX_REQUEST_BYTES
 from forwarder.state import open_store
 from tests.e2e import test_every_sink as every
 from tests.e2e.helpers import settings_for
+from tests.e2e.test_es_crash import Crash, CrashingStore
 from tests.receivers.sentinel import CLIENT_SECRET, SentinelReceiver
-from tests.sinks.test_es_crash import Crash, CrashingStore
 
 # The organization, its simulator and what it must deliver are test_every_sink's; retries do not wait.
 sim, no_waiting, expected = every.sim, every.no_waiting, every.expected

@@ -21,7 +21,7 @@ from tests.sinks.test_elasticsearch import mapped_paths
 
 from . import OPTIONS
 from .ocsf_check import OCSF_1_8, OcsfSchema
-from .test_ecs_schema import CUSTOM_TEMPLATE, ecs_fields, leaves
+from .test_ecs import CUSTOM_TEMPLATE, ecs_fields, leaves
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "health"
 ORIGIN = Origin("lambda", "acme", "0123456789abcdef", 300, version="9.9.9")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from forwarder.events import Event, Rejection, SendResult
 from tests.receivers.http_collector import LoopbackReceiver, Reply
 
@@ -76,3 +78,10 @@ def without_nulls(value):
     if isinstance(value, list):
         return [without_nulls(v) for v in value]
     return value
+
+
+def event(n: int) -> Event:
+    return Event(f"{n:064x}", 1_767_323_045_000_000 + n, json.dumps({"n": n, "msg": "héllo"}).encode())
+
+
+CEF = Event("c" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=x", is_json=False)

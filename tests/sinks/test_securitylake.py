@@ -295,7 +295,7 @@ def test_a_class_uid_of_any_json_shape_is_refused_not_a_crash(lake):
 
 def test_each_tenant_may_name_its_own_account_partition():
     from forwarder.tenants import parse_tenants
-    from tests.tenants.test_document import BASE, tenant
+    from tests.test_tenants import BASE, tenant
 
     base = {**BASE, "FORWARDER_SINK": URI, "FORWARDER_FORMAT": "ocsf"}
     doc = {"tenants": [tenant("acme", securitylake_account_id="external_acme"), tenant("globex")]}

@@ -1,6 +1,6 @@
 """Importing botocore's side of the deadline checks the pool table it writes is still the one every
 pool manager of a session shares; watching a client checks the client holds that session. (The
-deadline itself is tested against trickling peers in tests/sinks/test_aws_deadline.py and tests/aws.)"""
+deadline itself is tested against trickling peers in tests/hostile/test_aws_deadline.py and tests/aws.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Importing the watched transport checks every urllib3, requests and PySocks hook it overrides or
 sets: in a library that lacks one, it stops naming the library, its version and the hook. (What the
-watched connections do is tested through real proxies and peers in tests/api and tests/sinks.)"""
+watched connections do is tested through real proxies and peers in tests/test_deadline.py and
+tests/hostile.)"""
 
 from __future__ import annotations
 
