@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
+import functools
 
-from forwarder import retry
-from forwarder.app import run_once
+from forwarder import app
 from forwarder.config import load_settings
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from tests.e2e.helpers import env_for, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.silent import Silent
 from tests.receivers.users_api import UsersApi
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+
 ORG = generate_org(5)
 USERS = ",".join(f"user{i}@example.com" for i in range(20))
-
-
-@pytest.fixture(autouse=True)
-def no_waits(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
 
 
 def twenty_streams(api_url, tmp_path, **extra):

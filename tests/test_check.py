@@ -4,22 +4,21 @@ without an event; a sink that fails says so on its own line and the API is still
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
 
-from forwarder import retry
-from forwarder.check import check
+from forwarder import check as checking
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.hec import HecReceiver
 
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
+# The waits between tries are handed in and not slept: a retry tries again at once.
+check = functools.partial(checking.check, pace=NO_WAITS)
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from ..logs import quoted
+from ..retry import RetryPolicy
 from .base import Sink
 from .settings import SinkSettings
 
-SinkFactory = Callable[[SinkSettings], Sink]
+SinkFactory = Callable[[SinkSettings, Optional[RetryPolicy]], Sink]
 
 # scheme -> "module:factory"; modules are imported only when chosen, so boto3 stays optional.
 _REGISTRY: Dict[str, str] = {
@@ -93,8 +94,10 @@ def probe_sink(settings: SinkSettings) -> str:
     return probe(settings)
 
 
-def open_sink(settings: SinkSettings) -> Sink:
-    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
+def open_sink(settings: SinkSettings, *, retry_policy: Optional[RetryPolicy] = None) -> Sink:
+    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI. A sink
+    that tries again does so by ``retry_policy`` (by default FORWARDER_MAX_ATTEMPTS tries, waited in
+    real time): every factory takes one."""
     module, attr = _module(settings)
     factory: SinkFactory = getattr(module, attr)
-    return factory(settings)
+    return factory(settings, retry_policy)

@@ -286,5 +286,7 @@ def probe(settings: SinkSettings) -> str:
     return probed(ElasticsearchSink(settings))
 
 
-def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:
-    return ElasticsearchSink(settings)
+def open_elasticsearch(
+    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
+) -> ElasticsearchSink:
+    return ElasticsearchSink(settings, retry_policy)

@@ -141,5 +141,5 @@ def probe(settings: SinkSettings) -> str:
     return FirehoseSink(settings).probe()
 
 
-def open_firehose(settings: SinkSettings) -> FirehoseSink:
-    return FirehoseSink(settings)
+def open_firehose(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> FirehoseSink:
+    return FirehoseSink(settings, retry_policy=retry_policy)

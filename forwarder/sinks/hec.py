@@ -263,5 +263,5 @@ def probe(settings: SinkSettings) -> str:
     return probed(HecSink(settings))
 
 
-def open_hec(settings: SinkSettings) -> HecSink:
-    return HecSink(settings)
+def open_hec(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> HecSink:
+    return HecSink(settings, retry_policy)

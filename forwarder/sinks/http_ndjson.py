@@ -135,5 +135,7 @@ def probe(settings: SinkSettings) -> str:
     return probed(HttpNdjsonSink(settings))
 
 
-def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:
-    return HttpNdjsonSink(settings)
+def open_http_ndjson(
+    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
+) -> HttpNdjsonSink:
+    return HttpNdjsonSink(settings, retry_policy)

@@ -268,5 +268,5 @@ def probe(settings: SinkSettings) -> str:
     return probed(sink)
 
 
-def open_secops(settings: SinkSettings) -> SecOpsSink:
-    return SecOpsSink(settings)
+def open_secops(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SecOpsSink:
+    return SecOpsSink(settings, retry_policy)

@@ -42,6 +42,7 @@ from ..jsonutil import loads
 from ..logs import quoted
 from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
+from ..retry import RetryPolicy
 from ..timeutil import from_us
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
@@ -295,5 +296,7 @@ def probe(settings: SinkSettings) -> str:
     return SecurityLakeSink(settings).probe()
 
 
-def open_securitylake(settings: SinkSettings) -> SecurityLakeSink:
+def open_securitylake(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
+    """Writes to the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing
+    to pace here."""
     return SecurityLakeSink(settings)

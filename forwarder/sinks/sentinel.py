@@ -293,5 +293,5 @@ def probe(settings: SinkSettings) -> str:
     return probed(SentinelSink(settings))
 
 
-def open_sentinel(settings: SinkSettings) -> SentinelSink:
-    return SentinelSink(settings)
+def open_sentinel(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SentinelSink:
+    return SentinelSink(settings, retry_policy)
