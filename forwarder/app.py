@@ -175,7 +175,7 @@ def run_once(
             send_health(settings, report, store.location, runtime, tenant, health_sink, pace)
         return report
     policy = policy_for(settings)
-    scheduler = Scheduler.for_store(store, policy, window_s=settings.lookback_window_s)
+    scheduler = Scheduler.for_store(store, policy, pace.wall_clock, window_s=settings.lookback_window_s)
     limiter = build_limiter(settings, pace)
     client = None
     planned: Optional[List[Stream]] = None
@@ -208,7 +208,7 @@ def run_once(
             streams = order(planned)
             stops = Stops(should_stop, None, None, lambda: api.requests_sent)
         observer.started(streams, lambda: api.requests_sent)
-        sink = sink or open_sink(settings.sink, retry_policy=pace.policy(settings.sink.max_attempts))
+        sink = sink or open_sink(settings.sink, pace=pace)
         ctx = RunContext(
             source=source,
             store=store,
@@ -309,8 +309,7 @@ def send_health(
     try:
         with stop.shielded(stop.FINISHING):
             if sink is None:
-                own_settings = health_settings(settings.sink)
-                sink = open_sink(own_settings, retry_policy=pace.policy(own_settings.max_attempts))
+                sink = open_sink(health_settings(settings.sink), pace=pace)
             try:
                 result = sink.send([event])
             finally:

@@ -17,7 +17,7 @@ from .timeutil import now_us
 
 
 def check(settings: Settings, out: TextIO, *, pace: Pace = REAL_TIME) -> bool:
-    """Print one line per step; return whether every step passed. The API client waits at ``pace``."""
+    """Print one line per step; return whether every step passed. Whatever tries again waits at ``pace``."""
 
     register_secrets(settings.secrets())
 
@@ -34,7 +34,7 @@ def check(settings: Settings, out: TextIO, *, pace: Pace = REAL_TIME) -> bool:
     except (ForwarderError, ValueError) as exc:
         return say(False, f"state: {exc}")
     try:  # a sink that fails its probe still lets the API steps be checked
-        sink_ok = say(True, f"sink: {probe_sink(settings.sink)}; nothing sent")
+        sink_ok = say(True, f"sink: {probe_sink(settings.sink, pace=pace)}; nothing sent")
     except (ForwarderError, ValueError) as exc:
         sink_ok = say(False, f"sink: {exc}")
 

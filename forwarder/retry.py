@@ -65,11 +65,13 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class Pace:
     """How a run waits and reads the time, handed from its entry point (``app.run_once``, ``check``,
-    the handlers) to everything that waits: the API client's and the sink's retries and the rate
-    limiter. The default is real time; a test hands in one that records the waits instead."""
+    the handlers) to everything that waits or tells time: the API client's and the sink's retries,
+    the rate limiter, the scheduler. The default is real time; a test hands in one that records the
+    waits instead, or a clock of its own."""
 
     sleep: Sleep = sleep  # between tries, and before a request the rate limiter holds back
     clock: Callable[[], float] = time.monotonic  # the rate limiter's
+    wall_clock: Callable[[], float] = time.time  # the scheduler's: when each stream is due
 
     def policy(self, attempts: int) -> RetryPolicy:
         """A retry policy of ``attempts`` tries that waits at this pace."""

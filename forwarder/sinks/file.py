@@ -139,9 +139,9 @@ def validate(settings: SinkSettings) -> None:
         raise ValueError(f"FORWARDER_SINK {settings.uri!r} is a directory; name a file in it")
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
     """The file is writable, or the nearest existing directory on its path is (the first write creates
-    what is missing); nothing is created or written here."""
+    what is missing); nothing is created or written here (nor tried again: ``retry_policy`` is unused)."""
     path = path_from_uri(settings.uri)
     if os.path.exists(path):
         if not os.path.isfile(path) or not os.access(path, os.W_OK):

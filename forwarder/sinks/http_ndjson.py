@@ -131,8 +131,8 @@ def validate(settings: SinkSettings) -> None:
     HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(HttpNdjsonSink(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(HttpNdjsonSink(settings, retry_policy))
 
 
 def open_http_ndjson(

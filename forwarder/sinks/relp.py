@@ -226,5 +226,5 @@ def open_relp(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] 
     return RelpSink(settings, retry_policy, settings.syslog_max_message_bytes)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(open_relp(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(open_relp(settings, retry_policy))

@@ -92,7 +92,8 @@ def validate(settings: SinkSettings) -> None:
     aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
+    """Reaches S3, whose retries are the AWS client's: ``retry_policy`` has nothing to pace here."""
     return S3Sink(settings).probe()
 
 

@@ -260,9 +260,9 @@ def validate(settings: SinkSettings) -> None:
         google_auth.load_key(None, settings.timeout_seconds)  # its message names the variable
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
     try:
-        sink = SecOpsSink(settings)
+        sink = SecOpsSink(settings, retry_policy)
     except ValueError as exc:
         raise SinkError(str(exc)) from None
     return probed(sink)

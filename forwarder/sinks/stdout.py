@@ -54,7 +54,7 @@ def validate(settings: SinkSettings) -> None:
     """Nothing to check: standard output is always there."""
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
     return "standard output: nothing to reach"
 
 

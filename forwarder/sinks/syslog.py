@@ -271,5 +271,5 @@ def open_syslog(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy
     return SyslogSink(settings, retry_policy, settings.syslog_max_message_bytes)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(open_syslog(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(open_syslog(settings, retry_policy))
