@@ -26,7 +26,7 @@ from .reading.pass_ import RecordSource
 from .reading.select import Limits
 from .reading.trail import TrailReader
 from .report import RunReport
-from .retry import RetryPolicy
+from .retry import REAL_TIME, Pace
 from .scheduling.budget import Stops
 from .scheduling.orgindex import IndexSource
 from .scheduling.policy import policy_for
@@ -55,15 +55,24 @@ def credentials_for(settings: Settings) -> Credentials:
     return creds
 
 
-def build_client(settings: Settings, limiter: Optional[RateLimiter] = None) -> ApiClient:
+def build_client(
+    settings: Settings, limiter: Optional[RateLimiter] = None, pace: Pace = REAL_TIME
+) -> ApiClient:
+    """The API client of ``settings``; its retries wait at ``pace``, as does its own rate limiter
+    when the caller passes none."""
     return ApiClient(
         settings.api_url,
         credentials_for(settings),
         token_path=settings.token_path,
         timeout=settings.http_timeout_s,
-        retry=RetryPolicy(attempts=settings.max_attempts),
-        limiter=limiter or RateLimiter(settings.max_rps, settings.concurrency),
+        retry=pace.policy(settings.max_attempts),
+        limiter=limiter or build_limiter(settings, pace),
     )
+
+
+def build_limiter(settings: Settings, pace: Pace = REAL_TIME) -> RateLimiter:
+    """The run's client-side limits on API requests (FORWARDER_MAX_RPS, FORWARDER_CONCURRENCY)."""
+    return RateLimiter(settings.max_rps, settings.concurrency, clock=pace.clock, sleep=pace.sleep)
 
 
 def plan(settings: Settings, client: ApiClient, scheduler: Optional[Scheduler] = None) -> List[Stream]:
@@ -133,6 +142,7 @@ def run_once(
     runtime: str = "cli",
     tenant: str = "",
     health_sink: Optional[Sink] = None,
+    pace: Pace = REAL_TIME,
 ) -> RunReport:
     """One run. Errors end up in the report; the caller decides the exit status.
 
@@ -147,7 +157,7 @@ def run_once(
     ``health_sink`` (the caller's, left open), else a sink of the run's own opened for it with the
     health sourcetype (``health_settings``), unless ``FORWARDER_HEALTH_EVENTS`` is off or the caller
     passed ``sink`` alone (a test's, or a tool's: its events are the caller's to count). ``runtime``
-    and ``tenant`` say who ran, in that event."""
+    and ``tenant`` say who ran, in that event. Everything the run opens waits at ``pace``."""
     register_secrets(settings.secrets())
     for notice in settings.notices:
         log.warning("configuration: %s", notice)
@@ -162,18 +172,18 @@ def run_once(
         report.finished = format_us(now_us())
         log.warning("run skipped: another run holds the lease", extra={"reason": report.skip_reason})
         if sink is None or health_sink is not None:
-            send_health(settings, report, store.location, runtime, tenant, health_sink)
+            send_health(settings, report, store.location, runtime, tenant, health_sink, pace)
         return report
     policy = policy_for(settings)
-    scheduler = Scheduler.for_store(store, policy, window_s=settings.lookback_window_s)
-    limiter = RateLimiter(settings.max_rps, settings.concurrency)
+    scheduler = Scheduler.for_store(store, policy, pace.wall_clock, window_s=settings.lookback_window_s)
+    limiter = build_limiter(settings, pace)
     client = None
     planned: Optional[List[Stream]] = None
     own_sink = sink is None
     try:
         scheduler.load()
         _resume_bucket(limiter, scheduler)
-        client = api = build_client(settings, limiter)
+        client = api = build_client(settings, limiter, pace)
         # The token first: a token endpoint that fails fails the run here, once, not every stream.
         client.authenticate()
         planned = (planner or functools.partial(plan, scheduler=scheduler))(settings, client)
@@ -198,7 +208,7 @@ def run_once(
             streams = order(planned)
             stops = Stops(should_stop, None, None, lambda: api.requests_sent)
         observer.started(streams, lambda: api.requests_sent)
-        sink = sink or open_sink(settings.sink)
+        sink = sink or open_sink(settings.sink, pace=pace)
         ctx = RunContext(
             source=source,
             store=store,
@@ -245,7 +255,7 @@ def run_once(
             _release(lease, report)
     report.finished = format_us(now_us())
     if own_sink or health_sink is not None:
-        send_health(settings, report, store.location, runtime, tenant, health_sink)
+        send_health(settings, report, store.location, runtime, tenant, health_sink, pace)
     for stream in report.streams:
         # Quiet streams log at DEBUG: thousands of idle user streams would drown the rest.
         level = logging.INFO if stream.new or stream.error or stream.quarantined else logging.DEBUG
@@ -282,6 +292,7 @@ def send_health(
     runtime: str,
     tenant: str,
     sink: Optional[Sink] = None,
+    pace: Pace = REAL_TIME,
 ) -> None:
     """One health event for the run ``report`` tells, through ``sink`` or a sink opened for it. Never
     the run's failure: a sink that refuses it is logged (the silence rule then sees the gap). A first
@@ -298,7 +309,7 @@ def send_health(
     try:
         with stop.shielded(stop.FINISHING):
             if sink is None:
-                sink = open_sink(health_settings(settings.sink))
+                sink = open_sink(health_settings(settings.sink), pace=pace)
             try:
                 result = sink.send([event])
             finally:

@@ -10,13 +10,14 @@ from .config import Settings
 from .errors import ForwarderError
 from .logs import redact, register_secrets
 from .reading.probe import probe
+from .retry import REAL_TIME, Pace
 from .sinks import probe_sink
 from .state import open_store_for
 from .timeutil import now_us
 
 
-def check(settings: Settings, out: TextIO) -> bool:
-    """Print one line per step; return whether every step passed."""
+def check(settings: Settings, out: TextIO, *, pace: Pace = REAL_TIME) -> bool:
+    """Print one line per step; return whether every step passed. Whatever tries again waits at ``pace``."""
 
     register_secrets(settings.secrets())
 
@@ -33,11 +34,11 @@ def check(settings: Settings, out: TextIO) -> bool:
     except (ForwarderError, ValueError) as exc:
         return say(False, f"state: {exc}")
     try:  # a sink that fails its probe still lets the API steps be checked
-        sink_ok = say(True, f"sink: {probe_sink(settings.sink)}; nothing sent")
+        sink_ok = say(True, f"sink: {probe_sink(settings.sink, pace=pace)}; nothing sent")
     except (ForwarderError, ValueError) as exc:
         sink_ok = say(False, f"sink: {exc}")
 
-    client = build_client(settings)
+    client = build_client(settings, pace=pace)
     step = "token"  # the step a failure is named by
     try:
         client.authenticate()

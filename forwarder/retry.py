@@ -32,19 +32,25 @@ RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 NOTICE_EVERY_S = 60.0  # the same retry (what, problem) is logged at WARNING at most this often
 
 
+def sleep(seconds: float) -> None:
+    """Wait between tries; a stop request ends the wait and abandons the work (stop.Stopped)."""
+    if stop.wait(seconds):
+        stop.check("a retry")
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 5  # total tries, the first included
     base_seconds: float = 0.5
     max_seconds: float = 30.0
     max_retry_after: float = 120.0  # a Retry-After beyond this is capped, not obeyed blindly
-    # The wait between tries (None: ``sleep``, which a stop request ends); tests give one that
-    # counts the waits instead of waiting.
-    sleep: Optional[Sleep] = field(default=None, repr=False, compare=False)
+    # The wait between tries (``sleep``, which a stop request ends); tests give one that counts the
+    # waits instead of waiting.
+    sleep: Sleep = field(default=sleep, repr=False, compare=False)
 
     def wait(self, seconds: float) -> None:
         """Wait ``seconds`` before the next try (or a pause the peer asked for)."""
-        (sleep if self.sleep is None else self.sleep)(seconds)
+        self.sleep(seconds)
 
     def delay(
         self, attempt: int, retry_after: Optional[float] = None, rng: Callable[[], float] = random.random
@@ -54,6 +60,25 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_retry_after)
         cap = min(self.max_seconds, self.base_seconds * (2 ** (attempt - 1)))
         return cap * rng()
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How a run waits and reads the time, handed from its entry point (``app.run_once``, ``check``,
+    the handlers) to everything that waits or tells time: the API client's and the sink's retries,
+    the rate limiter, the scheduler. The default is real time; a test hands in one that records the
+    waits instead, or a clock of its own."""
+
+    sleep: Sleep = sleep  # between tries, and before a request the rate limiter holds back
+    clock: Callable[[], float] = time.monotonic  # the rate limiter's
+    wall_clock: Callable[[], float] = time.time  # the scheduler's: when each stream is due
+
+    def policy(self, attempts: int) -> RetryPolicy:
+        """A retry policy of ``attempts`` tries that waits at this pace."""
+        return RetryPolicy(attempts=attempts, sleep=self.sleep)
+
+
+REAL_TIME = Pace()
 
 
 def parse_retry_after(value: Optional[str]) -> Optional[float]:
@@ -72,12 +97,6 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
     if when is None:
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-def sleep(seconds: float) -> None:
-    """Wait between tries; a stop request ends the wait and abandons the work (stop.Stopped)."""
-    if stop.wait(seconds):
-        stop.check("a retry")
 
 
 class TryAgain(Exception):

@@ -31,6 +31,7 @@ from forwarder.config import load_settings, read
 from forwarder.logs import configure
 from forwarder.multitenant import run_tenants, tenant_concurrency
 from forwarder.report import RunReport
+from forwarder.retry import REAL_TIME, Pace
 from forwarder.tenants import Tenant, load_tenants
 
 from .lambda_metrics import emit, metrics
@@ -89,21 +90,22 @@ def summary(report: RunReport) -> str:
     return "run failed: " + "; ".join(p for p in problems if p) + more
 
 
-def handler(event: Any, context: Any) -> Dict[str, Any]:
+def handler(event: Any, context: Any, *, pace: Pace = REAL_TIME) -> Dict[str, Any]:
+    """One invocation (Lambda passes ``event`` and ``context``); its runs wait at ``pace``."""
     started = time.monotonic()
     stop.install()  # Lambda's shutdown SIGTERM: abandon the batch in flight uncommitted, start nothing
     env = os.environ
     resolved = environment(env)
     tenants = load_tenants(resolved)  # ConfigError fails the invocation: alarms fire
     if tenants is not None:
-        return tenants_handler(context, tenants, resolved, started)
+        return tenants_handler(context, tenants, resolved, started, pace)
     settings = load_settings(resolved)
     margin_s = deadline_margin(env)
     configure(settings.log_level)
     trigger = event.get("detail-type", "manual") if isinstance(event, dict) else "manual"
     log.info("invocation", extra={"trigger": trigger})
 
-    report = run_once(settings, should_stop=deadline(context, margin_s), runtime="lambda")
+    report = run_once(settings, should_stop=deadline(context, margin_s), runtime="lambda", pace=pace)
     emit(metrics(report, time.monotonic() - started, function_name(context, env), metrics_namespace(env)))
 
     result = response(report)
@@ -118,7 +120,7 @@ def handler(event: Any, context: Any) -> Dict[str, Any]:
 
 
 def tenants_handler(
-    context: Any, tenants: List[Tenant], env: Mapping[str, str], started: float
+    context: Any, tenants: List[Tenant], env: Mapping[str, str], started: float, pace: Pace = REAL_TIME
 ) -> Dict[str, Any]:
     """Every tenant's run at once; one tenant's failure fails the invocation only after all ran."""
     margin_s = deadline_margin(env)
@@ -127,7 +129,7 @@ def tenants_handler(
     should_stop = deadline(context, margin_s)
     reports = run_tenants(
         tenants,
-        lambda t: run_once(t.settings, should_stop=should_stop, runtime="lambda", tenant=t.name),
+        lambda t: run_once(t.settings, should_stop=should_stop, runtime="lambda", tenant=t.name, pace=pace),
         concurrency,
     )
     function, namespace = function_name(context, env), metrics_namespace(env)

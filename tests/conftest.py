@@ -73,13 +73,12 @@ def hec() -> Iterator[object]:
 
 
 @pytest.fixture
-def waits(monkeypatch):
-    """Every backoff pause a client or sink asks for, instead of sleeping."""
-    from forwarder import retry
+def waits():
+    """Every backoff pause a client or sink asks for, instead of sleeping: hand it in as a retry
+    policy's ``sleep`` or a run's ``pace``."""
+    from tests.fakes import Waits
 
-    pauses: list[float] = []
-    monkeypatch.setattr(retry, "sleep", pauses.append)
-    return pauses
+    return Waits()
 
 
 def _started_rsyslog(directory, inputs=None):

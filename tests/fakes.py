@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from forwarder.errors import ConflictError, SinkError
 from forwarder.events import Event, SendResult
+from forwarder.retry import Pace
 from forwarder.state.model import StreamState
 from forwarder.state.store import Loaded
 
@@ -116,3 +117,8 @@ class Waits(List[float]):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+# A run that tries again at once (``run_once(settings, pace=NO_WAITS)``): the waits between tries are
+# asked of it and not slept.
+NO_WAITS = Pace(sleep=lambda seconds: None)

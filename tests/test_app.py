@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import pytest
+import functools
 
-from forwarder import retry
-from forwarder.app import run_once
+from forwarder import app
 from forwarder.config import load_settings
+from forwarder.retry import Pace
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
-from tests.e2e.helpers import env_for, settings_for
+from tests.e2e.helpers import HEC_TOKEN, env_for, settings_for
+from tests.fakes import NO_WAITS, Waits
+from tests.receivers.hec import HecReceiver
 from tests.receivers.silent import Silent
 from tests.receivers.users_api import UsersApi
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+
 ORG = generate_org(5)
 USERS = ",".join(f"user{i}@example.com" for i in range(20))
-
-
-@pytest.fixture(autouse=True)
-def no_waits(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
 
 
 def twenty_streams(api_url, tmp_path, **extra):
@@ -62,3 +62,16 @@ def test_a_users_listing_over_the_cap_fails_the_run_before_any_stream(tmp_path):
         assert "FORWARDER_MAX_USERS" in report.error and not report.streams
         assert api.requests["/v1/cp/audits"] == 0  # before: 200 streams, each asking
         assert api.requests["/v1/ep/users"] == 3
+
+
+def test_every_wait_of_a_run_is_in_the_pace_it_was_handed(tmp_path):
+    """The API client's retries and the sink's wait in the run's pace: nothing is patched and nothing
+    sleeps."""
+    waits = Waits()
+    with Simulator(ORG) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        sim.fail_next(1, status=503, retry_after=3)
+        hec.fail_next(1, status=503, retry_after=7)
+        report = app.run_once(settings_for(sim.base_url, hec.url, str(tmp_path / "state")), pace=Pace(waits))
+        assert report.ok, report.to_dict()
+        assert hec.events()  # the batch refused once went again
+    assert sorted(waits) == [3.0, 7.0]  # as the API and the sink asked, recorded instead of slept

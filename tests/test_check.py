@@ -4,22 +4,22 @@ without an event; a sink that fails says so on its own line and the API is still
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
 
-from forwarder import retry
-from forwarder.check import check
+from forwarder import check as checking
+from forwarder.retry import Pace
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, settings_for
+from tests.fakes import NO_WAITS, Waits
 from tests.receivers.hec import HecReceiver
 
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
+# The waits between tries are handed in and not slept: a retry tries again at once.
+check = functools.partial(checking.check, pace=NO_WAITS)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,14 @@ def test_a_refused_sink_token_fails_its_line_and_the_api_is_still_checked(tmp_pa
         "check FORWARDER_SINK_TOKEN and what it is allowed to write"
     ]
     assert "ok   token: obtained" in lines
+
+
+def test_the_sink_probe_and_the_api_wait_at_the_pace_check_is_handed(tmp_path):
+    waits = Waits()
+    with Simulator(generate_org(2)) as sim, HecReceiver(token=HEC_TOKEN) as hec:
+        sim.fail_next(1, status=503, retry_after=3)
+        hec.fail_next(1, status=503, retry_after=7)
+        out = io.StringIO()
+        settings = settings_for(sim.base_url, hec.url, str(tmp_path / "state"))
+        assert checking.check(settings, out, pace=Pace(waits)), out.getvalue()
+    assert sorted(waits) == [3.0, 7.0]  # as the API and the sink asked, recorded instead of slept

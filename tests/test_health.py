@@ -5,6 +5,7 @@ The Lambda's and the fan-out worker's are in tests/aws, the Splunk input's in te
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import signal
@@ -14,22 +15,20 @@ from typing import List
 
 import pytest
 
-from forwarder import retry, stop
-from forwarder.app import run_once
+from forwarder import app, stop
 from forwarder.errors import SinkError
 from forwarder.events import Event, SendResult
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_SECRET, Simulator
 from forwarder.state import open_store_for
 from tests.e2e.helpers import HEC_TOKEN, cli, cli_process, env_for, quiet_users, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.hec import HecReceiver
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+
 HEALTH = "emailauth.forwarder.health"
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
 
 
 @pytest.fixture(scope="module")
@@ -267,11 +266,10 @@ def test_elasticsearch_gets_the_health_event_in_the_audit_data_stream(org, tmp_p
 def test_a_sink_with_no_place_for_health_events_is_not_sent_one(monkeypatch, caplog, tmp_path):
     """Security Lake's custom sources hold the IAM classes only: a health event there would be
     refused, and warned about, after every run."""
-    from forwarder import app
     from forwarder.report import RunReport
 
     opened: List[str] = []
-    monkeypatch.setattr(app, "open_sink", lambda settings: opened.append(settings.uri))
+    monkeypatch.setattr(app, "open_sink", lambda settings, **kw: opened.append(settings.uri))
     lake = settings_for(
         "http://127.0.0.1:9", "securitylake://lake/ext/emailauth", str(tmp_path / "state"),
         FORWARDER_FORMAT="ocsf", FORWARDER_HEALTH_EVENTS="true",

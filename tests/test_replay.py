@@ -8,8 +8,6 @@ import json
 import os
 import threading
 
-import pytest
-
 from forwarder import retry
 from forwarder.errors import StateError
 from forwarder.events import Event, Rejection
@@ -19,17 +17,13 @@ from forwarder.replay import list_entries, replay
 from forwarder.sinks.elasticsearch import ElasticsearchSink
 from forwarder.sinks.settings import SinkSettings
 from tests.e2e.helpers import HEC_TOKEN, cli, cli_process, env_for, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.hec import HecReceiver
 
 STREAM = "user/alice@example.com"
 INDEX = "logs-emailauth.audit-default"
 GUARD_S = 120  # only a hang reaches this
-
-
-@pytest.fixture(autouse=True)
-def no_waits(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
 
 
 def refused(n: int) -> Rejection:
@@ -42,7 +36,9 @@ def setup(tmp_path, receiver):
     quarantine = LocalQuarantine(str(tmp_path / "q"))
     settings = settings_for("http://127.0.0.1:9", receiver.url, str(tmp_path / "state"))
     token = receiver.encoded_api_key()
-    sink = ElasticsearchSink(SinkSettings(uri=receiver.url, token=token), retry.RetryPolicy(attempts=2))
+    sink = ElasticsearchSink(
+        SinkSettings(uri=receiver.url, token=token), retry.RetryPolicy(attempts=2, sleep=NO_WAITS.sleep)
+    )
     return quarantine, settings, sink
 
 

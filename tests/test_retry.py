@@ -4,6 +4,9 @@ cause in words, and keeps the library's own text for DEBUG."""
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
+from typing import List
 
 from forwarder import causes, retry
 from tests.fakes import Waits
@@ -60,3 +63,55 @@ def test_the_policy_s_sleep_is_the_wait_between_tries_and_honours_retry_after():
 
     retry.call(retry.RetryPolicy(attempts=3, sleep=waits), busy, lambda f: None, "GET z")
     assert waits == [0.25, 0.25]  # between the three tries, as the peer asked
+
+
+def test_a_pace_makes_policies_that_wait_in_it():
+    waits = Waits()
+
+    def busy() -> None:
+        raise retry.TryAgain("HTTP 429", retry_after=2.0)
+
+    tries = retry.Pace(sleep=waits).policy(4)
+    retry.call(tries, busy, lambda f: None, "GET z")
+    assert (tries.attempts, waits) == (4, [2.0, 2.0, 2.0])
+
+
+# A patch of the module's ``sleep`` reaches nothing: every policy and rate limiter holds its wait from
+# when it was made. A wait is handed in (``RetryPolicy(sleep=)``, a run's ``pace=``), never patched.
+PATCH_OF_THE_WAIT = re.compile(
+    r"""setattr\(\s*(?:forwarder\.)?retry\s*,\s*["']sleep["']"""  # monkeypatch.setattr(retry, "sleep", f)
+    r"""|\bretry\.sleep\s*=(?!=)"""  # retry.sleep = f
+    r"""|["']forwarder\.retry\.sleep["']"""  # mock.patch("forwarder.retry.sleep")
+)
+TESTS = Path(__file__).resolve().parent
+
+
+def patches_of_the_wait(root: Path) -> List[str]:
+    """``path:line`` of every patch of ``forwarder.retry.sleep`` in the test modules under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == Path(__file__).resolve():
+            continue  # the patterns above
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PATCH_OF_THE_WAIT.search(line):
+                found.append(f"{path.relative_to(root)}:{number}")
+    return found
+
+
+def test_no_test_patches_the_retry_wait():
+    assert patches_of_the_wait(TESTS) == [], "hand the wait in: RetryPolicy(sleep=...) or pace=Pace(...)"
+
+
+def test_every_way_of_patching_the_wait_is_seen(tmp_path):
+    (tmp_path / "test_patching.py").write_text(
+        'monkeypatch.setattr(retry, "sleep", waits.append)\n'
+        "monkeypatch.setattr(forwarder.retry, 'sleep', f)\n"
+        "saved, retry.sleep = retry.sleep, lambda s: None\n"
+        "retry.sleep = saved\n"
+        'with mock.patch("forwarder.retry.sleep"):\n'
+    )
+    (tmp_path / "test_handing.py").write_text(
+        "policy = retry.RetryPolicy(sleep=waits)\nrun_once(settings, pace=retry.Pace(sleep=retry.sleep))\n"
+        "assert policy.sleep == retry.sleep\n"
+    )
+    assert patches_of_the_wait(tmp_path) == [f"test_patching.py:{n}" for n in range(1, 6)]

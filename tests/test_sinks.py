@@ -14,6 +14,7 @@ import pytest
 
 from forwarder.errors import SinkError
 from forwarder.events import Event
+from forwarder.retry import Pace
 from forwarder.sinks import open_sink, probe_sink, schemes
 from forwarder.sinks.settings import SinkSettings
 from tests.e2e.helpers import HEC_TOKEN
@@ -62,13 +63,14 @@ def test_a_hec_token_refused_names_FORWARDER_SINK_TOKEN(hec):
 def test_an_unhealthy_hec_fails_the_probe(hec, waits):
     hec.fail_next(5, status=503)
     with pytest.raises(SinkError, match=r"Splunk HEC at .* still failing after 5 attempts: HTTP 503, code 9"):
-        probe_sink(SinkSettings(uri=hec.url, token=HEC_TOKEN))
+        probe_sink(SinkSettings(uri=hec.url, token=HEC_TOKEN), pace=Pace(sleep=waits))
     assert hec.events() == []
 
 
 def test_a_hec_that_is_not_there_is_refused_naming_FORWARDER_SINK(waits):
     with closed_port() as port, pytest.raises(SinkError) as caught:
-        probe_sink(SinkSettings(uri=f"hec+http://127.0.0.1:{port}", token=HEC_TOKEN, max_attempts=1))
+        settings = SinkSettings(uri=f"hec+http://127.0.0.1:{port}", token=HEC_TOKEN, max_attempts=1)
+        probe_sink(settings, pace=Pace(sleep=waits))
     assert str(caught.value) == (
         f"Splunk HEC: 127.0.0.1:{port} refused the connection (nothing listens on that port); check the "
         "host and port in FORWARDER_SINK, and that the service runs"
@@ -136,7 +138,7 @@ def test_elasticsearch_refused_credentials_name_FORWARDER_SINK_TOKEN(es):
 def test_a_collector_that_does_not_implement_options_is_reached_not_retried(waits):
     with HttpCollector() as collector:
         collector.fail_next(1, status=501)
-        line = probe_sink(SinkSettings(uri=collector.url))
+        line = probe_sink(SinkSettings(uri=collector.url), pace=Pace(sleep=waits))
     assert line.endswith("answered OPTIONS with HTTP 501 (reachable; the token is first proven by a batch)")
     assert waits == []
 

@@ -11,18 +11,17 @@ waited, and a wait past the window's end refuses the request. So a bucket of rat
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 from dataclasses import replace
 
 import pytest
 
-from forwarder import app, retry
-from forwarder.api.ratelimit import RateLimiter
+from forwarder import app
 from forwarder.config import EVERYWHERE, VARIABLES
 from forwarder.config.table import PER_TENANT, SHARED, TENANT_ONLY
 from forwarder.errors import ConfigError
+from forwarder.retry import Pace
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.streams import Stream
@@ -246,7 +245,7 @@ class WindowOver(Exception):
 
 
 class VirtualTime:
-    """The clock of every bucket, and the wait they call (retry.sleep)."""
+    """The clock of every bucket, and the wait they call (the runs' ``Pace``)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -265,10 +264,8 @@ def allowed(rate: float) -> int:
     return math.floor(max(1.0, rate) + rate * WINDOW_S)
 
 
-def test_each_tenant_is_held_to_its_own_max_rps_in_its_own_bucket(monkeypatch):
+def test_each_tenant_is_held_to_its_own_max_rps_in_its_own_bucket():
     virtual = VirtualTime()
-    monkeypatch.setattr(app, "RateLimiter", functools.partial(RateLimiter, clock=virtual.clock))
-    monkeypatch.setattr(retry, "sleep", virtual.sleep)
     org = generate_org(3)
     user = org.users[0].email
     with contextlib.ExitStack() as servers:
@@ -292,7 +289,9 @@ def test_each_tenant_is_held_to_its_own_max_rps_in_its_own_bucket(monkeypatch):
             ]
         }
         tenants = parse_tenants(doc, base)
-        clients = [app.build_client(t.settings) for t in tenants]  # built at once, as tenants' runs are
+        pace = Pace(sleep=virtual.sleep, clock=virtual.clock)  # every tenant's bucket waits in it
+        # built at once, as tenants' runs are
+        clients = [app.build_client(t.settings, pace=pace) for t in tenants]
         for client in clients:  # each tenant in a window of its own, one after another
             virtual.end = virtual.now + WINDOW_S
             with pytest.raises(WindowOver):

@@ -26,7 +26,7 @@ class TokenBucket:
         burst: Optional[float] = None,
         *,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Optional[Callable[[float], None]] = None,
+        sleep: retry.Sleep = retry.sleep,
     ) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive")
@@ -59,7 +59,7 @@ class TokenBucket:
             self._tokens -= 1
             wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
         if wait > 0:
-            (retry.sleep if self._sleep is None else self._sleep)(wait)
+            self._sleep(wait)
 
 
 class AdaptiveGate:
@@ -70,7 +70,7 @@ class AdaptiveGate:
         maximum: int,
         *,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Optional[Callable[[float], None]] = None,
+        sleep: retry.Sleep = retry.sleep,
     ) -> None:
         self.maximum = max(1, maximum)
         self.limit = float(self.maximum)
@@ -91,7 +91,7 @@ class AdaptiveGate:
             self._in_flight += 1
             delay = self._resume_at - self._clock()
         if delay > 0:
-            (retry.sleep if self._sleep is None else self._sleep)(delay)
+            self._sleep(delay)
 
     def leave(self) -> None:
         with self._cond:
@@ -115,10 +115,10 @@ class RateLimiter:
         max_rps: Optional[float] = None,
         concurrency: int = 64,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Optional[Callable[[float], None]] = None,
+        sleep: retry.Sleep = retry.sleep,
     ) -> None:
         self.bucket = TokenBucket(max_rps, clock=clock, sleep=sleep) if max_rps else None
-        self.gate = AdaptiveGate(concurrency, sleep=sleep)
+        self.gate = AdaptiveGate(concurrency, clock=clock, sleep=sleep)
 
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:

@@ -7,10 +7,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from ..logs import quoted
+from ..retry import REAL_TIME, Pace, RetryPolicy
 from .base import Sink
 from .settings import SinkSettings
 
-SinkFactory = Callable[[SinkSettings], Sink]
+SinkFactory = Callable[[SinkSettings, Optional[RetryPolicy]], Sink]
 
 # scheme -> "module:factory"; modules are imported only when chosen, so boto3 stays optional.
 _REGISTRY: Dict[str, str] = {
@@ -84,17 +85,19 @@ def sink_problems(settings: SinkSettings, event_format: str) -> List[str]:
     return problems + ([f"FORWARDER_FORMAT: {problem}"] if problem else [])
 
 
-def probe_sink(settings: SinkSettings) -> str:
+def probe_sink(settings: SinkSettings, *, pace: Pace = REAL_TIME) -> str:
     """One line of what `check` proved about the sink without sending any event (every sink module has
-    a ``probe``: reach it, authenticate, see that it can write); SinkError (or ValueError) saying what
-    failed and what to check otherwise."""
+    a ``probe``: reach it, authenticate, see that it can write, trying again as ``open_sink``'s sink
+    does); SinkError (or ValueError) saying what failed and what to check otherwise."""
     module, _ = _module(settings)
-    probe: Callable[[SinkSettings], str] = module.probe
-    return probe(settings)
+    probe: Callable[[SinkSettings, Optional[RetryPolicy]], str] = module.probe
+    return probe(settings, pace.policy(settings.max_attempts))
 
 
-def open_sink(settings: SinkSettings) -> Sink:
-    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI."""
+def open_sink(settings: SinkSettings, *, pace: Pace = REAL_TIME) -> Sink:
+    """Build the sink for ``settings.uri``; ValueError names an unknown scheme or a bad URI. A sink
+    that tries again does so FORWARDER_MAX_ATTEMPTS times, waiting at ``pace`` (every factory takes
+    the retry policy)."""
     module, attr = _module(settings)
     factory: SinkFactory = getattr(module, attr)
-    return factory(settings)
+    return factory(settings, pace.policy(settings.max_attempts))

@@ -282,9 +282,11 @@ def validate(settings: SinkSettings) -> None:
     es_authorization(settings.auth, settings.token)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(ElasticsearchSink(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(ElasticsearchSink(settings, retry_policy))
 
 
-def open_elasticsearch(settings: SinkSettings) -> ElasticsearchSink:
-    return ElasticsearchSink(settings)
+def open_elasticsearch(
+    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
+) -> ElasticsearchSink:
+    return ElasticsearchSink(settings, retry_policy)

@@ -26,6 +26,7 @@ from ..errors import SinkError
 from ..events import Event, SendResult
 from ..files import fsync_dir
 from ..logs import quoted
+from ..retry import RetryPolicy
 from ..urls import local_path
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
@@ -138,9 +139,9 @@ def validate(settings: SinkSettings) -> None:
         raise ValueError(f"FORWARDER_SINK {settings.uri!r} is a directory; name a file in it")
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
     """The file is writable, or the nearest existing directory on its path is (the first write creates
-    what is missing); nothing is created or written here."""
+    what is missing); nothing is created or written here (nor tried again: ``retry_policy`` is unused)."""
     path = path_from_uri(settings.uri)
     if os.path.exists(path):
         if not os.path.isfile(path) or not os.access(path, os.W_OK):
@@ -160,7 +161,8 @@ def probe(settings: SinkSettings) -> str:
     return f"file {path}: not there yet; {directory} is writable, so the first batch creates it"
 
 
-def open_file(settings: SinkSettings) -> FileSink:
+def open_file(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> FileSink:
+    """Writes to a local file: ``retry_policy`` has nothing to pace here."""
     return FileSink(
         path_from_uri(settings.uri),
         max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,

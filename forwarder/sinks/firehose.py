@@ -137,9 +137,9 @@ def validate(settings: SinkSettings) -> None:
     stream_name(settings.uri)
 
 
-def probe(settings: SinkSettings) -> str:
-    return FirehoseSink(settings).probe()
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return FirehoseSink(settings, retry_policy=retry_policy).probe()
 
 
-def open_firehose(settings: SinkSettings) -> FirehoseSink:
-    return FirehoseSink(settings)
+def open_firehose(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> FirehoseSink:
+    return FirehoseSink(settings, retry_policy=retry_policy)

@@ -259,9 +259,9 @@ def validate(settings: SinkSettings) -> None:
     _checked_token(settings.token)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(HecSink(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(HecSink(settings, retry_policy))
 
 
-def open_hec(settings: SinkSettings) -> HecSink:
-    return HecSink(settings)
+def open_hec(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> HecSink:
+    return HecSink(settings, retry_policy)

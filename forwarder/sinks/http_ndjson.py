@@ -131,9 +131,11 @@ def validate(settings: SinkSettings) -> None:
     HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(HttpNdjsonSink(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(HttpNdjsonSink(settings, retry_policy))
 
 
-def open_http_ndjson(settings: SinkSettings) -> HttpNdjsonSink:
-    return HttpNdjsonSink(settings)
+def open_http_ndjson(
+    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
+) -> HttpNdjsonSink:
+    return HttpNdjsonSink(settings, retry_policy)

@@ -33,7 +33,7 @@ import logging
 import re
 import socket
 from collections import deque
-from typing import Deque, Dict, List, NamedTuple, Tuple
+from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import __version__, retry
 from .base import probed
@@ -222,9 +222,9 @@ def validate(settings: SinkSettings) -> None:
     address(settings.uri)
 
 
-def open_relp(settings: SinkSettings) -> RelpSink:
-    return RelpSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
+def open_relp(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> RelpSink:
+    return RelpSink(settings, retry_policy, settings.syslog_max_message_bytes)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(open_relp(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(open_relp(settings, retry_policy))

@@ -20,10 +20,11 @@ boto3 is imported only when an AWS sink or the S3 quarantine is used.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from .. import aws
 from ..events import Event, SendResult
+from ..retry import RetryPolicy
 from .base import ndjson_line
 from .settings import SinkSettings
 
@@ -91,9 +92,11 @@ def validate(settings: SinkSettings) -> None:
     aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
+    """Reaches S3, whose retries are the AWS client's: ``retry_policy`` has nothing to pace here."""
     return S3Sink(settings).probe()
 
 
-def open_s3(settings: SinkSettings) -> S3Sink:
+def open_s3(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> S3Sink:
+    """Writes to S3, whose retries are the AWS client's: ``retry_policy`` has nothing to pace here."""
     return S3Sink(settings)

@@ -260,13 +260,13 @@ def validate(settings: SinkSettings) -> None:
         google_auth.load_key(None, settings.timeout_seconds)  # its message names the variable
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
     try:
-        sink = SecOpsSink(settings)
+        sink = SecOpsSink(settings, retry_policy)
     except ValueError as exc:
         raise SinkError(str(exc)) from None
     return probed(sink)
 
 
-def open_secops(settings: SinkSettings) -> SecOpsSink:
-    return SecOpsSink(settings)
+def open_secops(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SecOpsSink:
+    return SecOpsSink(settings, retry_policy)

@@ -42,6 +42,7 @@ from ..jsonutil import loads
 from ..logs import quoted
 from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
+from ..retry import RetryPolicy
 from ..timeutil import from_us
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
@@ -291,9 +292,13 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
     return f"the Security Lake sink takes OCSF only: set FORWARDER_FORMAT=ocsf (got {quoted(event_format)})"
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
+    """Reaches the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing to
+    pace here."""
     return SecurityLakeSink(settings).probe()
 
 
-def open_securitylake(settings: SinkSettings) -> SecurityLakeSink:
+def open_securitylake(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
+    """Writes to the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing
+    to pace here."""
     return SecurityLakeSink(settings)

@@ -289,9 +289,9 @@ def validate(settings: SinkSettings) -> None:
     SentinelSink(settings).close()  # checks the URLs and the settings; opens no connection
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(SentinelSink(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(SentinelSink(settings, retry_policy))
 
 
-def open_sentinel(settings: SinkSettings) -> SentinelSink:
-    return SentinelSink(settings)
+def open_sentinel(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SentinelSink:
+    return SentinelSink(settings, retry_policy)

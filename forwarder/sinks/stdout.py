@@ -8,6 +8,7 @@ from typing import BinaryIO, Optional, Sequence
 
 from ..errors import SinkError
 from ..events import Event, SendResult
+from ..retry import RetryPolicy
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson
 from .settings import SinkSettings
 
@@ -53,11 +54,12 @@ def validate(settings: SinkSettings) -> None:
     """Nothing to check: standard output is always there."""
 
 
-def probe(settings: SinkSettings) -> str:
+def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
     return "standard output: nothing to reach"
 
 
-def open_stdout(settings: SinkSettings) -> StdoutSink:
+def open_stdout(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> StdoutSink:
+    """Writes to standard output: ``retry_policy`` has nothing to pace here."""
     return StdoutSink(
         max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,
         max_batch_bytes=settings.batch_bytes or DEFAULT_MAX_BYTES,

@@ -267,9 +267,9 @@ def validate(settings: SinkSettings) -> None:
     address(settings.uri)
 
 
-def open_syslog(settings: SinkSettings) -> SyslogSink:
-    return SyslogSink(settings, max_message_bytes=settings.syslog_max_message_bytes)
+def open_syslog(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SyslogSink:
+    return SyslogSink(settings, retry_policy, settings.syslog_max_message_bytes)
 
 
-def probe(settings: SinkSettings) -> str:
-    return probed(open_syslog(settings))
+def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
+    return probed(open_syslog(settings, retry_policy))

@@ -130,3 +130,15 @@ def test_bucket_started_from_the_last_runs_level_waits_for_it():
     assert bucket.level() == 0.0
     bucket.start_from(100.0)
     assert bucket.level() == 4.0  # never more than a burst
+
+
+def test_the_pause_a_429_asks_for_is_timed_on_the_limiter_s_own_clock():
+    clock = FakeClock()
+    limiter = RateLimiter(concurrency=2, clock=clock, sleep=clock.sleep)
+    limiter.throttled(5.0)
+    with limiter.request():
+        pass
+    assert clock.slept == [5.0]  # on the clock handed in, not the process's
+    with limiter.request():
+        pass
+    assert clock.slept == [5.0]  # over on that clock: no second pause

@@ -4,6 +4,7 @@ when asked, so no test waits for real time."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -11,17 +12,21 @@ import threading
 import boto3
 import pytest
 
-from forwarder import credentials, retry, stop
+from forwarder import credentials, stop
 from forwarder.config import VARIABLES
 from forwarder.errors import ConfigError
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.timeutil import now_us, parse_iso
-from handlers.aws_lambda import handler
+from handlers import aws_lambda
 from handlers.lambda_runtime import RunFailed
 from tests.aws.conftest import make_bucket, make_table
 from tests.e2e.helpers import HEC_TOKEN, expected_ids
+from tests.fakes import NO_WAITS
 from tests.receivers import hec as hec_receiver
+
+# The waits between tries are handed in and not slept: a retry tries again at once.
+handler = functools.partial(aws_lambda.handler, pace=NO_WAITS)
 
 LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 SCHEDULED = {
@@ -54,8 +59,7 @@ class FakeContext:
 
 @pytest.fixture(autouse=True)
 def clean_process(monkeypatch):
-    """No waiting for retries, no cached secret and no log handler carried from test to test."""
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+    """No cached secret and no log handler carried from test to test."""
     # The HEC receiver writes headers and body separately; without TCP_NODELAY each response
     # waits out the client's delayed ACK (40 ms), which would make 5,000 streams take minutes.
     monkeypatch.setattr(hec_receiver._Handler, "disable_nagle_algorithm", True, raising=False)

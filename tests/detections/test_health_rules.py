@@ -17,13 +17,13 @@ from compile_detections import compile_rules, main
 from health_detections import ELASTIC_OUT, NATIVE, RULES, Health, native_rules
 from sigma_backend_duckdb import DuckDBBackend
 
-from forwarder import retry
 from forwarder.app import run_once
 from forwarder.health import forwarder_id
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import format_us, now_us
 from tests.e2e.helpers import settings_for
+from tests.fakes import NO_WAITS
 
 from .duckdb_engine import load, matching
 
@@ -54,19 +54,15 @@ def siem(tmp_path_factory) -> Dict[str, object]:
         "failing": dict(FORWARDER_SCHEDULE_INTERVAL="5m", FORWARDER_CLIENT_SECRET=WRONG_SECRET),
     }
     ids = {}
-    retry_sleep, retry.sleep = retry.sleep, lambda seconds: None
-    try:
-        with Simulator(org) as sim:
-            for name, extra in forwarders.items():
-                state = str(tmp / name)
-                ids[name] = forwarder_id(state, "")
-                settings = settings_for(
-                    sim.base_url, path.as_uri(), state, FORWARDER_HEALTH_EVENTS="true", **extra
-                )
-                for _ in range(2):
-                    run_once(settings)
-    finally:
-        retry.sleep = retry_sleep
+    with Simulator(org) as sim:
+        for name, extra in forwarders.items():
+            state = str(tmp / name)
+            ids[name] = forwarder_id(state, "")
+            settings = settings_for(
+                sim.base_url, path.as_uri(), state, FORWARDER_HEALTH_EVENTS="true", **extra
+            )
+            for _ in range(2):
+                run_once(settings, pace=NO_WAITS)
     return {"path": path, "ids": ids, "last": now_us()}
 
 

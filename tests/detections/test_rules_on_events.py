@@ -13,12 +13,12 @@ import pytest
 from compile_detections import Compiled, compile_rules
 from sigma_backend_duckdb import DuckDBBackend
 
-from forwarder import retry
 from forwarder.app import run_once
 from forwarder.sim.scenarios import BURSTS, ROLE_BURST, burst_actors, seeded_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import canonical_id, settings_for
+from tests.fakes import NO_WAITS
 
 from .duckdb_engine import BinnedDuckDB, HoppingDuckDB, JoinedDuckDB, SlidingDuckDB, load, matching
 
@@ -35,14 +35,11 @@ def events(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("scenarios")
     path = tmp / "events.ndjson"
     domains = ",".join(d.name for d in ORG.domains if d.destroyed_us is None)
-    retry_sleep, retry.sleep = retry.sleep, lambda seconds: None
-    try:
-        with Simulator(ORG) as sim:
-            report = run_once(
-                settings_for(sim.base_url, path.as_uri(), str(tmp / "state"), FORWARDER_DOMAINS=domains)
-            )
-    finally:
-        retry.sleep = retry_sleep
+    with Simulator(ORG) as sim:
+        report = run_once(
+            settings_for(sim.base_url, path.as_uri(), str(tmp / "state"), FORWARDER_DOMAINS=domains),
+            pace=NO_WAITS,
+        )
     assert report.ok, report.to_dict()
     return path
 

@@ -3,16 +3,17 @@ against whole runs on the simulator, the trails too short to show an order inclu
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 
 import pytest
 
-from forwarder import retry
+from forwarder import app
+from forwarder import check as checking
 from forwarder.api.client import ApiClient, Credentials
-from forwarder.app import run_once
-from forwarder.check import check
 from forwarder.reading.probe import probe
+from forwarder.retry import RetryPolicy
 from forwarder.sim.entities import ORG_DOMAIN
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
@@ -20,14 +21,15 @@ from forwarder.sim.styles import ServiceStyle
 from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.hec import HecReceiver
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+check = functools.partial(checking.check, pace=NO_WAITS)
+UNWAITED = RetryPolicy(sleep=NO_WAITS.sleep)  # the API clients built here
+
 DEEP = "deep.backlog@" + ORG_DOMAIN
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +47,7 @@ def test_check_names_the_strategy_the_run_uses(tmp_path, records, service, expec
     org = generate_org(3)
     org.add_deep_stream(DEEP, records, now_us(), span_days=2)
     with Simulator(org, **service) as sim, HecReceiver(token=HEC_TOKEN) as hec:
-        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
+        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), retry=UNWAITED)
         findings = probe(client, [Stream("user", DEEP)], page_limit=5)
         assert findings is not None and findings.records == min(records, 5)
         said = findings.strategy.split(" ")[0]

@@ -3,29 +3,28 @@ carrying its event id, and a second run adds nothing."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 
 import boto3
 import pytest
 
-from forwarder import retry
-from forwarder.app import run_once
+from forwarder import app
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us, parse_iso
 from tests.e2e.helpers import expected_ids, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.http_collector import HttpCollector
 from tests.sinks.helpers import firehose_into_bucket, lake_objects
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+
 LOOKBACK_US = 13 * 31 * 86400 * 1_000_000
 ORG = generate_org(21)
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
 
 
 @pytest.fixture

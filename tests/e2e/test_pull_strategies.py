@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 
-from forwarder import retry
+from forwarder import app
 from forwarder.api.client import ApiClient, Credentials
-from forwarder.app import run_once
 from forwarder.reading.probe import probe
+from forwarder.retry import RetryPolicy
 from forwarder.sim.entities import ORG_DOMAIN
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
@@ -18,14 +19,14 @@ from forwarder.streams import Stream
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, expected_ids, settings_for
 from tests.e2e.test_run_hec import all_domains, delivered_ids, reachable
+from tests.fakes import NO_WAITS
 from tests.receivers.hec import HecReceiver
 
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+UNWAITED = RetryPolicy(sleep=NO_WAITS.sleep)  # the API clients built here
+
 DEEP = "deep.backlog@" + ORG_DOMAIN
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 def deep_org(count: int):
@@ -212,7 +213,7 @@ def test_a_mixed_case_user_is_asked_for_as_the_users_endpoint_spells_it(tmp_path
 def test_check_probe_names_what_the_service_honours(make, expected):
     org = deep_org(50)
     with make(org) as sim:
-        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
+        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), retry=UNWAITED)
         findings = probe(client, [Stream("user", DEEP)], page_limit=5)
         assert findings is not None
         got = (findings.paging, findings.order, findings.start_date, findings.end_date)

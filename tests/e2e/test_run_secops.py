@@ -7,28 +7,31 @@ printed or stored."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forwarder import retry
-from forwarder.app import run_once
+from forwarder import app
 from forwarder.config import load_settings
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
 from forwarder.state import open_store
 from tests.e2e.helpers import cli
 from tests.e2e.test_es_crash import Crash, CrashingStore
 from tests.e2e.test_every_sink import ORG, expected
+from tests.fakes import NO_WAITS
 from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
+
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
 
 BATCH = 40
 
 
 @pytest.fixture
-def sim(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda seconds: None)
+def sim():
     with Simulator(ORG) as simulator:
         yield simulator
 

@@ -6,6 +6,7 @@ Log Analytics does not de-duplicate, so "once" is counted row by row here, not b
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -13,17 +14,21 @@ from collections import Counter
 
 import pytest
 
-from forwarder.app import run_once
-from forwarder.check import check
+from forwarder import app
+from forwarder import check as checking
 from forwarder.sinks.sentinel import MAX_REQUEST_BYTES
 from forwarder.state import open_store
 from tests.e2e import test_every_sink as every
 from tests.e2e.helpers import settings_for
 from tests.e2e.test_es_crash import Crash, CrashingStore
+from tests.fakes import NO_WAITS
 from tests.receivers.sentinel import CLIENT_SECRET, SentinelReceiver
 
-# The organization, its simulator and what it must deliver are test_every_sink's; retries do not wait.
-sim, no_waiting, expected = every.sim, every.no_waiting, every.expected
+# The organization, its simulator and what it must deliver are test_every_sink's; retries do not wait
+# (the waits between tries are handed in, not slept).
+sim, expected = every.sim, every.expected
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
+check = functools.partial(checking.check, pace=NO_WAITS)
 
 
 def settings(sim, fake, state):

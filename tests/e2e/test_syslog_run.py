@@ -55,8 +55,10 @@ def test_cef_over_tls_run(rsyslog, tmp_path):
 class FailedBatches(RelpSink):
     """A RELP sink that notes the ids of every batch it failed to deliver."""
 
-    def __init__(self, settings: SinkSettings) -> None:
-        super().__init__(settings, retry.RetryPolicy(attempts=2), settings.syslog_max_message_bytes)
+    def __init__(self, settings: SinkSettings, sleep: retry.Sleep) -> None:
+        super().__init__(
+            settings, retry.RetryPolicy(attempts=2, sleep=sleep), settings.syslog_max_message_bytes
+        )
         self.failed: List[Set[str]] = []
 
     def send(self, batch: Sequence[Event]) -> SendResult:
@@ -77,16 +79,17 @@ def test_a_run_whose_receiver_is_killed_moves_no_state_past_it(relp_rsyslog, tmp
         settings = cef_settings(
             sim, relp_rsyslog.uri("relp"), tmp_path / "state", FORWARDER_BATCH_EVENTS="100"
         )
-        sink = FailedBatches(settings.sink)
+        sink = FailedBatches(settings.sink, waits)
+        pace = retry.Pace(sleep=waits)  # the API client's waits too
         reports = []
-        first = threading.Thread(target=lambda: reports.append(run_once(settings, sink=sink)))
+        first = threading.Thread(target=lambda: reports.append(run_once(settings, sink=sink, pace=pace)))
         first.start()
         relp_rsyslog.records("relp", 250)
         relp_rsyslog.kill()
         first.join(timeout=120)
         assert not reports[0].ok and sink.failed
         relp_rsyslog.start()
-        second = run_once(settings)
+        second = run_once(settings, pace=pace)
         assert second.ok, second.to_dict()
     got = Counter(parse(r["msg"]).labelled()["eventId"] for r in relp_rsyslog.stored("relp"))
     assert sorted(got) == ids

@@ -3,24 +3,24 @@ record may be on a page not read, behind the watermark the shipped ones would se
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from forwarder import retry
-from forwarder.app import run_once
+from forwarder import app
 from forwarder.sim.entities import ORG_DOMAIN
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.timeutil import now_us
 from tests.e2e.helpers import HEC_TOKEN, settings_for
+from tests.fakes import NO_WAITS
 from tests.receivers.hec import HecReceiver
+
+# The waits between tries are handed in and not slept: a retry tries again at once.
+run_once = functools.partial(app.run_once, pace=NO_WAITS)
 
 DEEP = "deep.backlog@" + ORG_DOMAIN
 CAPPED = {"FORWARDER_USERS": DEEP, "FORWARDER_OBJECT_TYPES": "user", "FORWARDER_PAGE_LIMIT": "5"}
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 @pytest.mark.parametrize(("honour_sort", "ships"), [(False, False), (True, True)])

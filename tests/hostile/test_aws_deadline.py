@@ -19,6 +19,7 @@ from forwarder.quarantine.s3 import S3Quarantine
 from forwarder.sinks.firehose import FirehoseSink
 from forwarder.sinks.s3 import S3Sink
 from forwarder.sinks.settings import SinkSettings
+from tests.fakes import NO_WAITS
 from tests.receivers.aws_endpoint import AwsEndpoint
 from tests.receivers.trickling_handshake import TLS_OPENING, TricklingHandshake
 
@@ -44,7 +45,7 @@ def s3_sink(timeout: float) -> S3Sink:
 
 def firehose_sink(timeout: float) -> FirehoseSink:
     settings = SinkSettings(uri="firehose://audit", timeout_seconds=timeout)
-    return FirehoseSink(settings, retry_policy=retry.RetryPolicy(attempts=2))
+    return FirehoseSink(settings, retry_policy=retry.RetryPolicy(attempts=2, sleep=NO_WAITS.sleep))
 
 
 def outcome_of(send, meanwhile=lambda: None) -> BaseException:
@@ -68,7 +69,7 @@ def outcome_of(send, meanwhile=lambda: None) -> BaseException:
 
 
 @pytest.mark.parametrize("make_sink", [s3_sink, firehose_sink], ids=["s3", "firehose"])
-def test_a_trickled_answer_ends_at_the_http_timeout(endpoint, make_sink, waits):
+def test_a_trickled_answer_ends_at_the_http_timeout(endpoint, make_sink):
     endpoint.trickle_next(10, pause=0.3)  # every read well inside the 1 s timeout, no answer ever whole
 
     error = outcome_of(lambda: make_sink(1).send([event(1), event(2)]))

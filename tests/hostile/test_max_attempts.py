@@ -14,7 +14,9 @@ import pytest
 from forwarder.config import load_settings
 from forwarder.errors import SinkError
 from forwarder.events import Event
+from forwarder.retry import Pace
 from forwarder.sinks import open_sink
+from tests.fakes import Waits
 from tests.receivers.aws_endpoint import AwsEndpoint
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.hec import HecReceiver
@@ -34,8 +36,8 @@ def event() -> Event:
     return Event(event_id, 1_767_225_600_000_000, json.dumps({"event": {"id": event_id}}).encode())
 
 
-def tries_until_given_up(env: Dict[str, str]) -> None:
-    sink = open_sink(load_settings({**BASE, **env}).sink)
+def tries_until_given_up(env: Dict[str, str], waits: Waits) -> None:
+    sink = open_sink(load_settings({**BASE, **env}).sink, pace=Pace(sleep=waits))
     try:
         with pytest.raises(SinkError) as caught:
             sink.send([event()])
@@ -68,7 +70,7 @@ HTTP_ENV = {"hec": hec_env, "elasticsearch": bulk_env, "http": collector_env}
 def test_http_sinks_try_as_often_as_the_setting_says(waits, kind):
     with HTTP_SINKS[kind]() as receiver:
         receiver.fail_next(10, status=503)
-        tries_until_given_up(HTTP_ENV[kind](receiver))  # type: ignore[operator]
+        tries_until_given_up(HTTP_ENV[kind](receiver), waits)  # type: ignore[operator]
 
         assert len(receiver.seen()) == 2 and len(waits) == 1
 
@@ -90,7 +92,7 @@ class Slamming(LoopbackServer):
 @pytest.mark.parametrize("scheme", ["syslog+tls", "relp+tcp"])
 def test_syslog_tries_as_often_as_the_setting_says(waits, scheme):
     with Slamming() as receiver:
-        tries_until_given_up({"FORWARDER_SINK": f"{scheme}://127.0.0.1:{receiver.port}"})
+        tries_until_given_up({"FORWARDER_SINK": f"{scheme}://127.0.0.1:{receiver.port}"}, waits)
 
         assert receiver.count == 2 and len(waits) == 1
 
@@ -105,6 +107,6 @@ def endpoint(aws, monkeypatch) -> Iterator[AwsEndpoint]:
 @pytest.mark.parametrize("sink", ["s3://audit-lake/p", "firehose://audit"])
 def test_aws_sinks_try_as_often_as_the_setting_says(endpoint, waits, sink):
     endpoint.fail_next(10, status=503)
-    tries_until_given_up({"FORWARDER_SINK": sink})
+    tries_until_given_up({"FORWARDER_SINK": sink}, waits)
 
     assert len(endpoint.seen()) == 2

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from forwarder import retry
 from forwarder.api.client import ApiClient, Credentials
 from forwarder.records import AuditRecord, event_id
 from forwarder.report import RunReport, StreamReport
+from forwarder.retry import RetryPolicy
 from forwarder.scheduling import scheduler as scheduler_module
 from forwarder.scheduling.marks import Book, IndexMark, Marks
 from forwarder.scheduling.orgindex import (
@@ -32,15 +32,14 @@ from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulato
 from forwarder.state.local import LocalStore
 from forwarder.streams import Stream, plan_streams
 from forwarder.timeutil import now_us, parse_iso
+from tests.fakes import NO_WAITS
+
+# The waits between tries are handed in and not slept: a retry tries again at once.
+UNWAITED = RetryPolicy(sleep=NO_WAITS.sleep)
 
 POLICY = Policy(10, 120, 60, 600, None, None, 3600)
 T0 = 1_800_000_000
 US = 1_000_000
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 def _streams(n_users, n_domains):
@@ -81,7 +80,7 @@ def test_records_the_index_should_have_named_are_counted():
 
 
 def _client(sim):
-    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
+    return ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), retry=UNWAITED)
 
 
 def _consult(sim, book, planned, delivered=lambda i: False, page_limit=200):

@@ -48,10 +48,14 @@ def es():
 
 
 def sink_for(
-    receiver: BulkReceiver, token: str | None = None, attempts: int = 4, **settings
+    receiver: BulkReceiver,
+    token: str | None = None,
+    attempts: int = 4,
+    sleep: retry.Sleep = retry.sleep,
+    **settings,
 ) -> ElasticsearchSink:
     config = SinkSettings(uri=receiver.url, token=token or receiver.encoded_api_key(), **settings)
-    return ElasticsearchSink(config, retry_policy=retry.RetryPolicy(attempts=attempts))
+    return ElasticsearchSink(config, retry_policy=retry.RetryPolicy(attempts=attempts, sleep=sleep))
 
 
 # --- delivery -------------------------------------------------------------------------------------
@@ -61,7 +65,7 @@ def sink_for(
 def test_creates_every_event_in_the_data_stream_with_its_id(es, waits, use_gzip):
     events = [ecs_event(n) for n in range(5)]
 
-    result = sink_for(es, gzip=use_gzip).send(events)
+    result = sink_for(es, sleep=waits, gzip=use_gzip).send(events)
 
     assert (result.delivered, result.rejected) == (5, [])
     assert es.ids(STREAM) == [event.id for event in events]
@@ -108,7 +112,7 @@ def test_a_lost_response_is_retried_and_the_events_stay_single(es, waits):
     es.accept_then_fail_next(1)
     events = [ecs_event(n) for n in range(3)]
 
-    assert sink_for(es).send(events).delivered == 3
+    assert sink_for(es, sleep=waits).send(events).delivered == 3
 
     assert len(es.ids(STREAM)) == 3
     assert es.statuses == [201] * 3 + [409] * 3
@@ -176,7 +180,7 @@ def test_throttled_items_alone_are_sent_again(es, waits):
     es.throttle_items(2)
     events = [ecs_event(n) for n in range(5)]
 
-    result = sink_for(es).send(events)
+    result = sink_for(es, sleep=waits).send(events)
 
     assert (result.delivered, result.rejected) == (5, [])
     assert es.statuses == [429, 429, 201, 201, 201, 201, 201]
@@ -188,7 +192,7 @@ def test_items_throttled_past_the_attempts_raise_retryable(es, waits):
     es.throttle_items(100)
 
     with pytest.raises(SinkError) as caught:
-        sink_for(es, attempts=3).send([ecs_event(1), ecs_event(2)])
+        sink_for(es, sleep=waits, attempts=3).send([ecs_event(1), ecs_event(2)])
 
     assert caught.value.retryable
     assert "429" in str(caught.value)
@@ -202,7 +206,7 @@ def test_413_splits_the_request_and_rejects_an_event_too_large_alone(waits):
     big = ecs_event(99, pad="x" * 6000)
     events = [ecs_event(n) for n in range(4)] + [big]
     with BulkReceiver(max_content_length=3000) as es:
-        result = sink_for(es, gzip=False).send(events)
+        result = sink_for(es, sleep=waits, gzip=False).send(events)
 
         assert "413" in only_rejection(result, big, delivered=4).reason
         assert sorted(es.ids(STREAM)) == sorted(e.id for e in events[:4])
@@ -227,7 +231,7 @@ def test_auth_forms(es):
 def test_a_document_refused_for_privileges_names_the_token_to_check(es, waits):
     es.privileges = {"auto_configure"}
     with pytest.raises(SinkError) as caught:
-        sink_for(es).send([ecs_event(1)])
+        sink_for(es, sleep=waits).send([ecs_event(1)])
     assert str(caught.value).startswith("Elasticsearch refused a document with HTTP 403: security_exception")
     assert str(caught.value).endswith("; check FORWARDER_SINK_TOKEN and what it is allowed to write")
 
@@ -236,7 +240,7 @@ def test_a_wrong_key_raises_without_the_key(es, waits):
     secret = base64.b64encode(b"key-id-1:wrong-secret-value").decode()
 
     with pytest.raises(SinkError) as caught:
-        sink_for(es, token=secret).send([ecs_event(1)])
+        sink_for(es, sleep=waits, token=secret).send([ecs_event(1)])
 
     assert not caught.value.retryable
     assert "security_exception" in str(caught.value) and "401" in str(caught.value)
@@ -247,7 +251,7 @@ def test_a_wrong_key_raises_without_the_key(es, waits):
 def test_busy_cluster_is_retried_with_retry_after(es, waits):
     es.fail_next(2, status=429, retry_after=3)
 
-    assert sink_for(es).send([ecs_event(1)]).delivered == 1
+    assert sink_for(es, sleep=waits).send([ecs_event(1)]).delivered == 1
 
     assert waits == [3.0, 3.0]
 

@@ -96,7 +96,9 @@ def test_only_the_failed_records_are_sent_again(flaky, waits):
     events = [event(n) for n in range(5)]
     server = flaky({events[1].id: 2, events[3].id: 1})
 
-    result = FirehoseSink(SinkSettings(uri="firehose://audit")).send(events)
+    result = FirehoseSink(
+        SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(sleep=waits)
+    ).send(events)
 
     assert result.delivered == 5
     assert [len(call) for call in server.calls] == [5, 2, 1]
@@ -108,7 +110,9 @@ def test_only_the_failed_records_are_sent_again(flaky, waits):
 def test_records_failing_past_the_attempts_raise_retryable(flaky, waits):
     events = [event(n) for n in range(3)]
     flaky({events[0].id: 100})
-    sink = FirehoseSink(SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(attempts=3))
+    sink = FirehoseSink(
+        SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(attempts=3, sleep=waits)
+    )
 
     with pytest.raises(SinkError) as caught:
         sink.send(events)
@@ -119,7 +123,9 @@ def test_records_failing_past_the_attempts_raise_retryable(flaky, waits):
 
 def test_an_answer_without_per_record_proof_delivers_nothing(flaky, waits):
     server = flaky({}, lie=True)
-    sink = FirehoseSink(SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(attempts=2))
+    sink = FirehoseSink(
+        SinkSettings(uri="firehose://audit"), retry_policy=retry.RetryPolicy(attempts=2, sleep=waits)
+    )
     with pytest.raises(SinkError, match="2 record\\(s\\) reported failed") as caught:
         sink.send([event(1), event(2)])
     assert caught.value.retryable and [len(call) for call in server.calls] == [2, 2]
@@ -128,7 +134,9 @@ def test_an_answer_without_per_record_proof_delivers_nothing(flaky, waits):
 def test_limits_and_oversized_records(flaky, waits):
     server = flaky({})
     big = event(9, pad="x" * MAX_RECORD_BYTES)
-    sink = FirehoseSink(SinkSettings(uri="firehose://audit", batch_events=10_000))
+    sink = FirehoseSink(
+        SinkSettings(uri="firehose://audit", batch_events=10_000), retry_policy=retry.RetryPolicy(sleep=waits)
+    )
 
     result = sink.send([event(1), big, event(2)])
 

@@ -49,9 +49,16 @@ def hec():
         yield receiver
 
 
-def sink_for(receiver: HecReceiver, token: str | None = None, attempts: int = 5, **settings) -> HecSink:
+def sink_for(
+    receiver: HecReceiver,
+    token: str | None = None,
+    attempts: int = 5,
+    sleep: retry.Sleep = retry.sleep,
+    **settings,
+) -> HecSink:
     config = SinkSettings(uri=receiver.url, token=token or receiver.token, **settings)
-    return HecSink(config, retry_policy=retry.RetryPolicy(attempts=attempts), ack_timeout_seconds=30)
+    policy = retry.RetryPolicy(attempts=attempts, sleep=sleep)
+    return HecSink(config, retry_policy=policy, ack_timeout_seconds=30)
 
 
 # --- delivery -------------------------------------------------------------------------------------
@@ -216,7 +223,7 @@ def test_503_then_success_is_retried_with_backoff(hec, waits):
     events = [ecs_event(n) for n in range(3)]
     hec.fail_next(2)
 
-    assert sink_for(hec).send(events).delivered == 3
+    assert sink_for(hec, sleep=waits).send(events).delivered == 3
 
     assert len(waits) == 2
     assert [request.status for request in hec.seen()] == [503, 503, 200]
@@ -227,7 +234,7 @@ def test_503_then_success_is_retried_with_backoff(hec, waits):
 def test_retry_after_is_honoured(hec, waits, status):
     hec.fail_next(1, status=status, retry_after=7)
 
-    sink_for(hec).send([ecs_event(1)])
+    sink_for(hec, sleep=waits).send([ecs_event(1)])
 
     assert waits == [7.0]
 
@@ -236,7 +243,7 @@ def test_exhausted_retries_raise_a_retryable_error(hec, waits):
     hec.fail_next(5)
 
     with pytest.raises(SinkError) as caught:
-        sink_for(hec, attempts=3).send([ecs_event(1)])
+        sink_for(hec, attempts=3, sleep=waits).send([ecs_event(1)])
 
     assert caught.value.retryable
     assert "after 3 attempts: HTTP 503, code 9: Server is busy" in str(caught.value)
@@ -247,7 +254,7 @@ def test_exhausted_retries_raise_a_retryable_error(hec, waits):
 def test_a_dropped_connection_is_retried(hec, waits):
     hec.drop_connection_next(1)
 
-    assert sink_for(hec).send([ecs_event(1)]).delivered == 1
+    assert sink_for(hec, sleep=waits).send([ecs_event(1)]).delivered == 1
 
     assert [request.status for request in hec.seen()] == [None, 200]
     assert len(waits) == 1
@@ -257,7 +264,7 @@ def test_a_connection_refused_ends_in_a_retryable_error(waits):
     with HecReceiver() as hec:
         settings = SinkSettings(uri=hec.url, token=SECRET)
     with pytest.raises(SinkError) as caught:
-        HecSink(settings, retry_policy=retry.RetryPolicy(attempts=2)).send([ecs_event(1)])
+        HecSink(settings, retry_policy=retry.RetryPolicy(attempts=2, sleep=waits)).send([ecs_event(1)])
     assert caught.value.retryable
     assert SECRET not in str(caught.value)
 
@@ -266,7 +273,7 @@ def test_a_tls_failure_is_not_retried(hec, waits):
     settings = SinkSettings(uri=hec.url.replace("hec+http:", "hec+https:"), token=SECRET)
 
     with pytest.raises(SinkError, match="TLS") as caught:
-        HecSink(settings).send([ecs_event(1)])
+        HecSink(settings, retry_policy=retry.RetryPolicy(sleep=waits)).send([ecs_event(1)])
 
     assert not caught.value.retryable
     assert waits == []
@@ -276,7 +283,7 @@ def test_a_response_lost_after_indexing_resends_the_same_ids(hec, waits):
     events = [ecs_event(n) for n in range(2)]
     hec.accept_then_fail_next(1)
 
-    assert sink_for(hec).send(events).delivered == 2
+    assert sink_for(hec, sleep=waits).send(events).delivered == 2
 
     assert hec.event_ids() == [event.id for event in events] * 2
 
@@ -325,7 +332,7 @@ def test_an_envelope_over_the_batch_limit_is_rejected_without_sending(hec):
 def test_ack_mode_returns_only_once_every_request_is_acknowledged(waits):
     events = [ecs_event(n) for n in range(5)]
     with HecReceiver(ack=True, ack_delay_polls=2) as hec:
-        sink = sink_for(hec, hec_ack=True, batch_events=2)
+        sink = sink_for(hec, sleep=waits, hec_ack=True, batch_events=2)
         assert sink.send(events).delivered == 5
 
     assert hec.ack_answers() == [
@@ -339,7 +346,7 @@ def test_ack_mode_returns_only_once_every_request_is_acknowledged(waits):
 
 def test_an_ack_that_never_comes_raises_a_retryable_error(waits):
     with HecReceiver(ack=True, ack_delay_polls=None) as hec, pytest.raises(SinkError) as caught:
-        sink_for(hec, hec_ack=True).send([ecs_event(1)])
+        sink_for(hec, sleep=waits, hec_ack=True).send([ecs_event(1)])
 
     assert caught.value.retryable
     assert "did not confirm indexing" in str(caught.value)

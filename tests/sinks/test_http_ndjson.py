@@ -30,18 +30,19 @@ def event(n: int, pad: str = "") -> Event:
     return Event(event_id, 1_767_323_045_000_000, json.dumps(body).encode())
 
 
-def sink_for(collector: HttpCollector, attempts: int = 4, **settings) -> HttpNdjsonSink:
+def sink_for(
+    collector: HttpCollector, attempts: int = 4, sleep: retry.Sleep = retry.sleep, **settings
+) -> HttpNdjsonSink:
     settings.setdefault("token", SECRET)
-    return HttpNdjsonSink(
-        SinkSettings(uri=collector.url, **settings), retry_policy=retry.RetryPolicy(attempts=attempts)
-    )
+    policy = retry.RetryPolicy(attempts=attempts, sleep=sleep)
+    return HttpNdjsonSink(SinkSettings(uri=collector.url, **settings), retry_policy=policy)
 
 
 @pytest.mark.parametrize("use_gzip", [True, False])
 def test_events_arrive_as_ndjson_lines_byte_for_byte(waits, use_gzip):
     events = [event(n) for n in range(4)] + [Event("f" * 64, 0, b"CEF:0|a|b|1|x|y|3|k=v", is_json=False)]
     with HttpCollector(authorization=f"Bearer {SECRET}") as collector:
-        result = sink_for(collector, gzip=use_gzip).send(events)
+        result = sink_for(collector, sleep=waits, gzip=use_gzip).send(events)
 
         assert (result.delivered, result.rejected) == (5, [])
         assert collector.lines() == [e.body for e in events]
@@ -63,7 +64,7 @@ def test_configured_headers_and_auth_kinds_are_sent():
 
 def test_a_wrong_token_raises_without_the_token(waits):
     with HttpCollector(authorization="Bearer something-else") as collector:
-        sink = sink_for(collector)
+        sink = sink_for(collector, sleep=waits)
         with pytest.raises(SinkError) as caught:
             sink.send([event(1)])
 
@@ -76,12 +77,12 @@ def test_busy_collector_is_retried_then_gives_up_retryable(waits):
     with HttpCollector() as collector:
         collector.fail_next(2, status=503, retry_after=2)
         collector.drop_connection_next(1)
-        assert sink_for(collector).send([event(1)]).delivered == 1
+        assert sink_for(collector, sleep=waits).send([event(1)]).delivered == 1
         assert waits[:2] == [2.0, 2.0] and len(waits) == 3
 
         collector.fail_next(10, status=500)
         with pytest.raises(SinkError) as caught:
-            sink_for(collector, attempts=3).send([event(2)])
+            sink_for(collector, sleep=waits, attempts=3).send([event(2)])
         assert caught.value.retryable
         assert collector.lines() == [event(1).body]
 
@@ -90,7 +91,7 @@ def test_413_splits_and_rejects_an_event_too_large_alone(waits):
     big = event(99, pad="x" * 5000)
     events = [event(n) for n in range(6)] + [big]
     with HttpCollector(max_content_length=2000) as collector:
-        result = sink_for(collector, gzip=False).send(events)
+        result = sink_for(collector, sleep=waits, gzip=False).send(events)
 
         assert "413" in only_rejection(result, big, delivered=6).reason
         assert sorted(collector.lines()) == sorted(e.body for e in events[:6])
@@ -98,7 +99,7 @@ def test_413_splits_and_rejects_an_event_too_large_alone(waits):
 
 def test_requests_are_bounded_by_count(waits):
     with HttpCollector() as collector:
-        sink_for(collector, batch_events=2).send([event(n) for n in range(5)])
+        sink_for(collector, sleep=waits, batch_events=2).send([event(n) for n in range(5)])
         assert len(collector.seen()) == 3 and len(collector.lines()) == 5
 
 
@@ -143,8 +144,8 @@ CONFIGURED = {
 }
 
 
-def configured_sink(url: str, **env: str) -> HttpNdjsonSink:
-    sink = open_sink(load_settings({**CONFIGURED, "FORWARDER_SINK": url, **env}).sink)
+def configured_sink(url: str, sleep: retry.Sleep = retry.sleep, **env: str) -> HttpNdjsonSink:
+    sink = open_sink(load_settings({**CONFIGURED, "FORWARDER_SINK": url, **env}).sink, pace=retry.Pace(sleep))
     assert isinstance(sink, HttpNdjsonSink)
     return sink
 
@@ -152,7 +153,7 @@ def configured_sink(url: str, **env: str) -> HttpNdjsonSink:
 def test_an_ndjson_body_is_refused_by_a_json_only_collector(waits):
     with FluentBitHttpInput() as fluent_bit:
         with pytest.raises(SinkError, match="invalid 'Content-Type'") as caught:
-            configured_sink(fluent_bit.url).send([event(1)])
+            configured_sink(fluent_bit.url, sleep=waits).send([event(1)])
 
         assert not caught.value.retryable and fluent_bit.records() == []
 
@@ -163,6 +164,7 @@ def test_a_json_array_body_reaches_a_json_only_collector(waits, use_gzip):
     with FluentBitHttpInput() as fluent_bit:
         sink = configured_sink(
             fluent_bit.url,
+            sleep=waits,
             FORWARDER_HTTP_BODY="json-array",
             FORWARDER_SINK_GZIP=use_gzip,
             FORWARDER_BATCH_EVENTS="3",
@@ -178,7 +180,10 @@ def test_a_json_array_body_reaches_a_json_only_collector(waits, use_gzip):
 def test_the_configured_content_type_replaces_the_default(waits, body):
     with HttpCollector() as collector:
         sink = configured_sink(
-            collector.url, FORWARDER_HTTP_BODY=body, FORWARDER_SINK_HEADERS="content-type: text/plain"
+            collector.url,
+            sleep=waits,
+            FORWARDER_HTTP_BODY=body,
+            FORWARDER_SINK_HEADERS="content-type: text/plain",
         )
         with contextlib.suppress(SinkError):  # this collector takes lines, not an array
             sink.send([event(1)])
@@ -192,7 +197,12 @@ def test_a_json_array_splits_on_413_and_stays_an_array(waits):
     events = [event(n) for n in range(6)] + [big]
     with FluentBitHttpInput() as fluent_bit:
         fluent_bit.max_body = 2000
-        sink = configured_sink(fluent_bit.url, FORWARDER_HTTP_BODY="json-array", FORWARDER_SINK_GZIP="false")
+        sink = configured_sink(
+            fluent_bit.url,
+            sleep=waits,
+            FORWARDER_HTTP_BODY="json-array",
+            FORWARDER_SINK_GZIP="false",
+        )
         result = sink.send(events)
 
         assert "413" in only_rejection(result, big, delivered=6).reason

@@ -28,9 +28,16 @@ def events(n: int) -> List[Event]:
     return [Event(f"id{i}", i, f"CEF:0|v|p|1|s|n|5|cs6={i}".encode()) for i in range(n)]
 
 
-def sink_for(uri: str, ca_bundle: Optional[str] = None, attempts: int = 5, timeout: float = 10) -> RelpSink:
+def sink_for(
+    uri: str,
+    ca_bundle: Optional[str] = None,
+    attempts: int = 5,
+    timeout: float = 10,
+    sleep: retry.Sleep = retry.sleep,
+) -> RelpSink:
     settings = SinkSettings(uri=uri, ca_bundle=ca_bundle, host="forwarder.test", timeout_seconds=timeout)
-    return RelpSink(settings, retry.RetryPolicy(attempts=attempts), max_message_bytes=MAX_MESSAGE)
+    tries = retry.RetryPolicy(attempts=attempts, sleep=sleep)
+    return RelpSink(settings, tries, max_message_bytes=MAX_MESSAGE)
 
 
 # --- frames ---------------------------------------------------------------------------------------
@@ -188,7 +195,7 @@ def test_a_session_cut_mid_batch_resends_only_the_unanswered(receiver, waits):
 
     fake = receiver(cut_after_three)
     batch = events(10)
-    assert sink_for(fake.uri).send(batch).delivered == 10
+    assert sink_for(fake.uri, sleep=waits).send(batch).delivered == 10
     first, second = fake.messages
     assert [m.rsplit(b"=", 1)[1] for m in second] == [str(i).encode() for i in range(3, 10)]
     assert len(first) >= 4 and len(waits) == 1
@@ -202,14 +209,14 @@ def test_a_refused_message_fails_the_batch_after_the_attempts(receiver, waits):
 
     fake = receiver(refuse_the_second)
     with pytest.raises(SinkError, match="refused a message: b'500 queue full'") as info:
-        sink_for(fake.uri, attempts=3).send(events(4))
+        sink_for(fake.uri, sleep=waits, attempts=3).send(events(4))
     assert info.value.retryable and len(fake.messages) == 3 and len(waits) == 2
 
 
 def test_a_receiver_that_never_answers_fails_the_batch(receiver, waits):
     fake = receiver(lambda frame, count: answer_all(frame, count) if frame.command == "open" else b"")
     with pytest.raises(SinkError, match=r"no complete response within 0.5 s \(HTTP timeout\)") as info:
-        sink_for(fake.uri, attempts=1, timeout=0.5).send(events(3))
+        sink_for(fake.uri, sleep=waits, attempts=1, timeout=0.5).send(events(3))
     assert info.value.retryable and len(fake.messages[0]) == 3
 
 
@@ -242,7 +249,7 @@ def test_a_stop_cuts_the_wait_for_answers(receiver):
 def test_a_receiver_that_does_not_take_syslog_messages_gets_none(receiver, waits, reply):
     fake = receiver(lambda frame, count: encode(frame.txnr, "rsp", reply))
     with pytest.raises(SinkError, match="does not take syslog messages"):
-        sink_for(fake.uri, attempts=2).send(events(2))
+        sink_for(fake.uri, sleep=waits, attempts=2).send(events(2))
     assert fake.messages == [[], []]
 
 
@@ -303,7 +310,7 @@ def test_an_unknown_certificate_authority_fails_at_once(relp_rsyslog, waits):
     with pytest.raises(
         SinkError, match=r"relp receiver: TLS with localhost:\d+ failed: certificate not trusted"
     ) as info:
-        sink_for(relp_rsyslog.uri("relptls")).send(events(1))
+        sink_for(relp_rsyslog.uri("relptls"), sleep=waits).send(events(1))
     assert not info.value.retryable and waits == []
 
 
@@ -312,7 +319,7 @@ def test_a_receiver_killed_mid_batch_loses_nothing(relp_rsyslog, waits, name):
     """The batch fails; sent again once the receiver is back (the next run does that), every event is
     stored, and only what the first try had stored is there twice."""
     batch = events(10_000)  # about half a second of rsyslog's work: time enough to land the kill in it
-    sink = sink_for(relp_rsyslog.uri(name), relp_rsyslog.ca_bundle, attempts=2)
+    sink = sink_for(relp_rsyslog.uri(name), relp_rsyslog.ca_bundle, attempts=2, sleep=waits)
     failure: List[BaseException] = []
 
     def send() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forwarder import logs
+from forwarder import logs, retry
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.sinks import probe_sink, sink_problems
@@ -37,6 +37,11 @@ def settings_for(fake, tmp_path, **extra):
         **extra,
     }
     return SinkSettings(**values)
+
+
+def paced_sink(settings: SinkSettings, sleep: retry.Sleep) -> SecOpsSink:
+    """The sink of ``settings``, its FORWARDER_MAX_ATTEMPTS tries waiting in ``sleep``."""
+    return SecOpsSink(settings, retry.RetryPolicy(attempts=settings.max_attempts, sleep=sleep))
 
 
 def udm_event(n: int, size: int = 0, kind: str = "USER_LOGIN") -> Event:
@@ -94,7 +99,7 @@ def test_a_revoked_token_is_replaced_once_and_the_batch_goes_through(fake, tmp_p
 
 def test_a_token_endpoint_that_fails_for_a_while_is_retried(fake, tmp_path, waits):
     fake.fail_token_next(2, status=503)
-    sink = SecOpsSink(settings_for(fake, tmp_path))
+    sink = paced_sink(settings_for(fake, tmp_path), waits)
     result = sink.send([udm_event(1)])
     sink.close()
     assert result.delivered == 1 and fake.token_requests == 3 and len(waits) == 2
@@ -159,7 +164,7 @@ def test_a_refused_import_is_split_down_to_the_bad_event(fake, tmp_path):
 def test_throttling_and_server_errors_are_retried(fake, tmp_path, waits):
     fake.fail_next(2, status=429, retry_after=7)
     fake.fail_next(1, status=503)
-    sink = SecOpsSink(settings_for(fake, tmp_path))
+    sink = paced_sink(settings_for(fake, tmp_path), waits)
     result = sink.send([udm_event(n) for n in range(5)])
     sink.close()
     assert result.delivered == 5 and len(fake.ids()) == 5
@@ -168,7 +173,7 @@ def test_throttling_and_server_errors_are_retried(fake, tmp_path, waits):
 
 def test_attempts_running_out_is_a_retryable_error(fake, tmp_path, waits):
     fake.fail_next(10, status=503)
-    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=3))
+    sink = paced_sink(settings_for(fake, tmp_path, max_attempts=3), waits)
     with pytest.raises(SinkError) as caught:
         sink.send([udm_event(1)])
     sink.close()
@@ -212,7 +217,7 @@ def test_a_probe_with_a_key_google_does_not_know_says_what_to_check(fake, tmp_pa
 
 def test_no_secret_reaches_errors_reprs_or_logs(fake, tmp_path, waits, caplog):
     caplog.set_level(logging.DEBUG)
-    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=2))
+    sink = paced_sink(settings_for(fake, tmp_path, max_attempts=2), waits)
     sink.send([udm_event(1)])
     fake.fail_next(5, status=503)
     with pytest.raises(SinkError) as caught:
@@ -291,7 +296,7 @@ def test_whatever_is_refused_or_throttled_each_event_is_imported_once_or_rejecte
     fake.poisoned = {events[n].id for n in poison if n < len(events)}
     for status in faults:
         fake.fail_next(1, status=status)
-    sink = SecOpsSink(settings_for(fake, tmp_path, batch_events=batch_events))
+    sink = paced_sink(settings_for(fake, tmp_path, batch_events=batch_events), waits)
     try:
         result = sink.send(events)
     finally:
@@ -322,7 +327,7 @@ def test_the_key_can_come_from_secrets_manager_and_is_masked(fake, tmp_path, aws
 
 def test_a_200_that_is_not_the_apis_reply_proves_nothing(fake, tmp_path, waits, monkeypatch):
     monkeypatch.setattr(fake, "_import", lambda headers, raw: (200, b"OK", {"Content-Type": "text/plain"}))
-    sink = SecOpsSink(settings_for(fake, tmp_path, max_attempts=2))
+    sink = paced_sink(settings_for(fake, tmp_path, max_attempts=2), waits)
     with pytest.raises(SinkError) as caught:
         sink.send([udm_event(1)])
     sink.close()

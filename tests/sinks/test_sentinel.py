@@ -46,8 +46,11 @@ def settings_for(fake: SentinelReceiver, **changes) -> SinkSettings:
     return SinkSettings(**values)
 
 
-def sink_for(fake: SentinelReceiver, attempts: int = 4, **changes) -> SentinelSink:
-    return SentinelSink(settings_for(fake, **changes), retry_policy=retry.RetryPolicy(attempts=attempts))
+def sink_for(
+    fake: SentinelReceiver, attempts: int = 4, sleep: retry.Sleep = retry.sleep, **changes
+) -> SentinelSink:
+    policy = retry.RetryPolicy(attempts=attempts, sleep=sleep)
+    return SentinelSink(settings_for(fake, **changes), retry_policy=policy)
 
 
 def noise(n: int, seed: int) -> str:
@@ -112,7 +115,7 @@ def test_a_token_refused_with_401_is_replaced_once_and_the_batch_goes_through():
 
 def test_429_waits_as_long_as_retry_after_says(waits):
     with SentinelReceiver() as fake:
-        sink = sink_for(fake)
+        sink = sink_for(fake, sleep=waits)
         sink.send([event(0)])  # the token first
         fake.fail_next(2, status=429, retry_after=7)
 
@@ -123,7 +126,7 @@ def test_429_waits_as_long_as_retry_after_says(waits):
 
 def test_5xx_until_the_attempts_run_out_is_a_retryable_failure_and_nothing_counts(waits):
     with SentinelReceiver() as fake:
-        sink = sink_for(fake, attempts=3)
+        sink = sink_for(fake, sleep=waits, attempts=3)
         sink.send([event(0)])
         fake.fail_next(3, status=503)
 
@@ -137,7 +140,7 @@ def test_5xx_until_the_attempts_run_out_is_a_retryable_failure_and_nothing_count
 @pytest.mark.parametrize("status", [200, 202])
 def test_a_2xx_that_is_not_204_proves_nothing(waits, status):
     with SentinelReceiver() as fake:
-        sink = sink_for(fake)
+        sink = sink_for(fake, sleep=waits)
         sink.send([event(0)])
         fake.fail_next(1, status=status)
         with pytest.raises(SinkError, match="not the service's 204 No Content; nothing counts") as caught:
@@ -322,7 +325,7 @@ def test_whatever_is_split_throttled_or_revoked_each_event_is_stored_once_or_rej
         event(n, random.Random(n).randbytes(size // 2 + 1).hex()[:size]) for n, size in enumerate(sizes)
     ]
     with SentinelReceiver(max_request_bytes=limit) as fake:
-        sink = sink_for(fake, gzip=use_gzip, batch_events=batch_events)
+        sink = sink_for(fake, sleep=waits, gzip=use_gzip, batch_events=batch_events)
         sink.send([event(-1)])  # a token first: the faults below meet the uploads
         if revoked:
             fake.revoke_tokens()
