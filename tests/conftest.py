@@ -112,6 +112,21 @@ def relp_rsyslog(tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def logging_as_found() -> Iterator[None]:
+    """Each test leaves the root logger as it found it: a run that configures logging (the Lambda
+    handler, the CLI) sets the root level and handlers, which would filter what a later test's caplog
+    sees."""
+    import logging
+
+    root, noisy = logging.getLogger(), logging.getLogger("urllib3")
+    handlers, level, noisy_level = list(root.handlers), root.level, noisy.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    noisy.setLevel(noisy_level)
+
+
+@pytest.fixture(autouse=True)
 def retries_told_afresh() -> None:
     """Each test sees its first retry of a kind at WARNING (forwarder.retry tells one once a minute)."""
     from forwarder import retry
