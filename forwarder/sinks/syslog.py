@@ -213,12 +213,15 @@ class SyslogSink:
         def attempt() -> None:
             what = f"delivery to the {where}"
             with deadline.watching(what, self._timeout) as call:
-                try:
-                    with connect(self.host, self.port, self._context, self._timeout) as sock:
+                try:  # the socket's timeout only backs the watchdog up, as forwarder.deadline.request's
+                    with connect(self.host, self.port, self._context, self._timeout + 1.0) as sock:
                         attempt_over(sock)
                 except ssl.SSLCertVerificationError as exc:
                     cause = causes.of(exc, f"{self.host}:{self.port}")
                     raise SinkError(self._unreachable(cause, 1)) from exc
+                except socket.timeout as exc:  # past the deadline, the watchdog late (a loaded host)
+                    if not call.cut.is_set():
+                        raise TimeoutError(deadline.cut_message(call, what, self._timeout)) from exc
                 except (OSError, retry.TryAgain):
                     if not call.cut.is_set():
                         raise

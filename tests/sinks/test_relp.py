@@ -13,7 +13,7 @@ from typing import Callable, List, Optional
 
 import pytest
 
-from forwarder import retry, stop
+from forwarder import deadline, retry, stop
 from forwarder.errors import SinkError
 from forwarder.events import Event
 from forwarder.sinks import open_sink, probe_sink, sink_problems
@@ -218,6 +218,14 @@ def test_a_receiver_that_never_answers_fails_the_batch(receiver, waits):
     with pytest.raises(SinkError, match=r"no complete response within 0.5 s \(HTTP timeout\)") as info:
         sink_for(fake.uri, sleep=waits, attempts=1, timeout=0.5).send(events(3))
     assert info.value.retryable and len(fake.messages[0]) == 3
+
+
+def test_a_late_watchdog_fails_the_batch_in_the_same_words(receiver, waits, monkeypatch):
+    """On a loaded host the socket's own timeout (the backstop) can fire before the watchdog cuts."""
+    monkeypatch.setattr(deadline._watchdog, "add", lambda call, at: None)  # never cuts
+    fake = receiver(lambda frame, count: answer_all(frame, count) if frame.command == "open" else b"")
+    with pytest.raises(SinkError, match=r"no complete response within 0.5 s \(HTTP timeout\)"):
+        sink_for(fake.uri, sleep=waits, attempts=1, timeout=0.5).send(events(3))
 
 
 def test_a_stop_cuts_the_wait_for_answers(receiver):
