@@ -181,14 +181,14 @@ def _texts(mapping: Mapping[str, Any], names: Mapping[str, str]) -> Tuple[Dict[s
     """Each variable's text from ``mapping``: under the caller's key for it (``names``) when given,
     else under its own name; and the problems of values of the wrong type (the variable then
     reads as if that key were not given)."""
-    texts = {key: value for key, value in mapping.items() if key not in names and isinstance(value, str)}
+    own = [(key, key) for key in mapping if key in BY_NAME and key not in names]
+    texts: Dict[str, str] = {}
     problems: List[Problem] = []
-    for key, variable in names.items():
-        if key in mapping:
-            try:
-                texts[variable] = _as_text(BY_NAME[variable], mapping[key])
-            except ValueError as exc:
-                problems.append(Problem(variable, str(exc)))
+    for key, variable in own + [(key, v) for key, v in names.items() if key in mapping]:
+        try:
+            texts[variable] = _as_text(BY_NAME[variable], mapping[key])
+        except ValueError as exc:
+            problems.append(Problem(variable, str(exc)))
     return texts, problems
 
 
@@ -197,7 +197,7 @@ def settings_from(
 ) -> Settings:
     """Build Settings from ``mapping``, keyed by the caller's own names: ``names`` maps a key of the
     caller's (a tenant document's field, a Splunk input's field) to the variable it sets; any other
-    key is a variable's own name, as in an environment. A variable given by neither takes its
+    key naming a variable sets it, as in an environment. A variable given by neither takes its
     default. Raise ConfigError listing every problem, each naming the setting to fix: the caller's
     key for its variable when ``names`` has one (given or not), the variable otherwise.
     ``api_proxy``: see ``Settings.api_proxy``."""

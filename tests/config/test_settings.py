@@ -65,3 +65,11 @@ def test_the_api_proxy_is_an_argument_kept_out_of_reprs_with_its_password_a_secr
     assert settings.api_proxy == "http://me:pr0xy-pass@proxy.example:3128"
     assert "pr0xy-pass" not in repr(settings) and "pr0xy-pass" in settings.secrets()
     assert settings_from(BASE, api_proxy="").api_proxy == ""  # none, whatever the environment says
+
+
+def test_a_variable_given_as_a_value_not_text_is_read_as_a_document_would_be():
+    settings = settings_from({**BASE, "FORWARDER_MAX_RPS": 2, "FORWARDER_USERS": ["a@x.example"]})
+    assert (settings.max_rps, settings.users) == (2.0, ("a@x.example",))
+    assert structured({**BASE, "FORWARDER_HEC_INDEX": None}) == [
+        Problem("FORWARDER_HEC_INDEX", "expected text")
+    ]
