@@ -36,19 +36,14 @@ def splunkd(tmp_path_factory):
 
 @pytest.fixture
 def logging_kept(monkeypatch, tmp_path):
-    """The input logs to $SPLUNK_HOME's file through the root logger: the test's logging comes back."""
+    """The input logs to a file under $SPLUNK_HOME, closed after the test (the root logger itself is
+    put back by tests/conftest.py)."""
     monkeypatch.setenv("SPLUNK_HOME", str(tmp_path / "splunk"))
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+    before = list(logging.getLogger().handlers)
     yield
-    for handler in root.handlers[:]:
-        if handler not in handlers:
-            root.removeHandler(handler)
+    for handler in logging.getLogger().handlers:
+        if handler not in before:
             handler.close()
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
 
 
 def run(splunkd: FakeSplunkd, tmp_path) -> list:
