@@ -67,6 +67,7 @@ def build_client(
         timeout=settings.http_timeout_s,
         retry=pace.policy(settings.max_attempts),
         limiter=limiter or build_limiter(settings, pace),
+        proxy=settings.api_proxy,
     )
 
 

@@ -3,7 +3,11 @@ never carry a secret."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from dataclasses import dataclass
+from typing import List, Sequence, Union
+
+_NAMED = re.compile(r"([^\s:]+): (.*)", re.DOTALL)  # "FORWARDER_X: ...", "hec_index: ...", "--tenant: ..."
 
 
 class ForwarderError(Exception):
@@ -14,11 +18,32 @@ class StreamFailed(ForwarderError):
     """A stream cannot go on this run; the state stays where it was."""
 
 
-class ConfigError(ForwarderError):
-    """One or more configuration problems, each naming its variable."""
+@dataclass(frozen=True)
+class Problem:
+    """One configuration problem: the setting to fix, named as whoever set it names it (a variable,
+    a tenant document's field, a Splunk input's field; "" when the text names none), and what is
+    wrong with it. Its text is ``<variable>: <message>``."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
+    variable: str
+    message: str
+
+    @classmethod
+    def parse(cls, text: str) -> Problem:
+        """The problem a ``<variable>: <message>`` text tells; one naming no setting otherwise."""
+        named = _NAMED.fullmatch(text)
+        return cls(named.group(1), named.group(2)) if named else cls("", text)
+
+    def __str__(self) -> str:
+        return f"{self.variable}: {self.message}" if self.variable else self.message
+
+
+class ConfigError(ForwarderError):
+    """One or more configuration problems, each naming its variable: ``structured`` holds them as
+    ``Problem``s, ``problems`` as their texts."""
+
+    def __init__(self, problems: Sequence[Union[str, Problem]]) -> None:
+        self.structured: List[Problem] = [p if isinstance(p, Problem) else Problem.parse(p) for p in problems]
+        self.problems = [str(p) for p in self.structured]
         super().__init__("invalid configuration:\n  - " + "\n  - ".join(self.problems))
 
 

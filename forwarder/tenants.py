@@ -5,8 +5,9 @@ quarantine folder, metrics dimension and, optionally, its own index (HEC), data-
 (Elasticsearch), request rate or key prefix (S3 sink). Which variables a tenant sets, and which are
 only a tenant's, the configuration table says (``Variable.tenant``); every other setting comes from the
 environment as usual.
-Each tenant's ``Settings`` is built by ``config.load_settings`` from the base environment with the
-tenant's fields laid over it, so a tenant's values pass exactly the checks a single install's do.
+Each tenant's ``Settings`` is built by ``config.settings_from`` from the base environment with the
+tenant's fields laid over it, under their own names, so a tenant's values pass exactly the checks a
+single install's do and each problem names the tenant's field.
 
 Without ``FORWARDER_TENANTS`` there are no tenants: the environment describes one organization and
 its state keys are the un-namespaced ones they always were.
@@ -30,10 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .config import VARIABLES, Settings, Variable, default_of, load_settings, read
-from .config.lists import LISTS
+from .config import VARIABLES, Settings, Variable, default_of, load_settings, read, settings_from
 from .config.table import TENANT_ONLY
-from .errors import ConfigError
+from .errors import ConfigError, Problem
 from .extras import aws_problems
 from .logs import clip, quoted
 from .urls import local_path
@@ -59,8 +59,10 @@ class Fields:
         mine = {v.tenant_field: v for v in table if v.tenant_field}
         return cls(mine, tuple(v.name for v in mine.values() if v.tenant == TENANT_ONLY))
 
-    def field_of(self, variable: str) -> Optional[str]:
-        return next((f for f, v in self.variables.items() if v.name == variable), None)
+    def named(self, entry: Mapping[str, Any]) -> Dict[str, str]:
+        """Field -> variable, for the fields a tenant answers for: those ``entry`` sets, and the
+        tenant-only ones (a problem with one, given or not, is the tenant's)."""
+        return {f: v.name for f, v in self.variables.items() if f in entry or v.name in self.only}
 
 
 FIELDS = Fields.of(VARIABLES)
@@ -83,104 +85,84 @@ def namespaced(location: str, namespace: str) -> str:
     return os.path.join(location, namespace)
 
 
-def _text(variable: Variable, value: Any) -> str:
-    """A field's value as the variable text load_settings reads; ValueError for a wrong type."""
-    listed = isinstance(variable.kind, LISTS)
-    if listed and isinstance(value, list):
-        if not all(isinstance(v, str) for v in value):
-            raise ValueError("expected a list of strings")
-        return ",".join(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str) or (isinstance(value, (int, float)) and not listed):
-        return str(value)
-    raise ValueError(f"expected {'a list of strings or a comma list' if listed else 'text'}")
-
-
 def _sink_with_prefix(sink: str, prefix: str) -> str:
     bucket = sink[len("s3://") :].split("/", 1)[0]
     return f"s3://{bucket}/{prefix.strip('/')}"
 
 
-def _tenant_problem(label: str, problem: str, given: Mapping[str, str], fields: Fields) -> Optional[str]:
-    """A load_settings problem ("FORWARDER_X: ...") in the tenant's words when X is the tenant's."""
-    variable, sep, rest = problem.partition(": ")
-    field_name = given.get(variable) or (fields.field_of(variable) if variable in fields.only else None)
-    if not sep or field_name is None:
-        return None
-    return f"{label}: {field_name}: {rest.replace(' (or set FORWARDER_CREDENTIALS)', ' (or credentials)')}"
-
-
 def _one(
     index: int, entry: Any, base: Mapping[str, str], seen: Dict[str, int], fields: Fields
-) -> Tuple[Optional[Tenant], List[str], List[str]]:
+) -> Tuple[Optional[Tenant], List[Problem], List[Problem]]:
     """One tenant entry: (tenant or None, its own problems, problems of the shared environment)."""
     if not isinstance(entry, dict):
-        return None, [f"tenants[{index}]: expected an object, got {type(entry).__name__}"], []
+        return None, [Problem(f"tenants[{index}]", f"expected an object, got {type(entry).__name__}")], []
     name = entry.get("name")
     label = f"tenant {quoted(name)}" if isinstance(name, str) and name else f"tenants[{index}]"
-    own: List[str] = []
+    own: List[Problem] = []
     if not isinstance(name, str) or not NAME.match(name):
         own.append(
-            f"{label}: name: required, 1-63 of a-z 0-9 _ - starting with a letter or digit "
-            f"(got {quoted(name)})"
+            Problem(
+                f"{label}: name",
+                f"required, 1-63 of a-z 0-9 _ - starting with a letter or digit (got {quoted(name)})",
+            )
         )
     elif name in seen:
-        own.append(f"{label}: name: also used by tenants[{seen[name]}]")
+        own.append(Problem(f"{label}: name", f"also used by tenants[{seen[name]}]"))
     else:
         seen[name] = index
     known = sorted([*fields.variables, *_SPECIAL])
     unknown = sorted(set(entry) - set(known))
-    own.extend(f"{label}: {clip(str(f))}: unknown field (known: {', '.join(known)})" for f in unknown)
+    own.extend(
+        Problem(f"{label}: {clip(str(f))}", f"unknown field (known: {', '.join(known)})") for f in unknown
+    )
 
-    env = {k: v for k, v in base.items() if k not in fields.only}
-    given: Dict[str, str] = {}  # variable -> field, for the tenant's own values
-    for field_name, variable in fields.variables.items():
-        if field_name in entry:
-            try:
-                env[variable.name] = _text(variable, entry[field_name])
-            except ValueError as exc:
-                own.append(f"{label}: {field_name}: {exc}")
-                continue
-            given[variable.name] = field_name
+    names = fields.named(entry)
+    values: Dict[str, Any] = {k: v for k, v in base.items() if k not in fields.only}
+    values.update((f, entry[f]) for f in names if f in entry)
     no_credentials = not any(f in entry for f in ("credentials", "client_id", "client_secret"))
     if no_credentials:
-        own.append(f"{label}: credentials: required (secretsmanager:<id> or ssm:<name>)")
+        own.append(Problem(f"{label}: credentials", "required (secretsmanager:<id> or ssm:<name>)"))
 
     default_namespace = f"{NAMESPACE_ROOT}/{name}" if isinstance(name, str) and NAME.match(name) else ""
     namespace = entry.get("state_namespace", default_namespace)
     if not isinstance(namespace, str) or (namespace and not _NAMESPACE.match(namespace)):
-        own.append(f"{label}: state_namespace: expected path segments of A-Z a-z 0-9 _ - joined by /")
+        own.append(
+            Problem(f"{label}: state_namespace", "expected path segments of A-Z a-z 0-9 _ - joined by /")
+        )
         namespace = default_namespace
     for kept in ("FORWARDER_STATE", "FORWARDER_QUARANTINE"):
-        env[kept] = namespaced(base.get(kept) or default_of(kept), namespace)
+        values[kept] = namespaced(base.get(kept) or default_of(kept), namespace)
 
     prefix = entry.get("s3_prefix")
     if prefix is not None:
         sink = (base.get("FORWARDER_SINK") or "").strip()
         if not isinstance(prefix, str) or not prefix.strip("/"):
-            own.append(f"{label}: s3_prefix: expected a non-empty key prefix")
+            own.append(Problem(f"{label}: s3_prefix", "expected a non-empty key prefix"))
         elif not sink.lower().startswith("s3://"):
-            own.append(f"{label}: s3_prefix: FORWARDER_SINK is not an s3:// sink")
+            own.append(Problem(f"{label}: s3_prefix", "FORWARDER_SINK is not an s3:// sink"))
         else:
-            env["FORWARDER_SINK"] = _sink_with_prefix(sink, prefix)
+            values["FORWARDER_SINK"] = _sink_with_prefix(sink, prefix)
 
-    shared: List[str] = []
-    settings: Optional[Settings] = None
-    try:
-        settings = load_settings(env)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            mine = _tenant_problem(label, problem, given, fields)
-            if no_credentials and problem.startswith(("FORWARDER_CLIENT_ID:", "FORWARDER_CLIENT_SECRET:")):
-                continue  # already said: credentials required
-            if mine is not None:
-                own.append(mine)
-            else:
-                shared.append(problem)
+    settings, mine, shared = _settings(label, values, names, no_credentials)
+    own.extend(mine)
     if own or shared or settings is None or not isinstance(name, str):
         return None, own, shared
     return Tenant(name, settings, namespace), own, shared
+
+
+def _settings(
+    label: str, values: Mapping[str, Any], names: Mapping[str, str], no_credentials: bool
+) -> Tuple[Optional[Settings], List[Problem], List[Problem]]:
+    """A tenant's settings from ``values`` (the environment's, its fields under ``names``), or its
+    own problems (those of its fields, named by the tenant) and those of the shared environment."""
+    try:
+        return settings_from(values, names), [], []
+    except ConfigError as exc:
+        found = exc.structured
+    if no_credentials:  # already said: credentials required
+        found = [p for p in found if p.variable not in ("client_id", "client_secret")]
+    own = [Problem(f"{label}: {p.variable}", p.message) for p in found if p.variable in names]
+    return None, own, [p for p in found if p.variable not in names]
 
 
 def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) -> List[Tenant]:
@@ -189,10 +171,10 @@ def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) ->
     entries = doc.get("tenants") if isinstance(doc, dict) else doc
     if not isinstance(entries, list) or not entries:
         raise ConfigError([f'{VARIABLE}: expected {{"tenants": [...]}} with at least one tenant'])
-    problems: List[str] = []
+    problems: List[Problem] = []
     stray = [v for v in fields.only if (base.get(v) or "").strip()]
-    problems.extend(f"{v}: set it per tenant in {VARIABLE}, not in the environment" for v in stray)
-    shared: List[str] = []
+    problems.extend(Problem(v, f"set it per tenant in {VARIABLE}, not in the environment") for v in stray)
+    shared: List[Problem] = []
     tenants: List[Tenant] = []
     seen: Dict[str, int] = {}
     for index, entry in enumerate(entries):
@@ -206,8 +188,10 @@ def parse_tenants(doc: Any, base: Mapping[str, str], fields: Fields = FIELDS) ->
         if t.namespace in owners:
             shown = quoted(t.namespace) if t.namespace else '"" (the un-namespaced state)'
             problems.append(
-                f"tenant {quoted(t.name)}: state_namespace: {shown} is also tenant "
-                f"{quoted(owners[t.namespace])}'s"
+                Problem(
+                    f"tenant {quoted(t.name)}: state_namespace",
+                    f"{shown} is also tenant {quoted(owners[t.namespace])}'s",
+                )
             )
         owners.setdefault(t.namespace, t.name)
     if problems or shared:

@@ -37,10 +37,7 @@ def check_account(fields: Mapping[str, Any], proxy: Optional[str]) -> None:
     if problem:
         raise AccountRejected(problem)
     token_path = str(fields.get("token_path") or "").strip() or DEFAULT_TOKEN_PATH
-    session = new_session()
-    session.trust_env = False  # the proxy is the add-on's setting, not splunkd's environment
-    if proxy:
-        session.proxies = {"https": proxy, "http": proxy}
+    session = new_session(proxy or "")  # the add-on's proxy setting, not splunkd's environment
     client = ApiClient(
         api_url,
         Credentials(str(fields.get("client_id") or "").strip(), str(fields.get("client_secret") or "")),

@@ -2,17 +2,20 @@
 splunklib protocol); it calls ``validate_input`` and ``stream_events`` here through the helper module.
 Splunk runs one process per input at its ``interval``; each run is one ``run_once``.
 
-* Settings: the input's fields become FORWARDER_* variables for ``load_settings``; the account (API
-  URL, client id, secret, token path), the proxy and the log level come from the configuration pages
-  through solnlib (``splunk_settings``).
+* Settings: built from the input's fields and its account's (API URL, client id, secret, token path)
+  under their own names (``config.settings_from``), so each problem names the field to fix; the
+  account, the proxy and the log level come from the configuration pages through solnlib
+  (``splunk_settings``). The proxy is the API client's (``Settings.api_proxy``): the process
+  environment is never changed.
 * Events: written through splunklib's EventWriter in the input's event format, time from the event.
   After each run one health event (``forwarder/health.py``, in the input's format, sourcetype
   ``emailauth:audit:health`` for ECS), the input's name as its ``tenant``.
 * Schedule: the input's ``interval`` (in seconds) is the scheduler's ``FORWARDER_SCHEDULE_INTERVAL``.
 * State: the KV store collection ``ta_fortra_emailauth_checkpoints`` (``forwarder.state.kvstore``),
-  one scope per input: its ``checkpoint_id``, set once when the input is created (a new input of the
-  same name gets a new one; deleting the input drops the scope), and within it one partition per
-  tenant (API URL and client id), so an input pointed at another tenant starts afresh.
+  one scope per input (``InputState``, also the settings' state location and token): its
+  ``checkpoint_id``, set once when the input is created (a new input of the same name gets a new
+  one; deleting the input drops the scope), and within it one partition per tenant (API URL and
+  client id), so an input pointed at another tenant starts afresh.
 * Logs: JSON lines in ``$SPLUNK_HOME/var/log/splunk/ta_fortra_emailauth.log`` (indexed into
   ``_internal``), secrets masked; failures also go to stderr, which splunkd keeps in splunkd.log.
 """
@@ -24,17 +27,18 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from typing import Any, Dict, List, Mapping, Optional, Sequence
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from splunklib.modularinput import Event as SplunkEvent
 from splunklib.modularinput import EventWriter
 
 from forwarder import stop
 from forwarder.app import run_once
-from forwarder.config import Settings, load_settings, splunk_fields
-from forwarder.errors import ConfigError, ForwarderError
+from forwarder.config import Settings, settings_from, splunk_fields
+from forwarder.errors import ForwarderError
 from forwarder.events import Event, SendResult
 from forwarder.logs import configure, quoted
 from forwarder.sinks.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
@@ -52,34 +56,58 @@ _PLACEHOLDER = Account(
 
 log = logging.getLogger("ta_fortra_emailauth")
 
-# inputs.conf key -> the FORWARDER_* variable it feeds; each account field's variable
+# inputs.conf key -> the FORWARDER_* variable it feeds; the account's fields, as its page names them
 FIELDS = splunk_fields("input")
-_ACCOUNT_FIELDS = {variable: f"account {key}" for key, variable in splunk_fields("account").items()}
+_ACCOUNT = {**splunk_fields("account"), "client_secret": "FORWARDER_CLIENT_SECRET"}
+_NAMES = {
+    **FIELDS,
+    **{f"account {key}": v for key, v in _ACCOUNT.items()},
+    "interval": "FORWARDER_SCHEDULE_INTERVAL",
+}
 
 
-def settings_for(stanza: Mapping[str, Any], account: Account, quarantine: str) -> Settings:
-    """Settings from an input's fields and its account; problems name the fields, not variables."""
-    env = {variable: str(stanza.get(name) or "").strip() for name, variable in FIELDS.items()}
+@dataclass(frozen=True)
+class InputState:
+    """Where an input keeps its delivery state: its scope of the add-on's KV store collection on the
+    splunkd that runs it, reached with the session key splunkd gave."""
+
+    server_uri: str
+    session_key: str = field(repr=False)
+    scope: str
+
+    @property
+    def location(self) -> str:
+        """The scope as a FORWARDER_STATE location (``kvstore://host:port/<app>/<collection>/<scope>``)."""
+        netloc = urlsplit(self.server_uri).netloc
+        return f"kvstore://{netloc}/{APP}/{COLLECTION}/{quote(self.scope, safe='')}"
+
+    def open(self, partition: str) -> KVStore:
+        return KVStore(
+            Splunkd(self.server_uri, APP, COLLECTION, self.session_key), self.scope, partition=partition
+        )
+
+
+def settings_for(
+    stanza: Mapping[str, Any],
+    account: Account,
+    quarantine: str,
+    state: InputState,
+    proxy: Optional[str] = None,
+) -> Settings:
+    """Settings from an input's fields and its account, with its state and quarantine; problems name
+    the fields, not variables. ``proxy``: the Proxy page's URL, None when it is off (then the API is
+    reached directly, whatever splunkd's environment says)."""
+    values: Dict[str, Any] = {key: str(stanza.get(key) or "").strip() for key in FIELDS}
     interval = str(stanza.get("interval") or "").strip()
     if interval.isdigit() and int(interval) > 0:  # seconds (a cron expression keeps the default)
-        env["FORWARDER_SCHEDULE_INTERVAL"] = f"{interval}s"  # the scheduler's budget and turns
-    env.update(
-        FORWARDER_API_URL=account.api_url,
-        FORWARDER_CLIENT_ID=account.client_id,
-        FORWARDER_CLIENT_SECRET=account.client_secret,
-        FORWARDER_TOKEN_PATH=account.token_path,
-        FORWARDER_STATE="unused: the input passes its KV store",
+        values["interval"] = f"{interval}s"  # the scheduler's budget and turns
+    values.update({f"account {key}": getattr(account, key) for key in _ACCOUNT})
+    values.update(
+        FORWARDER_STATE=state.location,
+        FORWARDER_SPLUNK_TOKEN=state.session_key,
         FORWARDER_QUARANTINE=quarantine,
     )
-    try:
-        return load_settings(env)
-    except ConfigError as exc:
-        names = {**{v: k for k, v in FIELDS.items()}, **_ACCOUNT_FIELDS}
-        problems = []
-        for problem in exc.problems:
-            variable, _, rest = problem.partition(":")
-            problems.append(f"{names[variable]}:{rest}" if variable in names else problem)
-        raise ConfigError(problems) from None
+    return settings_from(values, _NAMES, api_proxy=proxy or "")
 
 
 def sourcetype_for(event_format: str) -> str:
@@ -93,15 +121,6 @@ def scope_of(name: str, stanza: Mapping[str, Any]) -> str:
 
 def tenant_of(settings: Settings) -> str:
     return hashlib.sha256(f"{settings.api_url}\0{settings.client_id}".encode()).hexdigest()[:16]
-
-
-def use_proxy(url: Optional[str]) -> None:
-    """Route the platform API through ``url`` (its requests session reads these variables). Calls
-    to splunkd never go through it: solnlib's are over by now and the KV store ignores them."""
-    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-        os.environ.pop(name, None)
-        if url:
-            os.environ[name] = url
 
 
 class EventWriterSink:
@@ -164,7 +183,8 @@ def validate_input(definition: Any) -> None:
     """External validation of a create or edit: the fields, and that the account exists."""
     meta: Dict[str, str] = definition.metadata
     params: Dict[str, Any] = definition.parameters
-    settings_for(params, _PLACEHOLDER, meta["checkpoint_dir"])  # raises naming each field
+    state = InputState(meta["server_uri"], meta["session_key"], scope_of(meta["name"], params))
+    settings_for(params, _PLACEHOLDER, meta["checkpoint_dir"], state)  # raises naming each field
     SplunkdSettings(meta["server_uri"], meta["session_key"]).account(str(params.get("account") or ""))
 
 
@@ -188,15 +208,11 @@ def run_input(
     splunkd = SplunkdSettings(meta["server_uri"], meta["session_key"])
     configure_logging(splunkd.log_level(), name)
     account = splunkd.account(str(stanza.get("account") or ""))
-    use_proxy(splunkd.proxy_url())
-    scope = scope_of(name, stanza)
-    quarantine = os.path.join(meta["checkpoint_dir"], quote(scope, safe=""), "quarantine")
-    settings = settings_for(stanza, account, quarantine)
-    store = KVStore(
-        Splunkd(meta["server_uri"], APP, COLLECTION, meta["session_key"]),
-        scope,
-        partition=tenant_of(settings),
-    )
+    proxy = splunkd.proxy_url()
+    state = InputState(meta["server_uri"], meta["session_key"], scope_of(name, stanza))
+    quarantine = os.path.join(meta["checkpoint_dir"], quote(state.scope, safe=""), "quarantine")
+    settings = settings_for(stanza, account, quarantine, state, proxy)
+    store = state.open(partition=tenant_of(settings))
     sourcetype = sourcetype_for(settings.format)
     sink = EventWriterSink(ew, stanza_name, stanza.get("index"), sourcetype)
     # The run's health event (FORWARDER_HEALTH_EVENTS) in the input's format, its own sourcetype.

@@ -24,6 +24,10 @@ The report rule: delivery/ imports neither the run report nor the observer. The 
 tally each stream's outcome in a value of their own, which the pipeline merges into the stream's
 report, so a report has one writer at a time (tests/test_pipeline.py checks the threads).
 
+The environment rule: the process environment is read, never written (``os.environ`` item or whole
+assigned or deleted, a mutating method, ``os.putenv``/``unsetenv``): settings come from a mapping and a
+proxy is an argument, so one run (a Splunk input, a tenant) cannot change what the next one reads.
+
 The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and reaches
 none of the clock readers ``now``, ``utcnow``, ``today`` (datetime, date) or the forwarder's own
 ``now_us``, neither as an attribute (``datetime.now``, ``timeutil.now_us``) nor by importing it; a
@@ -68,6 +72,8 @@ IO_MODULES = frozenset(
     }
 )
 CLOCK_NAMES = frozenset({"now", "utcnow", "today", "now_us"})
+ENVIRON_WRITERS = frozenset({"pop", "popitem", "update", "setdefault", "clear", "__setitem__", "__delitem__"})
+ENV_SETTERS = frozenset({"putenv", "unsetenv"})
 # The libraries' modules whose classes forwarder.transport overrides or whose tables it writes.
 TRANSPORT_INTERNALS = frozenset(
     {
@@ -178,6 +184,7 @@ class Rule:
     clock: bool = False  # also no clock reading by name (CLOCK_NAMES)
     exempt: str = ""  # a package in the scope the rule does not hold for
     attributes: FrozenSet[str] = frozenset()  # names the scope must not use, as attribute or method
+    environ: bool = False  # also no write to the process environment
 
 
 RULES: Tuple[Rule, ...] = (
@@ -230,6 +237,13 @@ RULES: Tuple[Rule, ...] = (
         "forwarder.delivery",
         frozenset({"forwarder.report", "forwarder.observer"}),
         transitive=True,
+    ),
+    Rule(
+        "environment-written",
+        "settings come from a mapping and the proxy is an argument: no run changes what the next reads",
+        "",  # handlers/ too
+        frozenset(),
+        environ=True,
     ),
     Rule(
         "pipeline-loads-clients",
@@ -491,6 +505,36 @@ def _check_from(project: Project, rule: Rule, start: str, forbidden: FrozenSet[s
         name = _named(node)
         if name in rule.attributes:
             yield Violation(rule.name, start, name, getattr(node, "lineno", 0))
+    for node, _ in _walk(project.trees[start]) if rule.environ else ():
+        written = _environ_write(node)
+        if written:
+            yield Violation(rule.name, start, written, getattr(node, "lineno", 0))
+
+
+def _is_environ(node: ast.AST) -> bool:
+    """``os.environ`` (or ``environ`` imported from os)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
+
+
+def _environ_write(node: ast.AST) -> Optional[str]:
+    """How ``node`` writes the process environment, if it does."""
+    targets: List[ast.expr] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    for target in targets:
+        if _is_environ(target) or (isinstance(target, ast.Subscript) and _is_environ(target.value)):
+            return "os.environ"
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ENVIRON_WRITERS and _is_environ(func.value):
+        return f"os.environ.{func.attr}"
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return f"os.{name}" if name in ENV_SETTERS else None
 
 
 def _named(node: ast.AST) -> Optional[str]:

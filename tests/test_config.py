@@ -144,7 +144,8 @@ def test_every_default_is_a_value_its_own_kind_accepts():
 def test_every_setting_is_filled_from_exactly_one_variable():
     fields = [v.field for v in VARIABLES if v.field]
     assert len(fields) == len(set(fields))
-    settings = {f.name for f in dataclasses.fields(Settings)} - {"sink", "notices"}  # notices: found
+    # notices: found; api_proxy: given by the runtime (the Splunk add-on's Proxy page)
+    settings = {f.name for f in dataclasses.fields(Settings)} - {"sink", "notices", "api_proxy"}
     # FORWARDER_HTTP_TIMEOUT and FORWARDER_MAX_ATTEMPTS also fill these
     sink = {f.name for f in dataclasses.fields(SinkSettings)} - {"timeout_seconds", "max_attempts"}
     assert set(fields) == settings | {f"sink.{name}" for name in sink}

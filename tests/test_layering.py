@@ -37,7 +37,9 @@ def test_importing_the_pipeline_loads_no_http_or_aws_client() -> None:
 CLEAN: Dict[str, str] = {
     "forwarder/__init__.py": "",
     "forwarder/http.py": "import requests\n",
-    "forwarder/app.py": "import os\nimport time\nfrom . import http, pipeline\n",
+    "forwarder/app.py": (
+        "import os\nimport time\nfrom . import http, pipeline\nPROXY = os.environ.get('HTTPS_PROXY')\n"
+    ),
     "forwarder/timeutil.py": "from datetime import datetime\n\ndef now_us():\n    return datetime.now()\n",
     "forwarder/pipeline.py": (
         "from typing import TYPE_CHECKING\nfrom .delivery import shipper\nfrom .reading import pass_\n"
@@ -139,6 +141,18 @@ BREAKS: Dict[str, List[Dict[str, str]]] = {
         {"forwarder/sinks/hec.py": "class Connection:\n    def _new_conn(self):\n        return None\n"},
         {"handlers/aws_lambda.py": "import boto3\ndef f(client):\n    client._endpoint.http_session.x = 1\n"},
     ],
+    "environment-written": [
+        {"handlers/aws_lambda.py": "import os\nos.environ['HTTPS_PROXY'] = 'http://proxy:3128'\n"},
+        {"handlers/aws_lambda.py": "import os\ndef f():\n    os.environ.pop('HTTPS_PROXY', None)\n"},
+        {"forwarder/app.py": "import os\nos.environ.update(HTTPS_PROXY='x')\n"},
+        {"forwarder/app.py": "import os\nos.environ.setdefault('A', 'b')\n"},
+        {"forwarder/app.py": "import os\ndel os.environ['A']\n"},
+        {"forwarder/app.py": "import os\nos.environ['PATH'] += ':/x'\n"},
+        {"forwarder/app.py": "import os\nos.environ = {}\n"},
+        {"forwarder/app.py": "from os import environ\nenviron['A'] = 'b'\n"},
+        {"forwarder/app.py": "import os\nos.putenv('A', 'b')\n"},
+        {"forwarder/app.py": "from os import unsetenv\nunsetenv('A')\n"},
+    ],
     "import-circle": [
         {"forwarder/sinks/base.py": "from . import hec\n"},  # hec -> base -> hec
         {"forwarder/sinks/base.py": "def f():\n    from .hec import x\n"},  # lazy: still a dependency
@@ -174,8 +188,9 @@ def test_every_rule_has_breaks_to_fail_on() -> None:
 
 
 def test_a_clean_package_passes(tmp_path: Path) -> None:
-    """Allowed: I/O and the clock outside normalize/, lazy and type-only imports of the clients, the
-    transport's overrides in forwarder/transport, imports down the layers and inside one."""
+    """Allowed: I/O, the clock and reading the environment outside normalize/, lazy and type-only
+    imports of the clients, the transport's overrides in forwarder/transport, imports down the layers
+    and inside one."""
     assert check(_package(tmp_path, {})) == []
 
 

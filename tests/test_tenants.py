@@ -20,7 +20,7 @@ import pytest
 from forwarder import app
 from forwarder.config import EVERYWHERE, VARIABLES
 from forwarder.config.table import PER_TENANT, SHARED, TENANT_ONLY
-from forwarder.errors import ConfigError
+from forwarder.errors import ConfigError, Problem
 from forwarder.retry import Pace
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
@@ -88,6 +88,13 @@ def test_every_problem_of_every_tenant_is_named_at_once():
     ]
     for text in expected:
         assert any(p.startswith(text) for p in problems), (text, problems)
+
+
+def test_each_problem_is_structured_naming_the_tenant_and_its_field_or_the_shared_variable():
+    with pytest.raises(ConfigError) as err:
+        parse_tenants({"tenants": [tenant("acme", hec_index=["x"])]}, {**BASE, "FORWARDER_FORMAT": "xml"})
+    assert [p.variable for p in err.value.structured] == ["FORWARDER_FORMAT", "tenant 'acme': hec_index"]
+    assert err.value.structured[1] == Problem("tenant 'acme': hec_index", "expected text")
 
 
 def test_a_shared_problem_is_named_once_by_its_variable():

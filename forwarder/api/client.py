@@ -84,14 +84,16 @@ class ApiClient:
         retry: Optional[RetryPolicy] = None,
         session: Optional[requests.Session] = None,
         limiter: Optional[RateLimiter] = None,
+        proxy: Optional[str] = None,
     ) -> None:
+        """``proxy``: see ``http.new_session`` (for a session of the client's own)."""
         self.base_url = base_url.rstrip("/")
         self._credentials = credentials
         self._token_path = token_path
         self._timeout = (min(DEFAULT_TIMEOUT[0], timeout), timeout)
         self._retry = retry or RetryPolicy()
         if session is None:
-            session = new_session()
+            session = new_session(proxy)
             pin_environment(session, self.base_url)  # one base URL: its proxy cannot change mid-run
         self._session = session
         self._limiter = limiter or RateLimiter(sleep=self._retry.sleep)

@@ -1,18 +1,21 @@
-"""Settings from the environment: a loop over the configuration table, then the rules that span
-variables. Bad configuration fails before any network call with one message per problem, each naming
-its variable, in the table's order."""
+"""Settings from the environment, or from any mapping of values (a tenant of the tenants document, a
+Splunk input's fields): a loop over the configuration table, then the rules that span variables. Bad
+configuration fails before any network call with one problem per mistake, each naming the setting to
+fix as the mapping names it, in the table's order."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem
 from ..extras import AWS_VALUES, aws_problems
 from ..sinks import sink_problems
 from ..sinks.settings import SinkSettings
 from .kinds import Problems
+from .lists import LISTS
 from .notices import unknown_variables, unmatched_filters
 from .table import BY_NAME, EVERYWHERE, VARIABLES, Variable
 
@@ -60,6 +63,9 @@ class Settings:
     health_events: bool = True  # a health event through the sink after every run (forwarder/health.py)
     splunk_token: Optional[str] = field(default=None, repr=False)
     notices: Tuple[str, ...] = ()  # accepted, but likely not what was meant (config/notices.py)
+    # The proxy the platform API is reached through, given by the runtime (the Splunk add-on's Proxy
+    # page), not a variable: its URL, "" for none; None takes the environment's (HTTPS_PROXY, NO_PROXY).
+    api_proxy: Optional[str] = field(default=None, repr=False)
 
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
@@ -69,6 +75,7 @@ class Settings:
             self.splunk_token,
             self.sink.token,
             self.sink.azure_client_secret,
+            urlsplit(self.api_proxy).password if self.api_proxy else None,
             *headers,
         )
         return [s for s in values if s]
@@ -81,23 +88,28 @@ def _text(variable: Variable, env: Mapping[str, str]) -> str:
     return raw.strip()
 
 
-def _parse(variable: Variable, env: Mapping[str, str], problems: List[str]) -> Any:
+def _parse(variable: Variable, env: Mapping[str, str], problems: List[Problem]) -> Any:
     """The variable's value, or None after adding its problems (each naming it) to ``problems``."""
     try:
         return variable.kind.parse(_text(variable, env))
     except Problems as exc:
-        problems.extend(f"{variable.name}: {m}" for m in exc.messages)
+        problems.extend(Problem(variable.name, m) for m in exc.messages)
     except ValueError as exc:
-        problems.append(f"{variable.name}: {exc}")
+        problems.append(Problem(variable.name, str(exc)))
     return None
+
+
+def _parsed(texts: Iterable[str]) -> List[Problem]:
+    """Problems told as ``FORWARDER_X: ...`` texts (the sinks' and the extras' rules)."""
+    return [Problem.parse(text) for text in texts]
 
 
 def read_all(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, Any]:
     """These variables' values by name, for the modules that read their own (tenants, Lambda,
     fan-out); ConfigError naming each one that is wrong."""
-    problems: List[str] = []
+    problems: List[Problem] = []
     values = {name: _parse(BY_NAME[name], env, problems) for name in names}
-    problems += aws_problems(env, [name for name in names if name in AWS_VALUES])
+    problems += _parsed(aws_problems(env, [name for name in names if name in AWS_VALUES]))
     if problems:
         raise ConfigError(problems)
     return values
@@ -117,20 +129,27 @@ def parse_log_format(raw: Optional[str]) -> str:
         raise ValueError(exc.problems[0]) from None
 
 
-def _credential_problems(env: Mapping[str, str], values: Dict[str, Any]) -> List[str]:
+def _credential_problems(
+    env: Mapping[str, str], values: Dict[str, Any], name: Dict[str, str]
+) -> List[Problem]:
     """The client id and secret are required unless FORWARDER_CREDENTIALS is set (even set wrong:
-    its own problem says what to fix)."""
+    its own problem says what to fix). ``name``: the caller's names of the variables."""
     if _text(BY_NAME["FORWARDER_CREDENTIALS"], env):
         return []
+    alternative = name.get("FORWARDER_CREDENTIALS", "FORWARDER_CREDENTIALS")
     pairs = (("FORWARDER_CLIENT_ID", "client_id"), ("FORWARDER_CLIENT_SECRET", "client_secret"))
-    return [f"{name}: required (or set FORWARDER_CREDENTIALS)" for name, key in pairs if not values.get(key)]
+    return [Problem(var, f"required (or set {alternative})") for var, key in pairs if not values.get(key)]
 
 
-def _splunk_token_problems(values: Dict[str, Any]) -> List[str]:
+def _splunk_token_problems(values: Dict[str, Any]) -> List[Problem]:
     """A ``kvstore://`` state is read with FORWARDER_SPLUNK_TOKEN: say so before any network call."""
     state = values.get("state") or ""
     if state.lower().startswith("kvstore://") and not values.get("splunk_token"):
-        return ["FORWARDER_SPLUNK_TOKEN: required for a kvstore:// FORWARDER_STATE (a splunkd session key)"]
+        return [
+            Problem(
+                "FORWARDER_SPLUNK_TOKEN", "required for a kvstore:// FORWARDER_STATE (a splunkd session key)"
+            )
+        ]
     return []
 
 
@@ -138,14 +157,52 @@ _ORDER = {v.name: i for i, v in enumerate(VARIABLES)}
 _NAMED = re.compile(r"^FORWARDER_[A-Z0-9_]+")
 
 
-def _position(problem: str) -> int:
-    match = _NAMED.match(problem)
+def _position(problem: Problem) -> int:
+    match = _NAMED.match(str(problem))
     return _ORDER.get(match.group(0) if match else "", len(_ORDER))
 
 
-def load_settings(env: Mapping[str, str]) -> Settings:
-    """Build Settings from environment-style variables; raise ConfigError listing every problem."""
-    problems: List[str] = []
+def _as_text(variable: Variable, value: Any) -> str:
+    """A value as the variable's text: text itself; for a document (JSON), a list of strings for a
+    list, a flag or a number for the others. ValueError for any other type."""
+    listed = isinstance(variable.kind, LISTS)
+    if listed and isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise ValueError("expected a list of strings")
+        return ",".join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not listed):
+        return str(value)
+    raise ValueError(f"expected {'a list of strings or a comma list' if listed else 'text'}")
+
+
+def _texts(mapping: Mapping[str, Any], names: Mapping[str, str]) -> Tuple[Dict[str, str], List[Problem]]:
+    """Each variable's text from ``mapping``: under the caller's key for it (``names``) when given,
+    else under its own name; and the problems of values of the wrong type (the variable then
+    reads as if that key were not given)."""
+    own = [(key, key) for key in mapping if key in BY_NAME and key not in names]
+    texts: Dict[str, str] = {}
+    problems: List[Problem] = []
+    for key, variable in own + [(key, v) for key, v in names.items() if key in mapping]:
+        try:
+            texts[variable] = _as_text(BY_NAME[variable], mapping[key])
+        except ValueError as exc:
+            problems.append(Problem(variable, str(exc)))
+    return texts, problems
+
+
+def settings_from(
+    mapping: Mapping[str, Any], names: Optional[Mapping[str, str]] = None, *, api_proxy: Optional[str] = None
+) -> Settings:
+    """Build Settings from ``mapping``, keyed by the caller's own names: ``names`` maps a key of the
+    caller's (a tenant document's field, a Splunk input's field) to the variable it sets; any other
+    key naming a variable sets it, as in an environment. A variable given by neither takes its
+    default. Raise ConfigError listing every problem, each naming the setting to fix: the caller's
+    key for its variable when ``names`` has one (given or not), the variable otherwise.
+    ``api_proxy``: see ``Settings.api_proxy``."""
+    names = names or {}
+    env, problems = _texts(mapping, names)
     values: Dict[str, Any] = {}
     sink: Dict[str, Any] = {}
     for variable in VARIABLES:
@@ -153,16 +210,23 @@ def load_settings(env: Mapping[str, str]) -> Settings:
             value = _parse(variable, env, problems)
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
-    problems += _credential_problems(env, values) + _splunk_token_problems(values)
+    name = {variable: key for key, variable in names.items()}
+    problems += _credential_problems(env, values, name) + _splunk_token_problems(values)
     # (of the variables Settings holds: forwarder/tenants.py checks FORWARDER_TENANTS)
-    problems += aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field])
+    problems += _parsed(aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field]))
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(
         **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5
     )
     if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
-        problems += sink_problems(sink_settings, values["format"] or "")
+        problems += _parsed(sink_problems(sink_settings, values["format"] or ""))
     if problems:
-        raise ConfigError(sorted(problems, key=_position))
-    notices = unknown_variables(env) + unmatched_filters(values["filters"])
-    return Settings(**values, sink=sink_settings, notices=tuple(notices))
+        ordered = sorted(problems, key=_position)
+        raise ConfigError([Problem(name.get(p.variable, p.variable), p.message) for p in ordered])
+    notices = unknown_variables(mapping) + unmatched_filters(values["filters"])
+    return Settings(**values, sink=sink_settings, notices=tuple(notices), api_proxy=api_proxy)
+
+
+def load_settings(env: Mapping[str, str]) -> Settings:
+    """Build Settings from environment-style variables; raise ConfigError listing every problem."""
+    return settings_from(env)

@@ -25,6 +25,7 @@ from forwarder.streams import Stream
 from forwarder.timeutil import parse_iso
 from tests.fakes import Waits
 from tests.reading.helpers import read_through
+from tests.receivers.forward_proxy import behind
 from tests.receivers.users_api import UsersApi
 
 
@@ -350,6 +351,31 @@ def test_no_proxy_still_sends_the_api_host_direct(monkeypatch, proxy_to):
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
         client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET))
+        assert client.users(200, 10, 1000)
+        client.close()
+    assert proxy.seen == []
+
+
+def test_a_proxy_given_to_the_client_carries_every_api_call_and_the_environments_does_not(
+    monkeypatch, proxy_to
+):
+    with Simulator(PROXIED_ORG) as sim:
+        given, environment = proxy_to(sim.base_url), proxy_to(sim.base_url)
+        behind(monkeypatch, environment.url)
+        client = ApiClient(
+            f"http://{API_HOST}", Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), proxy=given.url
+        )
+        assert client.users(200, 10, 1000)
+        client.close()
+    assert [m for m, _ in given.seen] == ["POST"] + ["GET"] * (len(given.seen) - 1)
+    assert environment.seen == []
+
+
+def test_no_proxy_given_sends_the_api_calls_direct_whatever_the_environment_says(monkeypatch, proxy_to):
+    with Simulator(PROXIED_ORG) as sim:
+        proxy = proxy_to(sim.base_url)
+        behind(monkeypatch, proxy.url)
+        client = ApiClient(sim.base_url, Credentials(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET), proxy="")
         assert client.users(200, 10, 1000)
         client.close()
     assert proxy.seen == []
