@@ -23,6 +23,7 @@ from forwarder.scheduling.orgindex import (
     active,
     consult,
     plan_indexed,
+    standing,
     unexpected,
 )
 from forwarder.scheduling.policy import Policy
@@ -232,3 +233,29 @@ def test_a_stream_cut_short_or_failed_under_the_index_is_polled_first_next_run(t
     failed, fine = StreamReport("user/u1@x", error="boom"), StreamReport("user/u2@x")
     scheduler.finish(plan, RunReport("t", streams=[failed, fine]), None)
     assert scheduler.book.pending == ("user/u1@x",)  # not hot under the index: named instead
+
+
+def test_a_run_handed_its_streams_checks_them_against_the_index_last_reads():
+    """A fan-out worker does not read the index: what its last reads covered (trusted, cursor) is
+    the span, and a record some named stream holds is excused (that stream is to deliver it)."""
+    book = Book(orgwide={"user": IndexMark(True, 0, 100 * US, 10 * US), "domain": IndexMark(False, 0)})
+    hints = standing(book)
+    assert set(hints.reads) == {"user"}
+
+    def record(ts_s, actor):
+        return AuditRecord({"user": actor, "filterable_action": "user.login"}, actor * 8, ts_s * US, "user")
+
+    records = [record(50, "b@x"), record(150, "b@x"), record(5, "b@x")]  # lacked; not asked yet; before
+    assert unexpected(hints, Stream("user", "b@x"), records, pending=(), first=False) == 1
+    assert unexpected(hints, Stream("user", "b@x"), records, pending=("user/b@x",), first=False) == 0
+    dmarc = AuditRecord(
+        {"user": "a@x", "filterable_action": "domain.dmarc.update", "object": "x.example"},
+        "d" * 64,
+        50 * US,
+        "domain",
+    )
+    domain = Stream("domain", "x.example")
+    book.orgwide["domain"] = IndexMark(True, 0, 100 * US, 10 * US)
+    # Named through its actor's stream: the domain stream holding a copy is no sign of a lie.
+    assert unexpected(standing(book), domain, [dmarc], pending=("user/a@x",), first=False) == 0
+    assert unexpected(standing(book), domain, [dmarc], pending=(), first=False) == 1

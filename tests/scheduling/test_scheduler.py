@@ -201,3 +201,28 @@ def test_under_a_trusted_index_streams_are_backstops_within_its_bound_and_a_lie_
         since = [t for t in times if t >= T0 + 10 * after] + [T0 + 10 * 699]
         assert since[0] == T0 + 10 * after or since[0] - (T0 + 10 * demoted) <= POLICY.cold_revisit_s
         assert all(b - a <= POLICY.cold_revisit_s for a, b in zip(since, since[1:]))
+
+
+def test_a_run_handed_its_streams_unnames_what_it_read_and_demotes_an_index_that_lacked_records(tmp_path):
+    """A fan-out worker (no ``consult``): the streams it read cleanly are named no more, one that
+    failed stays named, and a record its index's last reads should have held demotes the index."""
+    clock = Clock()
+    plan = [Stream("user", f"{name}@x") for name in "abc"]
+    first = open_scheduler(tmp_path, clock)
+    first.finish(plan, RunReport("t", streams=[StreamReport(s.key) for s in plan]), None)  # polled once
+    first = open_scheduler(tmp_path, clock)
+    first.book.orgwide["user"] = IndexMark(True, 0, int((T0 - 60) * US), int((T0 - 3600) * US))
+    first.book.pending = ("user/a@x", "user/b@x")
+    first.finish(plan, RunReport("t"), None)
+    clock.now += 10
+    worker = open_scheduler(tmp_path, clock)
+    worker.seen(plan[0], [AuditRecord({}, "a" * 64, int((T0 - 600) * US), "user")])  # named: expected
+    report = RunReport("t", streams=[StreamReport("user/a@x", new=1), StreamReport("user/b@x", error="boom")])
+    worker.finish(plan, report, None)
+    assert open_scheduler(tmp_path, clock).book.pending == ("user/b@x",)
+    assert open_scheduler(tmp_path, clock).book.orgwide["user"].honoured
+    clock.now += 10
+    worker = open_scheduler(tmp_path, clock)
+    worker.seen(plan[2], [AuditRecord({}, "c" * 64, int((T0 - 600) * US), "user")])  # named by nothing
+    worker.finish(plan, RunReport("t", streams=[StreamReport("user/c@x", new=1)]), None)
+    assert not open_scheduler(tmp_path, clock).book.orgwide["user"].honoured
