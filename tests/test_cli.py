@@ -12,8 +12,6 @@ import pytest
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import Simulator
 from forwarder.state.local import open_local
-from forwarder.state.model import StreamState
-from forwarder.timeutil import now_us
 from tests.e2e.helpers import cli, env_for
 
 
@@ -88,19 +86,6 @@ def test_state_show_and_reset(sim, tmp_path):
     assert "pending objects" in reset.stdout and not (tmp_path / "state" / ".pending-objects").exists()
     assert keys[0] not in [s["stream"] for s in json.loads(cli("state", "show", env=env).stdout)["streams"]]
     assert cli("state", "reset", "user/nobody@example.com", env=env).returncode == 1
-
-
-def test_state_show_marks_the_streams_of_the_org_wide_answers(tmp_path):
-    store = open_local(str(tmp_path / "state"))
-    for key in ("user/a@example.com", "user/*", "domain/*"):
-        store.commit(key, StreamState(watermark_us=now_us() - 60_000_000, delivered_total=1), None)
-    env = {"FORWARDER_STATE": str(tmp_path / "state")}
-    shown = json.loads(cli("state", "show", "--json", env=env).stdout)["streams"]
-    assert {s["stream"]: s.get("org_wide", False) for s in shown} == {
-        "domain/*": True,
-        "user/*": True,
-        "user/a@example.com": False,
-    }
 
 
 def test_run_exit_code_says_a_stream_failed(sim, tmp_path):
