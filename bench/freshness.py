@@ -58,7 +58,7 @@ from forwarder.api.bounds import bound
 from forwarder.api.ratelimit import TokenBucket
 from forwarder.jsonutil import dumps
 from forwarder.records import event_id
-from forwarder.scheduling.policy import COLD_INTERVALS, DOMAIN_INTERVALS
+from forwarder.scheduling.policy import COLD_INTERVALS, DOMAIN_INTERVALS, INDEX_INTERVALS
 from forwarder.sim.endpoints import AUDITS_PATH, USERS_PATH
 from forwarder.sim.generate import generate_wide_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, LoggedRequest, Simulator
@@ -415,6 +415,9 @@ def measure(scenario: Scenario, tmp: Path) -> None:
           f"{waits.get('user', 0):.1f} s (FORWARDER_COLD_REVISIT: {COLD_INTERVALS * schedule} s by "
           f"default), domain streams {waits.get('domain', 0):.1f} s (FORWARDER_DOMAIN_REVISIT: "
           f"{DOMAIN_INTERVALS * schedule} s by default)")  # fmt: skip
+    if scenario.org_wide:
+        print(f"while the org-wide index is trusted, the streams of each object type it is read for are "
+              f"backstops (FORWARDER_INDEX_REVISIT: {INDEX_INTERVALS * schedule} s by default)")  # fmt: skip
     made = activity.since(0)
     shipped = sum(1 for c in made if c.id in hec.arrived)
     fetched = sim.audit_records_served

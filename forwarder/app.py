@@ -28,7 +28,7 @@ from .reading.trail import TrailReader
 from .report import RunReport
 from .retry import REAL_TIME, Pace
 from .scheduling.budget import Stops
-from .scheduling.orgindex import IndexSource
+from .scheduling.orgindex import Hints, IndexSource
 from .scheduling.policy import policy_for
 from .scheduling.scheduler import Scheduler
 from .sinks import open_sink, takes_health_events
@@ -129,6 +129,29 @@ def formatter_on_demand(name: str) -> Callable[[], Formatter]:
 Planner = Callable[[Settings, ApiClient], List[Stream]]
 
 
+def consult_index(
+    settings: Settings,
+    scheduler: Scheduler,
+    client: ApiClient,
+    planned: List[Stream],
+    delivered: Callable[[str], bool],
+    source: bool = True,
+) -> Hints:
+    """The org-wide index's word on ``planned`` (``Scheduler.consult``), before ``scheduler.choose``;
+    ``delivered``: the tenant's index of delivered ids. ``source=False``: an index only (the fan-out
+    planner)."""
+    return scheduler.consult(
+        client,
+        planned,
+        delivered,
+        page_limit=settings.page_limit,
+        max_pages=settings.max_pages,
+        window_s=settings.lookback_window_s,
+        probe_since_us=now_us() - settings.initial_lookback_s * 1_000_000,
+        source=source,
+    )
+
+
 def run_once(
     settings: Settings,
     *,
@@ -191,15 +214,7 @@ def run_once(
         claims = Claims.load(store, settings.lookback_window_s, settings.tie_margin_s)
         source: RecordSource = TrailReader(client, settings.page_limit, settings.max_pages)
         if order is None:
-            hints = scheduler.consult(
-                client,
-                planned,
-                claims.delivered,
-                page_limit=settings.page_limit,
-                max_pages=settings.max_pages,
-                window_s=settings.lookback_window_s,
-                probe_since_us=now_us() - settings.initial_lookback_s * 1_000_000,
-            )
+            hints = consult_index(settings, scheduler, client, planned, claims.delivered)
             if any(hints.answers.values()):  # the org-wide streams ship the answers' records
                 source = IndexSource(source, hints.answers)
             chosen = scheduler.choose(planned)

@@ -31,7 +31,7 @@ MIRRORED_ROOTS = {"bench": "bench", "tools": "tools", "handlers": "handlers"}
 FAKES = "receivers"  # tests/receivers/test_<fake>.py tests tests/receivers/<fake>.py
 
 # Modules under forwarder/ with a tests/<pkg>/test_<module>.py: the count may grow, never drop.
-MIRRORED_AT_LEAST = 107
+MIRRORED_AT_LEAST = 108
 
 
 def modules_of_tests(root: Path) -> List[Path]:

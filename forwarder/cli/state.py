@@ -53,6 +53,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log_format: str) -> int:
+    from ..scheduling.orgindex import ORG_NAME
     from ..timeutil import format_us, now_us
 
     keys = sorted(store.keys())
@@ -62,15 +63,16 @@ def _state_command(args: argparse.Namespace, store: StateStore, tenant: str, log
         for key in keys:
             state = store.load(key).state
             wm = state.watermark_us
-            rows.append(
-                {
-                    "stream": key,
-                    "watermark": None if wm is None else format_us(wm),
-                    "ids_in_window": len(state.seen),
-                    "delivered_total": state.delivered_total,
-                    "lag_seconds": None if wm is None else round((now - wm) / 1e6, 3),
-                }
-            )
+            row = {
+                "stream": key,
+                "watermark": None if wm is None else format_us(wm),
+                "ids_in_window": len(state.seen),
+                "delivered_total": state.delivered_total,
+                "lag_seconds": None if wm is None else round((now - wm) / 1e6, 3),
+            }
+            if key.partition("/")[2] == ORG_NAME:  # not a user's or a domain's: the org-wide answers'
+                row["org_wide"] = True
+            rows.append(row)
         style = tables(log_format, args)
         if style is None:
             shown = {"tenant": tenant} if tenant else {}

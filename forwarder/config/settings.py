@@ -57,6 +57,7 @@ class Settings:
     hot_window_s: Optional[int]
     cold_revisit_s: Optional[int]
     domain_revisit_s: Optional[int]
+    index_revisit_s: Optional[int]
     users_cache_s: int
     log_level: str
     log_format: str = "auto"

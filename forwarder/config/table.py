@@ -590,11 +590,18 @@ VARIABLES: Tuple[Variable, ...] = (
     V(
         "FORWARDER_DOMAIN_REVISIT",
         "every domain stream is polled at least this often: a backstop, since the actors' user streams "
-        "return domain records too (empty: 72 times `FORWARDER_SCHEDULE_INTERVAL`). Where the service "
-        "honours an org-wide (name-less) query, which then names the streams holding new records, "
-        "the user streams too",
+        "return domain records too (empty: 72 times `FORWARDER_SCHEDULE_INTERVAL`)",
         Duration(MAX_LOOKBACK_S, optional=True),
         field="domain_revisit_s",
+    ),
+    V(
+        "FORWARDER_INDEX_REVISIT",
+        "where the service honours an org-wide (name-less) query, which names the streams holding new "
+        "records, every stream of that object type is still polled at least this often: a backstop "
+        "against an answer that lacks records (empty: 576 times `FORWARDER_SCHEDULE_INTERVAL`, 48 hours "
+        "at 5 minutes). Once an answer is caught lacking one, the bounds above apply at once",
+        Duration(MAX_LOOKBACK_S, optional=True),
+        field="index_revisit_s",
     ),
     V(
         "FORWARDER_USERS_CACHE",

@@ -110,7 +110,7 @@ def state_table(location: str, rows: List[Dict[str, Any]], style: Style) -> str:
     """`state show` rows (as in its JSON form), stalest first."""
     cells: List[Sequence[Cell]] = [
         [
-            r["stream"],
+            f"{r['stream']} (org-wide)" if r.get("org_wide") else r["stream"],
             Painted("never", ("yellow",)) if r["watermark"] is None else r["watermark"][:19] + "Z",
             _lag(r["lag_seconds"]),
             r["ids_in_window"],

@@ -1,6 +1,7 @@
 """The planner's work: every tenant's streams the scheduler chooses (``forwarder.scheduling``: the
-hot ones, then those whose turn it is), in shards, onto the queue (one cycle per tenant). The workers
-tell the same scheduler document what they polled, so the next cycle chooses from that.
+hot ones, then those whose turn it is; where the org-wide index is honoured, the streams it names,
+then backstops), in shards, onto the queue (one cycle per tenant). The workers tell the same
+scheduler document what they polled, so the next cycle chooses from that.
 
 A tenant whose previous cycle is still running is left alone this time (``cycle.py``); a tenant
 whose planning fails (bad credentials, users endpoint down) fails alone: the others are queued.
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 from .. import stop
-from ..app import build_client, plan
+from ..app import build_client, consult_index, plan
+from ..delivery.claims import Claims
 from ..errors import StateError
 from ..multitenant import run_tenants
 from ..report import RunReport
@@ -67,6 +69,10 @@ def plan_tenant(
     client = build_client(settings)
     try:
         planned = plan(settings, client, scheduler)
+        # The org-wide index as an index: the streams it names are queued first, the others of its
+        # object type are backstops. Not as a source: a worker is handed stream keys, not records.
+        claims = Claims.load(store, settings.lookback_window_s, settings.tie_margin_s)
+        consult_index(settings, scheduler, client, planned, claims.delivered, source=False)
     finally:
         client.close()
     chosen = scheduler.choose(planned)

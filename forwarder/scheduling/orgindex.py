@@ -1,6 +1,7 @@
 """The org-wide index (DESIGN §4, Scheduling): where a name-less audits query is honoured, a run
 first asks it which streams hold records newer than the last read, polls those first, and treats
-every other stream of that object type as a backstop, revisited within ``FORWARDER_DOMAIN_REVISIT``.
+every other stream of that object type as a backstop, revisited within ``FORWARDER_INDEX_REVISIT``
+(48 hours at 5 minutes: 1,000 streams cost under two polls a run).
 
 The index only chooses which streams a run polls: records are still read, shipped and committed by
 their streams, so no answer, true or false, can move a watermark past a record. What a wrong answer
@@ -18,7 +19,8 @@ can cost is freshness, and it is bounded and noticed:
   have named (created after the index was first trusted and ``LATE_S`` before the read, not in the
   answer, the stream neither new nor left unread by an earlier run) shows the index lies, and it is
   demoted. Then the run and the next ones poll as without it, and the streams' usual revisit bound
-  holds again: the backstop reads them within ``FORWARDER_DOMAIN_REVISIT`` meanwhile;
+  holds again at once (those past it are overdue): the backstop reads them within
+  ``FORWARDER_INDEX_REVISIT`` meanwhile;
 * a stream the index named that a run left unread (its budget, a failure, a pass cut short) stays
   named (``Book.pending``) until it is read.
 
@@ -209,12 +211,18 @@ def unexpected(
     hints: Hints, stream: Stream, records: Sequence[AuditRecord], pending: Sequence[str], first: bool
 ) -> int:
     """How many of the records ``stream`` delivers its object type's index should have named and
-    did not (``first``: the stream's first poll; ``pending``: streams left unread by earlier runs)."""
+    did not (``first``: the stream's first poll; ``pending``: streams named and not read yet, the
+    stream itself or another holding the record)."""
     read = hints.reads.get(stream.object_type)
     if read is None or first or stream.key in pending:
         return 0
+    named = {tuple(key.split("/", 2)[:2]) for key in pending}
     return sum(
-        1 for r in records if read.trusted_us < r.ts_us <= read.until_us and r.event_id not in read.ids
+        1
+        for r in records
+        if read.trusted_us < r.ts_us <= read.until_us
+        and r.event_id not in read.ids
+        and not any(holder in named for holder in holders(r.raw))
     )
 
 
@@ -228,16 +236,30 @@ def active(book: Book, delivering: Mapping[str, int], now_s: int, interval_s: fl
             book.orgwide[object_type] = replace(mark, probe_at_s=now_s)
 
 
+def standing(book: Book) -> Hints:
+    """What the index's last reads told, for a run that did not read it (a fan-out worker, handed
+    the streams the planner chose from it): every record of a trail created after it was trusted
+    and up to its cursor was in an answer; the streams those named are ``book.pending``."""
+    hints = Hints()
+    for object_type, mark in book.orgwide.items():
+        if mark.honoured and mark.cursor_us is not None and mark.trusted_us is not None:
+            hints.reads[object_type] = IndexRead(mark.cursor_us, mark.cursor_us, mark.trusted_us, set())
+    return hints
+
+
 def lied(book: Book, object_type: str, count: int, now_us: int) -> None:
     _demote(book, object_type, now_us, f"a stream delivered {count} records its answers lacked")
 
 
 def backstop(policy: Policy, hints: Hints) -> Policy:
-    """The policy streams of an indexed object type are planned by: user streams within the domain
-    streams' bound."""
-    if "user" not in hints.reads:
-        return policy
-    return replace(policy, cold_revisit_s=max(policy.cold_revisit_s, policy.domain_revisit_s))
+    """The policy of a run that read the index: the streams of each object type it was read for are
+    backstops, within ``FORWARDER_INDEX_REVISIT``. A run that did not read it (demoted, or not read
+    this run) plans them by their usual bounds, so those hold again at once."""
+    if "user" in hints.reads:
+        policy = replace(policy, cold_revisit_s=policy.index_revisit_s)
+    if "domain" in hints.reads:
+        policy = replace(policy, domain_revisit_s=policy.index_revisit_s)
+    return policy
 
 
 def plan_indexed(

@@ -15,6 +15,9 @@ BUDGET_SHARE = 0.8
 HOT_INTERVALS = 12  # a stream that delivered within 12 intervals (an hour at 5 minutes) is hot
 COLD_INTERVALS = 6  # every user stream within 6 intervals (30 minutes at 5 minutes)
 DOMAIN_INTERVALS = 72  # every domain stream within 72 intervals (6 hours at 5 minutes)
+# While a trusted org-wide index names the streams holding records (``orgindex``), every stream of its
+# object type within 576 intervals (48 hours at 5 minutes): 1,000 streams cost under two polls a run.
+INDEX_INTERVALS = 576
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Policy:
     budget_calls: Optional[int]  # API requests per run; None: unlimited
     budget_time_s: Optional[float]  # seconds per run; None: unlimited
     users_cache_s: float
+    index_revisit_s: float  # the bound on a stream of an object type a trusted org-wide index covers
 
     def revisit_s(self, object_type: str) -> float:
         return self.domain_revisit_s if object_type == "domain" else self.cold_revisit_s
@@ -44,6 +48,7 @@ def policy_for(settings: Settings) -> Policy:
         budget_calls=calls,
         budget_time_s=_or(settings.run_budget_time_s, BUDGET_SHARE * interval) if interval else None,
         users_cache_s=float(settings.users_cache_s),
+        index_revisit_s=_or(settings.index_revisit_s, INDEX_INTERVALS * interval),
     )
 
 

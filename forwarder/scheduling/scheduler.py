@@ -25,7 +25,7 @@ from ..streams import Stream
 from .actors import active_in, actors_in, extra_users, note_actors, note_listing
 from .hints import Homes, due_within
 from .marks import Book, Marks, read_marks
-from .orgindex import ORG_NAME, Hints, active, backstop, consult, lied, plan_indexed, unexpected
+from .orgindex import ORG_NAME, Hints, active, backstop, consult, lied, plan_indexed, standing, unexpected
 from .policy import Policy
 from .priority import Outcome, RunPlan, plan_run, record_run
 
@@ -95,6 +95,7 @@ class Scheduler:
             self._stored = doc
         except ValueError as exc:  # ours to replace: its version is known
             log.warning("scheduler document not understood: every stream is due", extra={"error": str(exc)})
+        self._pending = self.book.pending
 
     def users(self, fetch: Callable[[], List[str]]) -> List[str]:
         """The users to pull: the users endpoint's list (``fetch``), reused for the cache's time,
@@ -123,10 +124,13 @@ class Scheduler:
         max_pages: int,
         window_s: int,
         probe_since_us: int,
+        source: bool = True,
     ) -> Hints:
         """Ask the org-wide index which streams hold records not delivered (``orgindex``), before
         ``choose``; it is probed first where the document holds no verdict (or an old refusal).
-        Not in a run that reads every stream for the first time: it could save nothing there."""
+        Not in a run that reads every stream for the first time: it could save nothing there.
+        ``source=False`` (the fan-out planner: its workers cannot be handed the answers): an index
+        only, every stream it names is planned first, no org-wide stream ships its records."""
         self._pending = self.book.pending
         if not any(self.book.streams.get(s.key, Marks()).polled_s is not None for s in planned):
             self._hints = Hints()
@@ -143,6 +147,9 @@ class Scheduler:
             probe_since_us=probe_since_us,
             interval_s=self.policy.interval_s,
         )
+        if not source:
+            self._hints.answers.clear()
+            self._hints.sourced.clear()
         with self._lock:
             self._seen |= self._hints.actors
         if self._hints.reads:
@@ -176,11 +183,11 @@ class Scheduler:
         trail than their own (thread-safe)."""
         found = actors_in(records)
         active = active_in(stream.object_type, stream.name, records)
-        missed = 0
-        if self._hints is not None:
-            mark = self.book.streams.get(stream.key)
-            first = mark is None or mark.polled_s is None
-            missed = unexpected(self._hints, stream, records, self._pending, first)
+        # A run handed its streams (a fan-out worker) checks them against the index's last reads.
+        hints = self._hints if self._hints is not None else standing(self.book)
+        mark = self.book.streams.get(stream.key)
+        first = mark is None or mark.polled_s is None
+        missed = unexpected(hints, stream, records, self._pending, first)
         with self._lock:
             self._seen |= found
             self._active |= active
@@ -217,8 +224,7 @@ class Scheduler:
             active={s.key for s in planned if s.object_type == "user" and s.name.lower() in self._active},
         )
         keys = [s.key for s in planned]
-        if self._hints is not None:
-            self._note_index(self._hints, report, now)
+        self._note_index(self._hints, report, now)
         delivering: Dict[str, int] = {}
         for stream in report.streams:
             if stream.new:
@@ -246,15 +252,19 @@ class Scheduler:
             self.book.run_s = self._began  # back-to-back runs keep the first's: the document stays
         self._save()
 
-    def _note_index(self, hints: Hints, report: RunReport, now: int) -> None:
+    def _note_index(self, hints: Optional[Hints], report: RunReport, now: int) -> None:
         """Streams the index named that this run left unread stay named, and so do the streams cut
         short or failed (where the index is not used, they are hot); an index that lacked records
-        a stream delivered is used no more."""
+        a stream delivered is used no more. ``hints``: None in a run handed its streams (a fan-out
+        worker): the streams it read are named no more."""
         read = {s.stream for s in report.streams if not (s.stopped or s.truncated or s.error)}
-        # A stream whose records an org-wide stream shipped, that stream having ended cleanly.
-        read |= {k for k, kind in hints.sourced.items() if f"{kind}/{ORG_NAME}" in read}
-        unread = [s.stream for s in report.streams if s.stream not in read and s.stream in self._planned]
-        self.book.pending = tuple(dict.fromkeys([k for k in hints.named if k not in read] + unread))
+        if hints is None:
+            self.book.pending = tuple(k for k in self.book.pending if k not in read)
+        else:
+            # A stream whose records an org-wide stream shipped, that stream having ended cleanly.
+            read |= {k for k, kind in hints.sourced.items() if f"{kind}/{ORG_NAME}" in read}
+            unread = [s.stream for s in report.streams if s.stream not in read and s.stream in self._planned]
+            self.book.pending = tuple(dict.fromkeys([k for k in hints.named if k not in read] + unread))
         for object_type, count in sorted(self._lies.items()):
             lied(self.book, object_type, count, now * 1_000_000)
 

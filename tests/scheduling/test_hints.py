@@ -18,7 +18,7 @@ from forwarder.streams import Stream
 from forwarder.timeutil import format_us
 
 T0 = 1_800_000_000
-POLICY = Policy(10, 120, 60, 600, None, None, 3600)
+POLICY = Policy(10, 120, 60, 600, None, None, 3600, 6000)
 WINDOW_S = 300
 ALICE, BOB, DOMAIN = (
     Stream("user", "Alice@x.example"),

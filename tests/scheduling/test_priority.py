@@ -14,7 +14,7 @@ from forwarder.scheduling.priority import Outcome, plan_run, record_run
 from forwarder.streams import Stream
 
 INTERVAL = 10
-POLICY = Policy(INTERVAL, 120, 60, 600, None, None, 3600)
+POLICY = Policy(INTERVAL, 120, 60, 600, None, None, 3600, 6000)
 T0 = 1_800_000_000
 
 
@@ -32,9 +32,24 @@ def test_a_first_run_polls_every_stream_and_the_next_only_the_turns():
     assert len(first.order) == 100 and first.not_due == []
     marks = record_run({}, [s.key for s in plan], Outcome(polled={s.key for s in plan}), T0, POLICY)
     second = plan_run(plan, marks, T0 + INTERVAL, POLICY)
-    # 60 s bound at 10 s: a lap over the users fits in 5 runs (8 a run), the domains' in 59 (2 a run)
-    assert [s.object_type for s in second.order] == ["user"] * 8 + ["domain"] * 2
-    assert len(second.not_due) == 90
+    # 60 s bound at 10 s: a lap over the users fits in 5 runs (8 a run), the domains' in 59 (1.02 a
+    # run: one, and a second now and then)
+    assert [s.object_type for s in second.order] == ["user"] * 8 + ["domain"]
+    assert len(second.not_due) == 91
+
+
+def test_a_fractional_turn_is_spread_over_the_runs_not_rounded_up_in_each():
+    plan = domains(60)
+    marks = record_run({}, [s.key for s in plan], Outcome(polled={s.key for s in plan}), T0, POLICY)
+    turns = []
+    for run in range(1, 119):  # two laps: 59 runs each (600 s at 10 s, less one run of slack)
+        now = T0 + run * INTERVAL
+        chosen = plan_run(plan, marks, now, POLICY)
+        turns.append(len(chosen.order))
+        marks = record_run(
+            marks, [s.key for s in plan], Outcome(polled={s.key for s in chosen.order}), now, POLICY
+        )
+    assert set(turns) <= {1, 2} and sum(turns) <= 2 * 60 + 2  # two laps' worth, where rounding up took 236
 
 
 def test_a_run_a_little_late_takes_a_little_larger_turn():
@@ -50,7 +65,9 @@ def test_hot_streams_come_first_and_the_budget_keeps_room_for_the_turns():
     plan = users(40)
     polled = {s.key: Marks(T0, None) for s in plan}
     hot = {s.key: Marks(T0, T0 - i) for i, s in enumerate(plan[:20])}
-    chosen = plan_run(plan, {**polled, **hot}, T0 + INTERVAL, Policy(INTERVAL, 120, 60, 600, 10, None, 3600))
+    chosen = plan_run(
+        plan, {**polled, **hot}, T0 + INTERVAL, Policy(INTERVAL, 120, 60, 600, 10, None, 3600, 6000)
+    )
     assert chosen.hot == 20 and chosen.needed == 4  # 20 cold users: a lap in 5 runs
     assert [s.key for s in chosen.order[:6]] == [s.key for s in plan[:6]]  # most recent delivery first
     assert {s.key for s in chosen.order[6:10]} <= {s.key for s in plan[20:]}  # the turns within the budget
@@ -140,7 +157,7 @@ def test_every_stream_is_polled_within_its_revisit_bound(n_users, n_domains, bur
     slowest = INTERVAL + max(0, max(jitter))  # a lap fits in the runs left before the bound
     user_runs, domain_runs = 60 // slowest - 1, 600 // slowest - 1
     budget = hot_most + -(-n_users // user_runs) + -(-n_domains // domain_runs) + spare + 1
-    policy = Policy(INTERVAL, 120, 60, 600, budget, None, 3600)
+    policy = Policy(INTERVAL, 120, 60, 600, budget, None, 3600, 6000)
     marks: Dict[str, Marks] = {}
     last: Dict[str, int] = {}
     warm = None
