@@ -322,7 +322,7 @@ class StoreContract:
         from forwarder.scheduling.scheduler import Scheduler
         from forwarder.streams import Stream
 
-        policy = Policy(10, 120, 60, 600, None, None, 3600)
+        policy = Policy(10, 120, 60, 600, None, None, 3600, 6000)
         plan = [Stream("user", "alice@example.com"), Stream("domain", "example.com")]
         report = RunReport("now", streams=[StreamReport(KEY, new=1)])
         mine, theirs = Scheduler.for_store(store, policy, clock), Scheduler.for_store(store, policy, clock)
