@@ -127,6 +127,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.jsonutil",
             "forwarder.logs",
             "forwarder.observer",
+            "forwarder.plugins",
             "forwarder.reading.pages",  # the paging contract a page source (api) and its reader share
             "forwarder.records",
             "forwarder.report",
@@ -147,6 +148,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.credentials",
             "forwarder.normalize",
             "forwarder.quarantine",
+            "forwarder.secret_sources",
             "forwarder.sinks",
             "forwarder.state",
         ),

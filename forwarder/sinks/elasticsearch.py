@@ -39,7 +39,6 @@ from ..events import Event, Rejection, SendResult
 from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url, host_port
-from .base import probed
 from .http_post import (
     HttpPoster,
     authorization,
@@ -282,11 +281,4 @@ def validate(settings: SinkSettings) -> None:
     es_authorization(settings.auth, settings.token)
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(ElasticsearchSink(settings, retry_policy))
-
-
-def open_elasticsearch(
-    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
-) -> ElasticsearchSink:
-    return ElasticsearchSink(settings, retry_policy)
+open_sink = ElasticsearchSink

@@ -37,7 +37,7 @@ from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -259,9 +259,4 @@ def validate(settings: SinkSettings) -> None:
     _checked_token(settings.token)
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(HecSink(settings, retry_policy))
-
-
-def open_hec(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> HecSink:
-    return HecSink(settings, retry_policy)
+open_sink = HecSink

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from .. import retry
 from ..events import Event, Rejection, SendResult
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line, probed
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
 from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -131,11 +131,4 @@ def validate(settings: SinkSettings) -> None:
     HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(HttpNdjsonSink(settings, retry_policy))
-
-
-def open_http_ndjson(
-    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
-) -> HttpNdjsonSink:
-    return HttpNdjsonSink(settings, retry_policy)
+open_sink = HttpNdjsonSink

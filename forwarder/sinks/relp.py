@@ -33,10 +33,9 @@ import logging
 import re
 import socket
 from collections import deque
-from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
+from typing import Deque, Dict, List, NamedTuple, Tuple
 
 from .. import __version__, retry
-from .base import probed
 from .settings import SinkSettings
 from .syslog import SyslogSink, end_cleanly
 from .syslog import address as stream_address
@@ -222,9 +221,4 @@ def validate(settings: SinkSettings) -> None:
     address(settings.uri)
 
 
-def open_relp(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> RelpSink:
-    return RelpSink(settings, retry_policy, settings.syslog_max_message_bytes)
-
-
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(open_relp(settings, retry_policy))
+open_sink = RelpSink

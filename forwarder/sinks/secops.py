@@ -268,5 +268,4 @@ def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = No
     return probed(sink)
 
 
-def open_secops(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SecOpsSink:
-    return SecOpsSink(settings, retry_policy)
+open_sink = SecOpsSink

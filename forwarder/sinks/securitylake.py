@@ -292,13 +292,7 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
     return f"the Security Lake sink takes OCSF only: set FORWARDER_FORMAT=ocsf (got {quoted(event_format)})"
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
-    """Reaches the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing to
-    pace here."""
-    return SecurityLakeSink(settings).probe()
-
-
-def open_securitylake(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
+def open_sink(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
     """Writes to the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing
     to pace here."""
     return SecurityLakeSink(settings)

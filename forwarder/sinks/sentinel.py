@@ -40,7 +40,7 @@ from ..events import Event, Rejection, SendResult
 from ..logs import clip, quoted, register_secrets
 from ..timeutil import format_us
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_EVENTS, probed, reject_oversized
+from .base import DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkSettings
 
@@ -289,9 +289,4 @@ def validate(settings: SinkSettings) -> None:
     SentinelSink(settings).close()  # checks the URLs and the settings; opens no connection
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(SentinelSink(settings, retry_policy))
-
-
-def open_sentinel(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SentinelSink:
-    return SentinelSink(settings, retry_policy)
+open_sink = SentinelSink

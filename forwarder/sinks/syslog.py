@@ -42,12 +42,11 @@ from .. import causes, deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .settings import SinkSettings
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
 EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
-DEFAULT_MAX_MESSAGE_BYTES = 8192
 PRI = 13 * 8 + 5  # facility log audit, severity notice
 APP_NAME = "emailauth-audit"
 MSG_ID = "audit"
@@ -164,13 +163,13 @@ class SyslogSink:
         self,
         settings: SinkSettings,
         retry_policy: Optional[retry.RetryPolicy] = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes: Optional[int] = None,  # None: FORWARDER_SYSLOG_MAX_MESSAGE's
     ) -> None:
         self.host, self.port, self.tls = self._address(settings.uri)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 1  # one batch at a time, in order
-        self.max_message_bytes = max_message_bytes
+        self.max_message_bytes = max_message_bytes or settings.syslog_max_message_bytes
         self.hostname = header_hostname(settings.host or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
@@ -270,9 +269,4 @@ def validate(settings: SinkSettings) -> None:
     address(settings.uri)
 
 
-def open_syslog(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SyslogSink:
-    return SyslogSink(settings, retry_policy, settings.syslog_max_message_bytes)
-
-
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(open_syslog(settings, retry_policy))
+open_sink = SyslogSink
