@@ -6,13 +6,13 @@ fix as the mapping names it, in the table's order."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, Problem
 from ..extras import AWS_VALUES, aws_problems
-from ..sinks import sink_problems
+from ..sinks import sink_options, sink_problems
 from ..sinks.settings import SinkSettings
 from .kinds import Problems
 from .lists import LISTS
@@ -71,14 +71,9 @@ class Settings:
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
         headers = [v for k, v in self.sink.headers.items() if k.lower() != "content-type"]  # a media type
-        values = (
-            self.client_secret,
-            self.splunk_token,
-            self.sink.token,
-            self.sink.azure_client_secret,
-            urlsplit(self.api_proxy).password if self.api_proxy else None,
-            *headers,
-        )
+        options = self.sink.options.secrets() if self.sink.options else []
+        proxy_password = urlsplit(self.api_proxy).password if self.api_proxy else None
+        values = (self.client_secret, self.splunk_token, self.sink.token, *options, proxy_password, *headers)
         return [s for s in values if s]
 
 
@@ -206,21 +201,30 @@ def settings_from(
     env, problems = _texts(mapping, names)
     values: Dict[str, Any] = {}
     sink: Dict[str, Any] = {}
+    options: Dict[str, Any] = {}  # of the sinks' own variables, by name: the chosen sink takes its own
     for variable in VARIABLES:
-        if variable.field and variable.where == EVERYWHERE:
+        if variable.sink_option:
+            options[variable.name] = _parse(variable, env, problems)
+        elif variable.field and variable.where == EVERYWHERE:
             value = _parse(variable, env, problems)
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
     name = {variable: key for key, variable in names.items()}
     problems += _credential_problems(env, values, name) + _splunk_token_problems(values)
     # (of the variables Settings holds: forwarder/tenants.py checks FORWARDER_TENANTS)
-    problems += _parsed(aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field]))
+    problems += _parsed(
+        aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field or BY_NAME[v].sink_option])
+    )
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(
         **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5
     )
-    if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
-        problems += _parsed(sink_problems(sink_settings, values["format"] or ""))
+    if sink["uri"] is not None:  # a scheme the registry knows: the sink's own options and rules
+        try:
+            sink_settings = replace(sink_settings, options=sink_options(sink["uri"], options))
+            problems += _parsed(sink_problems(sink_settings, values["format"] or ""))
+        except ValueError as exc:  # that sink is not in this build
+            problems += _parsed([str(exc)])
     if problems:
         ordered = sorted(problems, key=_position)
         raise ConfigError([Problem(name.get(p.variable, p.variable), p.message) for p in ordered])

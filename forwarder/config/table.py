@@ -60,7 +60,8 @@ def _absolute_path(text: str) -> Optional[str]:
 class Variable:
     """One setting. ``help`` is the README's text (Markdown); ``field`` is the ``Settings`` attribute it
     fills (``sink.<name>`` for ``SinkSettings``), None when another module reads it (named in
-    ``help``); ``splunk`` is the modular input's field (``input:<key>``, ``account:<key>``) feeding it."""
+    ``help``; ``sink_option``: the chosen sink's own ``Options``); ``splunk`` is the modular input's
+    field (``input:<key>``, ``account:<key>``) feeding it."""
 
     name: str
     help: str
@@ -71,6 +72,7 @@ class Variable:
     where: str = EVERYWHERE
     splunk: Optional[str] = None
     tenant: str = SHARED
+    sink_option: bool = False
 
     @property
     def tenant_field(self) -> Optional[str]:
@@ -278,7 +280,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "HTTP collector sink: a regular expression its 2xx reply must match for a batch to count as "
         'delivered (e.g. `"accepted"`); empty: any 2xx that is not a web page',
         Text(shown="regular expression"),
-        field="sink.accept_body",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SINK_CA_BUNDLE",
@@ -310,7 +312,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_HEC_INDEX",
         "Splunk index (empty: the token's default index)",
         Text(),
-        field="sink.index",
+        sink_option=True,
         tenant=PER_TENANT,
     ),
     V(
@@ -318,27 +320,27 @@ VARIABLES: Tuple[Variable, ...] = (
         "Splunk sourcetype",
         Text(),
         "emailauth:audit",
-        field="sink.sourcetype",
+        sink_option=True,
     ),
     V(
         "FORWARDER_HEC_SOURCE",
         "Splunk source",
         Text(),
         "emailauth-audit-forwarder",
-        field="sink.source",
+        sink_option=True,
     ),
     V(
         "FORWARDER_HEC_HOST",
         "Splunk `host` field, also the syslog HOSTNAME (empty: HEC's default / this host)",
         Text(),
-        field="sink.host",
+        sink_option=True,
     ),
     V(
         "FORWARDER_HEC_ACK",
         "wait for HEC indexer acknowledgement before a batch counts as delivered",
         Flag(),
         "false",
-        field="sink.hec_ack",
+        sink_option=True,
     ),
     V(
         "FORWARDER_HTTP_BODY",
@@ -348,7 +350,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "`FORWARDER_SINK_HEADERS` may set another `Content-Type`",
         Choice(("ndjson", "json-array")),
         "ndjson",
-        field="sink.http_body",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SYSLOG_MAX_MESSAGE",
@@ -356,34 +358,34 @@ VARIABLES: Tuple[Variable, ...] = (
         "(raise rsyslog `maxMessageSize` to match)",
         Integer(480, 16 * 1024 * 1024, unit="bytes"),
         "8192",
-        field="sink.syslog_max_message_bytes",
+        sink_option=True,
     ),
     V(
         "FORWARDER_ES_NAMESPACE",
         "Elasticsearch data stream namespace: `logs-emailauth.audit-<namespace>`",
         Text(),
         "default",
-        field="sink.es_namespace",
+        sink_option=True,
         tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_SECOPS_PROJECT",
         "Google SecOps sink: the Google Cloud project the instance is bound to",
         Text(),
-        field="sink.secops_project",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SECOPS_REGION",
         "Google SecOps sink: the instance's location (`us`, `europe`, `europe-west2`, ...), as in its "
         "regional endpoint",
         Text(),
-        field="sink.secops_region",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SECOPS_INSTANCE",
         "Google SecOps sink: the instance (customer) id, a UUID (SIEM Settings → Profile)",
         Text(),
-        field="sink.secops_instance",
+        sink_option=True,
         tenant=PER_TENANT,
     ),
     V(
@@ -391,7 +393,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "Google SecOps sink: the service account's JSON key, as a file path or `secretsmanager:<id>` / "
         "`ssm:<name>` holding it (the key is masked everywhere; the path is not a secret)",
         Text(shown="path or reference"),
-        field="sink.secops_credentials",
+        sink_option=True,
         tenant=PER_TENANT,
     ),
     V(
@@ -405,33 +407,33 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_SENTINEL_RULE_ID",
         "Microsoft Sentinel sink: the data collection rule's immutable id (`dcr-...`)",
         Text(),
-        field="sink.sentinel_rule_id",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SENTINEL_STREAM",
         "Microsoft Sentinel sink: the rule's input stream",
         Text(),
         "Custom-EmailAuthAudit_CL",
-        field="sink.sentinel_stream",
+        sink_option=True,
     ),
     V(
         "FORWARDER_AZURE_TENANT_ID",
         "Microsoft Sentinel sink: the Entra tenant (directory) id of the app that writes",
         Text(),
-        field="sink.azure_tenant_id",
+        sink_option=True,
     ),
     V(
         "FORWARDER_AZURE_CLIENT_ID",
         "Microsoft Sentinel sink: the Entra app's client (application) id",
         Text(),
-        field="sink.azure_client_id",
+        sink_option=True,
     ),
     V(
         "FORWARDER_AZURE_CLIENT_SECRET",
         "Microsoft Sentinel sink: the Entra app's client secret",
         Text(),
         secret=True,
-        field="sink.azure_client_secret",
+        sink_option=True,
     ),
     V(
         "FORWARDER_AZURE_CLIENT_SECRET_SECRET",
@@ -446,7 +448,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "`https://login.microsoftonline.us`; plain `http://` only for loopback hosts)",
         Url(),
         "https://login.microsoftonline.com",
-        field="sink.azure_authority",
+        sink_option=True,
     ),
     V(
         "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
@@ -455,7 +457,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "(the account of the sink's credentials, from STS GetCallerIdentity)",
         Text(),
         "external",
-        field="sink.securitylake_account_id",
+        sink_option=True,
         tenant=PER_TENANT,
     ),
     V(

@@ -4,19 +4,21 @@ Every sink module has ``open_sink(settings, retry_policy) -> Sink`` (its sink cl
 and may have
 ``validate(settings)`` (ValueError: what could never work, found without opening anything),
 ``format_problem(event_format, settings)`` (a sink that takes only some event formats),
-``probe(settings, retry_policy)`` (when proving it takes more than ``probe`` on an opened sink) and
-``TAKES_HEALTH_EVENTS = False`` (no place for the run's health event)."""
+``probe(settings, retry_policy)`` (when proving it takes more than ``probe`` on an opened sink),
+``TAKES_HEALTH_EVENTS = False`` (no place for the run's health event) and ``Options`` (a
+``SinkOptions``: the settings only it reads, each naming its variable)."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
-from typing import Callable, List, Optional, cast
+from typing import Any, Callable, List, Mapping, Optional, Type, cast
 from urllib.parse import urlsplit
 
 from ..plugins import Registry
 from ..retry import REAL_TIME, Pace, RetryPolicy
 from .base import Probed, Sink, probed
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings
 
 SinkFactory = Callable[[SinkSettings, Optional[RetryPolicy]], Sink]
 
@@ -62,6 +64,27 @@ def schemes() -> list[str]:
 
 def _module(settings: SinkSettings) -> ModuleType:
     return REGISTRY.load(scheme_of(settings.uri))
+
+
+def _options_class(uri: str) -> Optional[Type[SinkOptions]]:
+    kind: Optional[Type[SinkOptions]] = getattr(REGISTRY.load(scheme_of(uri)), "Options", None)
+    return kind
+
+
+def sink_options(uri: str, values: Mapping[str, Any]) -> Optional[SinkOptions]:
+    """The options of the sink ``uri`` chooses, from parsed variable values by name (its module's
+    ``Options``; None for a sink that has none); ValueError when that sink is not in this build."""
+    kind = _options_class(uri)
+    return kind.from_values(values) if kind else None
+
+
+def health_settings(settings: SinkSettings) -> SinkSettings:
+    """The settings for the run's health event: the same place, and the options the sink's ``Options``
+    says for health (Splunk: the sourcetype ``<sourcetype>:health``, its own props)."""
+    kind = _options_class(settings.uri)
+    if kind is None:
+        return settings
+    return dataclasses.replace(settings, options=settings.options_of(kind).for_health())
 
 
 def takes_health_events(settings: SinkSettings) -> bool:

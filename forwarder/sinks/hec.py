@@ -20,7 +20,8 @@ Protocol choices, from Splunk's HEC REST documentation:
   ``code`` and ``text``.
 * Channel. Every request carries ``X-Splunk-Request-Channel`` (a UUID per sink): tokens with
   acknowledgement on refuse requests without one even when the forwarder does not wait for acks.
-  With ``settings.hec_ack``, ``send`` returns only once HEC reports every request of the batch indexed.
+  With ``HecOptions.ack`` (FORWARDER_HEC_ACK), ``send`` returns only once HEC reports every request
+  of the batch indexed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
@@ -39,7 +41,7 @@ from ..events import Event, Rejection, SendResult
 from ..urls import check_url, host_port
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 EVENT_PATH = "/services/collector/event"
 ACK_PATH = "/services/collector/ack"
@@ -50,6 +52,22 @@ _ACK_POLL_MAX_SECONDS = 10.0
 _TEXT_LIMIT = 200  # characters of a HEC reply quoted in an error
 JSON = "application/json"
 WHO = "Splunk HEC"
+
+
+@dataclass(frozen=True)
+class HecOptions(SinkOptions):
+    index: Optional[str] = option("FORWARDER_HEC_INDEX")  # None: the token's default index
+    sourcetype: str = option("FORWARDER_HEC_SOURCETYPE", "emailauth:audit")
+    source: str = option("FORWARDER_HEC_SOURCE", "emailauth-audit-forwarder")
+    host: Optional[str] = option("FORWARDER_HEC_HOST")
+    ack: bool = option("FORWARDER_HEC_ACK", False)  # wait for indexer acknowledgement
+
+    def for_health(self) -> HecOptions:
+        """Health events have a sourcetype of their own (``<sourcetype>:health``, its props)."""
+        return replace(self, sourcetype=f"{self.sourcetype}:health")
+
+
+Options = HecOptions
 
 
 def endpoints(uri: str) -> Tuple[str, str]:
@@ -82,13 +100,13 @@ def hec_time(time_us: int) -> bytes:
     return f"{'-' if ms < 0 else ''}{seconds}.{millis:03d}".encode("ascii")
 
 
-def metadata_fields(settings: SinkSettings) -> bytes:
+def metadata_fields(options: HecOptions) -> bytes:
     """``"host":..,"source":..`` (the set ones, JSON-encoded once per sink) for every envelope."""
     fields = {
-        "host": settings.host,
-        "source": settings.source,
-        "sourcetype": settings.sourcetype,
-        "index": settings.index,
+        "host": options.host,
+        "source": options.source,
+        "sourcetype": options.sourcetype,
+        "index": options.index,
     }
     return jsonutil.dumps({key: value for key, value in fields.items() if value})[1:-1]
 
@@ -140,8 +158,9 @@ class HecSink:
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         self.channel = str(uuid.uuid4())
         self._gzip = settings.gzip
-        self._ack = settings.hec_ack
-        self._metadata = metadata_fields(settings)
+        options = settings.options_of(HecOptions)
+        self._ack = options.ack
+        self._metadata = metadata_fields(options)
         self._ack_timeout = ack_timeout_seconds
         self._ack_poll = ack_poll_seconds
         headers = {"Authorization": f"Splunk {token}", "X-Splunk-Request-Channel": self.channel}

@@ -37,7 +37,7 @@ from typing import Deque, Dict, List, NamedTuple, Tuple
 
 from .. import __version__, retry
 from .settings import SinkSettings
-from .syslog import SyslogSink, end_cleanly
+from .syslog import SyslogOptions, SyslogSink, end_cleanly
 from .syslog import address as stream_address
 
 log = logging.getLogger(__name__)
@@ -222,3 +222,4 @@ def validate(settings: SinkSettings) -> None:
 
 
 open_sink = RelpSink
+Options = SyslogOptions

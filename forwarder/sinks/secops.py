@@ -32,6 +32,7 @@ Protocol choices, from the Chronicle API reference (``projects.locations.instanc
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import List, Optional, Sequence
 from urllib.parse import quote, urlsplit
 
@@ -45,7 +46,7 @@ from ..urls import check_url, host_port
 from . import google_auth
 from .base import DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, wire_batches
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 WHO = "Google SecOps"
 JSON = "application/json"
@@ -59,6 +60,18 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MESSAGE_LIMIT = 300
 
 
+@dataclass(frozen=True)
+class SecOpsOptions(SinkOptions):
+    project: Optional[str] = option("FORWARDER_SECOPS_PROJECT")
+    region: Optional[str] = option("FORWARDER_SECOPS_REGION")
+    instance: Optional[str] = option("FORWARDER_SECOPS_INSTANCE")
+    # the service account's key: a path or a secretsmanager:/ssm: reference, not the key itself
+    credentials: Optional[str] = option("FORWARDER_SECOPS_CREDENTIALS")
+
+
+Options = SecOpsOptions
+
+
 def _checked(value: Optional[str], variable: str, example: str) -> str:
     value = (value or "").strip()
     if not value:
@@ -70,10 +83,11 @@ def _checked(value: Optional[str], variable: str, example: str) -> str:
 
 def instance_path(settings: SinkSettings) -> str:
     """``projects/…/locations/…/instances/…``; ValueError naming the variable that is missing."""
-    project = _checked(settings.secops_project, "FORWARDER_SECOPS_PROJECT", "my-secops-project")
-    region = _checked(settings.secops_region, "FORWARDER_SECOPS_REGION", "us or europe-west2")
+    options = settings.options_of(SecOpsOptions)
+    project = _checked(options.project, "FORWARDER_SECOPS_PROJECT", "my-secops-project")
+    region = _checked(options.region, "FORWARDER_SECOPS_REGION", "us or europe-west2")
     instance = _checked(
-        settings.secops_instance,
+        options.instance,
         "FORWARDER_SECOPS_INSTANCE",
         "the customer id, a UUID in SIEM Settings > Profile",
     )
@@ -141,7 +155,7 @@ class SecOpsSink:
         problem = google_auth.signing_problem()
         if problem:
             raise ValueError(problem)
-        key = google_auth.load_key(settings.secops_credentials, settings.timeout_seconds)
+        key = google_auth.load_key(settings.options_of(SecOpsOptions).credentials, settings.timeout_seconds)
         secrets = google_auth.key_secrets("", key.private_key)[1:]
         self._poster = HttpPoster(WHO, settings, {}, secrets, retry_policy, google_error)
         self._tokens = google_auth.AccessTokens(key, self._post_form, self._poster.add_secret)
@@ -256,7 +270,7 @@ def validate(settings: SinkSettings) -> None:
     problem = google_auth.signing_problem()
     if problem:
         raise ValueError(problem)
-    if not (settings.secops_credentials or "").strip():
+    if not (settings.options_of(SecOpsOptions).credentials or "").strip():
         google_auth.load_key(None, settings.timeout_seconds)  # its message names the variable
 
 

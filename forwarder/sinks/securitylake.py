@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
@@ -46,7 +47,7 @@ from ..retry import RetryPolicy
 from ..timeutil import from_us
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,15 @@ JSON_PATHS = (("unmapped",), ("entity", "data"), ("entity_result", "data"))
 DEFAULT_MAX_EVENTS = 6_000
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # of OCSF JSON: ~50 MB parsed, two in flight fit a 512 MB Lambda
 LINGER_S = 30.0
+
+
+@dataclass(frozen=True)
+class SecurityLakeOptions(SinkOptions):
+    # the accountId partition: a 12-digit account, "external[_<id>]" or "sts"
+    account_id: str = option("FORWARDER_SECURITYLAKE_ACCOUNT_ID", "external")
+
+
+Options = SecurityLakeOptions
 _BASE = re.compile(r"^[A-Za-z0-9_-]+$")
 _VERSION = re.compile(r"^[A-Za-z0-9._-]{1,32}$")
 _ACCOUNT = re.compile(r"^(\d{12}|external(_[A-Za-z0-9_-]{1,64})?|sts)$")
@@ -165,7 +175,7 @@ class SecurityLakeSink:
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 2  # keys come from the ids, so concurrent batches are safe; memory bounds it
         self._kms_key_id = settings.sse_kms_key_id
-        account = settings.securitylake_account_id
+        account = settings.options_of(SecurityLakeOptions).account_id
         self._account: Optional[str] = None if account == "sts" else account
         self._lock = threading.Lock()  # _account, found once
         self._client = client or aws.client("s3", settings.timeout_seconds, settings.max_attempts)
@@ -279,7 +289,7 @@ class SecurityLakeSink:
 def validate(settings: SinkSettings) -> None:
     parse_uri(settings.uri)
     for problem in (
-        account_problem(settings.securitylake_account_id),
+        account_problem(settings.options_of(SecurityLakeOptions).account_id),
         parquet_problem("FORWARDER_SINK", "securitylake://"),
     ):
         if problem:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
@@ -43,13 +44,24 @@ from ..errors import SinkError
 from ..events import Event, SendResult
 from ..timeutil import format_us
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
 EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
 PRI = 13 * 8 + 5  # facility log audit, severity notice
 APP_NAME = "emailauth-audit"
 MSG_ID = "audit"
+
+
+@dataclass(frozen=True)
+class SyslogOptions(SinkOptions):
+    """The syslog and RELP sinks' own settings."""
+
+    hostname: Optional[str] = option("FORWARDER_HEC_HOST")  # HOSTNAME; None: this host's name
+    max_message_bytes: int = option("FORWARDER_SYSLOG_MAX_MESSAGE", 8192)  # larger: quarantined
+
+
+Options = SyslogOptions
 
 
 def address(
@@ -169,8 +181,9 @@ class SyslogSink:
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 1  # one batch at a time, in order
-        self.max_message_bytes = max_message_bytes or settings.syslog_max_message_bytes
-        self.hostname = header_hostname(settings.host or socket.gethostname())
+        options = settings.options_of(SyslogOptions)
+        self.max_message_bytes = max_message_bytes or options.max_message_bytes
+        self.hostname = header_hostname(options.hostname or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)

@@ -23,7 +23,7 @@ from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import parse_iso
 from tests.normalize import OPTIONS, golden_cases, golden_records
 from tests.receivers.bulk import BulkReceiver, leaves
-from tests.sinks.helpers import only_rejection
+from tests.sinks.helpers import only_rejection, sink_settings
 
 STREAM = "logs-emailauth.audit-default"
 T0 = 1_767_323_045_123_456
@@ -54,7 +54,7 @@ def sink_for(
     sleep: retry.Sleep = retry.sleep,
     **settings,
 ) -> ElasticsearchSink:
-    config = SinkSettings(uri=receiver.url, token=token or receiver.encoded_api_key(), **settings)
+    config = sink_settings(uri=receiver.url, token=token or receiver.encoded_api_key(), **settings)
     return ElasticsearchSink(config, retry_policy=retry.RetryPolicy(attempts=attempts, sleep=sleep))
 
 

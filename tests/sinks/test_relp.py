@@ -19,6 +19,7 @@ from forwarder.events import Event
 from forwarder.sinks import open_sink, probe_sink, sink_problems
 from forwarder.sinks.relp import EXAMPLE, WINDOW, Frame, RelpSink, address, encode, parse, status
 from forwarder.sinks.settings import SinkSettings
+from tests.sinks.helpers import sink_settings
 from tests.syslog.rsyslog import MAX_MESSAGE
 
 OPEN_OK = b"200 OK\nrelp_version=0\nrelp_software=test\ncommands=syslog"
@@ -35,7 +36,7 @@ def sink_for(
     timeout: float = 10,
     sleep: retry.Sleep = retry.sleep,
 ) -> RelpSink:
-    settings = SinkSettings(uri=uri, ca_bundle=ca_bundle, host="forwarder.test", timeout_seconds=timeout)
+    settings = sink_settings(uri=uri, ca_bundle=ca_bundle, host="forwarder.test", timeout_seconds=timeout)
     tries = retry.RetryPolicy(attempts=attempts, sleep=sleep)
     return RelpSink(settings, tries, max_message_bytes=MAX_MESSAGE)
 

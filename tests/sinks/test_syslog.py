@@ -24,6 +24,7 @@ from forwarder.timeutil import format_us
 from tests.cef_parser import parse
 from tests.fakes import Waits
 from tests.normalize import OPTIONS
+from tests.sinks.helpers import sink_settings
 from tests.syslog.rsyslog import MAX_MESSAGE
 from tests.syslog.slow_tls import SlowTlsReceiver
 
@@ -45,7 +46,7 @@ class Counter:
 
 
 def sink_for(rsyslog, name, **kwargs):
-    settings = SinkSettings(uri=rsyslog.uri(name), ca_bundle=rsyslog.ca_bundle, host="forwarder.test")
+    settings = sink_settings(uri=rsyslog.uri(name), ca_bundle=rsyslog.ca_bundle, host="forwarder.test")
     return SyslogSink(settings, max_message_bytes=MAX_MESSAGE, **kwargs)
 
 
