@@ -31,7 +31,7 @@ import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 import requests
 
@@ -81,9 +81,8 @@ def data_stream(namespace: str) -> str:
     return f"logs-{DATASET}-{namespace}"
 
 
-def bulk_url(uri: str, namespace: str) -> str:
+def bulk_url(parts: SplitResult, namespace: str) -> str:
     """The ``_bulk`` URL (the data stream is named in each action line); ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     prefix = next((p for p in _SCHEMES if scheme.startswith(p)), None)
     if prefix is None:
@@ -154,7 +153,7 @@ class ElasticsearchSink:
 
     def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
         namespace = settings.options_of(ElasticOptions).namespace
-        self.url = bulk_url(settings.uri, namespace)
+        self.url = bulk_url(settings.address, namespace)
         self.index = data_stream(namespace)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
@@ -287,7 +286,7 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 
 
 def validate(settings: SinkSettings) -> None:
-    bulk_url(settings.uri, settings.options_of(ElasticOptions).namespace)
+    bulk_url(settings.address, settings.options_of(ElasticOptions).namespace)
     es_authorization(settings.auth, settings.token)
 
 

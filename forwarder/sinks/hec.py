@@ -31,7 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 import requests
 
@@ -70,9 +70,8 @@ class HecOptions(SinkOptions):
 Options = HecOptions
 
 
-def endpoints(uri: str) -> Tuple[str, str]:
+def endpoints(parts: SplitResult) -> Tuple[str, str]:
     """The event and acknowledgement URLs for a ``hec+https://`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if not scheme.startswith("hec+"):
         raise ValueError("FORWARDER_SINK for Splunk HEC must look like hec+https://splunk.example.com:8088")
@@ -152,7 +151,7 @@ class HecSink:
         ack_poll_seconds: float = 1.0,
     ) -> None:
         token = _checked_token(settings.token)
-        self.event_url, self.ack_url = endpoints(settings.uri)
+        self.event_url, self.ack_url = endpoints(settings.address)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
@@ -274,7 +273,7 @@ class HecSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    endpoints(settings.uri)
+    endpoints(settings.address)
     _checked_token(settings.token)
 
 

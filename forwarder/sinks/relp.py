@@ -34,6 +34,7 @@ import re
 import socket
 from collections import deque
 from typing import Deque, Dict, List, NamedTuple, Tuple
+from urllib.parse import SplitResult
 
 from .. import __version__, retry
 from .settings import SinkSettings
@@ -181,16 +182,16 @@ class Session:
         self._answer(txnr)
 
 
-def address(uri: str) -> Tuple[str, int, bool]:
+def address(parts: SplitResult) -> Tuple[str, int, bool]:
     """(host, port, use_tls) of a RELP URI; ValueError naming FORWARDER_SINK."""
-    return stream_address(uri, DEFAULT_PORTS, EXAMPLE, "RELP")
+    return stream_address(parts, DEFAULT_PORTS, EXAMPLE, "RELP")
 
 
 class RelpSink(SyslogSink):
     name = "relp"
 
-    def _address(self, uri: str) -> Tuple[str, int, bool]:
-        return address(uri)
+    def _address(self, parts: SplitResult) -> Tuple[str, int, bool]:
+        return address(parts)
 
     def _deliver(self, messages: List[bytes]) -> None:
         """Every message answered 200, over as many sessions as it takes."""
@@ -218,7 +219,7 @@ class RelpSink(SyslogSink):
 
 
 def validate(settings: SinkSettings) -> None:
-    address(settings.uri)
+    address(settings.address)
 
 
 open_sink = RelpSink

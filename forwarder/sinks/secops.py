@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
-from urllib.parse import quote, urlsplit
+from urllib.parse import SplitResult, quote
 
 import requests
 
@@ -94,9 +94,8 @@ def instance_path(settings: SinkSettings) -> str:
     return f"projects/{quote(project)}/locations/{quote(region)}/instances/{quote(instance)}"
 
 
-def endpoint(uri: str) -> str:
+def endpoint(parts: SplitResult) -> str:
     """The HTTP base URL of a ``secops+https://`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     example = "secops+https://chronicle.us.rep.googleapis.com"
     if not scheme.startswith("secops+"):
@@ -142,7 +141,7 @@ class SecOpsSink:
     name = "google-secops"
 
     def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
-        base = endpoint(settings.uri)
+        base = endpoint(settings.address)
         self.instance = instance_path(settings)
         self.instance_url = f"{base}/{API_VERSION}/{self.instance}"
         self.import_url = f"{self.instance_url}/events:import"
@@ -265,7 +264,7 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 
 
 def validate(settings: SinkSettings) -> None:
-    endpoint(settings.uri)
+    endpoint(settings.address)
     instance_path(settings)
     problem = google_auth.signing_problem()
     if problem:

@@ -33,7 +33,7 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 from .. import aws
 from ..errors import SinkError
@@ -85,9 +85,8 @@ _ACCOUNT = re.compile(r"^(\d{12}|external(_[A-Za-z0-9_-]{1,64})?|sts)$")
 SHAPE = "securitylake://<bucket>/ext/<source name>[/<source version>]"
 
 
-def parse_uri(uri: str) -> Tuple[str, str, Optional[str]]:
-    """(bucket, source base name, source version or None) of ``uri``; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
+def parse_uri(parts: SplitResult) -> Tuple[str, str, Optional[str]]:
+    """(bucket, source base name, source version or None) of the URI; ValueError naming FORWARDER_SINK."""
     segments = [s for s in parts.path.split("/") if s]
     if (
         parts.scheme.lower() != "securitylake"
@@ -97,7 +96,9 @@ def parse_uri(uri: str) -> Tuple[str, str, Optional[str]]:
         or len(segments) not in (2, 3)
         or segments[0] != "ext"
     ):
-        raise ValueError(f"FORWARDER_SINK for Security Lake must look like {SHAPE} (got {quoted(uri)})")
+        raise ValueError(
+            f"FORWARDER_SINK for Security Lake must look like {SHAPE} (got {quoted(parts.geturl())})"
+        )
     base = segments[1]
     if not _BASE.match(base) or len(base) > MAX_BASE:
         raise ValueError(
@@ -169,7 +170,7 @@ class SecurityLakeSink:
     linger_s = LINGER_S
 
     def __init__(self, settings: SinkSettings, client: Any = None, sts: Any = None) -> None:
-        self.bucket, self.base, self.version = parse_uri(settings.uri)
+        self.bucket, self.base, self.version = parse_uri(settings.address)
         self.sources = source_names(self.base)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
@@ -287,7 +288,7 @@ class SecurityLakeSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    parse_uri(settings.uri)
+    parse_uri(settings.address)
     for problem in (
         account_problem(settings.options_of(SecurityLakeOptions).account_id),
         parquet_problem("FORWARDER_SINK", "securitylake://"),

@@ -30,7 +30,7 @@ import gzip
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 import requests
 
@@ -80,10 +80,9 @@ class SentinelOptions(SinkOptions):
 Options = SentinelOptions
 
 
-def endpoint(uri: str) -> str:
+def endpoint(parts: SplitResult) -> str:
     """The data collection endpoint's base URL for a ``sentinel+https://`` URI; ValueError naming
     FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         raise ValueError(f"FORWARDER_SINK for Microsoft Sentinel must look like {_EXAMPLE}")
@@ -104,7 +103,9 @@ def upload_url(settings: SinkSettings) -> str:
     options = settings.options_of(SentinelOptions)
     rule = quote(options.rule_id or "", safe="")
     stream = quote(options.stream, safe="")
-    return f"{endpoint(settings.uri)}/dataCollectionRules/{rule}/streams/{stream}?api-version={API_VERSION}"
+    return (
+        f"{endpoint(settings.address)}/dataCollectionRules/{rule}/streams/{stream}?api-version={API_VERSION}"
+    )
 
 
 def token_url(settings: SinkSettings) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Tuple, Type, TypeVar
+from urllib.parse import SplitResult, urlsplit
 
 OptionsT = TypeVar("OptionsT", bound="SinkOptions")
 
@@ -62,6 +63,11 @@ class SinkSettings:
     sse_kms_key_id: Optional[str] = None
     # the chosen sink's own options (its module's ``Options``); None: that sink's defaults
     options: Optional[SinkOptions] = None
+    # ``uri`` parsed, once: what the sink's checks and its constructor read
+    address: SplitResult = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "address", urlsplit(self.uri))
 
     def options_of(self, kind: Type[OptionsT]) -> OptionsT:
         """The options as the sink of ``kind`` reads them: those given, else its defaults."""

@@ -37,7 +37,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 from .. import causes, deadline, retry
 from ..errors import SinkError
@@ -65,10 +65,12 @@ Options = SyslogOptions
 
 
 def address(
-    uri: str, default_ports: Mapping[str, int] = DEFAULT_PORTS, example: str = EXAMPLE, what: str = "syslog"
+    parts: SplitResult,
+    default_ports: Mapping[str, int] = DEFAULT_PORTS,
+    example: str = EXAMPLE,
+    what: str = "syslog",
 ) -> Tuple[str, int, bool]:
     """(host, port, use_tls) of a ``<what>+tcp``/``<what>+tls`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme not in default_ports:
         raise ValueError(f"FORWARDER_SINK for {what} must look like {example}")
@@ -177,7 +179,7 @@ class SyslogSink:
         retry_policy: Optional[retry.RetryPolicy] = None,
         max_message_bytes: Optional[int] = None,  # None: FORWARDER_SYSLOG_MAX_MESSAGE's
     ) -> None:
-        self.host, self.port, self.tls = self._address(settings.uri)
+        self.host, self.port, self.tls = self._address(settings.address)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 1  # one batch at a time, in order
@@ -188,8 +190,8 @@ class SyslogSink:
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
 
-    def _address(self, uri: str) -> Tuple[str, int, bool]:
-        return address(uri)
+    def _address(self, parts: SplitResult) -> Tuple[str, int, bool]:
+        return address(parts)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(host={self.host!r}, port={self.port}, tls={self.tls})"
@@ -279,7 +281,7 @@ class SyslogSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    address(settings.uri)
+    address(settings.address)
 
 
 open_sink = SyslogSink

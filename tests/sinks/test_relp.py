@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 from typing import Callable, List, Optional
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -90,13 +91,13 @@ def test_status_and_offers():
 
 
 def test_uri_rules_and_registry():
-    assert address("relp+tcp://10.0.0.1") == ("10.0.0.1", 2514, False)
-    assert address("relp+tls://siem.example.com:20514") == ("siem.example.com", 20514, True)
+    assert address(urlsplit("relp+tcp://10.0.0.1")) == ("10.0.0.1", 2514, False)
+    assert address(urlsplit("relp+tls://siem.example.com:20514")) == ("siem.example.com", 20514, True)
     sink = open_sink(SinkSettings(uri="relp+tls://siem.example.com"))
     assert isinstance(sink, RelpSink) and (sink.host, sink.port, sink.tls) == ("siem.example.com", 2514, True)
     for bad in ["relp+udp://h:2514", "relp+tcp://h:2514/path", "relp+tcp://:2514", "relp+tls://u:pw@h"]:
         with pytest.raises(ValueError, match="FORWARDER_SINK"):
-            address(bad)
+            address(urlsplit(bad))
     assert sink_problems(SinkSettings(uri="relp+tcp://h:2514/x"), "cef") == [
         f"FORWARDER_SINK for RELP takes a host and a port only, like {EXAMPLE}"
     ]

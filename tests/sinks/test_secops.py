@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -264,7 +265,7 @@ def test_only_udm_events_go_to_secops():
 
 
 def test_the_endpoint_is_the_regional_host():
-    assert endpoint("secops+https://chronicle.europe-west2.rep.googleapis.com") == (
+    assert endpoint(urlsplit("secops+https://chronicle.europe-west2.rep.googleapis.com")) == (
         "https://chronicle.europe-west2.rep.googleapis.com"
     )
 

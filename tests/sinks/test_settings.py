@@ -3,6 +3,8 @@ own options, filled from its variables and read by that sink only."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from forwarder.config.table import BY_NAME, VARIABLES
 from forwarder.sinks import REGISTRY, health_settings, schemes, sink_options
 from forwarder.sinks.hec import HecOptions
@@ -48,3 +50,14 @@ def test_every_sink_option_is_a_table_variable_and_every_sink_variable_is_read()
             assert BY_NAME[variable].sink_option, variable
             read.add(variable)
     assert read == {v.name for v in VARIABLES if v.sink_option}
+
+
+def test_the_uri_is_parsed_once_with_the_settings_and_again_only_when_it_changes():
+    settings = SinkSettings(uri="syslog+tls://siem.example.com:6514")
+    assert (settings.address.scheme, settings.address.hostname, settings.address.port) == (
+        "syslog+tls",
+        "siem.example.com",
+        6514,
+    )
+    moved = dataclasses.replace(settings, uri="syslog+tcp://other.example.com")
+    assert moved.address.hostname == "other.example.com" and "address" not in repr(moved)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -169,7 +170,7 @@ def test_a_refused_connection_is_retried_then_retryable():
 def test_registry_and_uri_rules():
     sink = open_sink(SinkSettings(uri="syslog+tls://siem.example.com"))
     assert (sink.host, sink.port, sink.tls) == ("siem.example.com", 6514, True)
-    assert address("syslog+tcp://10.0.0.1") == ("10.0.0.1", 514, False)
+    assert address(urlsplit("syslog+tcp://10.0.0.1")) == ("10.0.0.1", 514, False)
     for bad in [
         "syslog+udp://h:514",
         "syslog+tcp://h:514/path",
@@ -178,7 +179,7 @@ def test_registry_and_uri_rules():
         "syslog+tls://user:pw@h:6514",
     ]:
         with pytest.raises(ValueError, match="FORWARDER_SINK"):
-            address(bad)
+            address(urlsplit(bad))
 
 
 def test_frame_counts_octets_not_characters():
