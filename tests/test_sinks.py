@@ -8,6 +8,7 @@ certificate verified) and writes nothing; what comes first into rsyslog afterwar
 from __future__ import annotations
 
 import os
+import typing
 
 import boto3
 import pytest
@@ -28,8 +29,10 @@ def test_every_sink_module_has_a_probe():
     from forwarder.sinks import REGISTRY
 
     for scheme in schemes():
-        module = REGISTRY.load(scheme)  # its own probe, or its sink's
-        assert callable(getattr(module, "probe", None) or getattr(module.open_sink, "probe", None)), scheme
+        module = REGISTRY.load(scheme)  # its own probe, or the probe of the sink it opens
+        opens = module.open_sink
+        made = opens if isinstance(opens, type) else typing.get_type_hints(opens)["return"]
+        assert callable(getattr(module, "probe", None) or getattr(made, "probe", None)), scheme
 
 
 # -- Splunk HEC --------------------------------------------------------------------------------------
