@@ -129,6 +129,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.health",  # a run's health summary, from its report alone (normalize/ formats it)
             "forwarder.http_headers",
             "forwarder.jsonutil",
+            "forwarder.kinds",
             "forwarder.logs",
             "forwarder.observer",
             "forwarder.plugins",
@@ -139,6 +140,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.streams",
             "forwarder.timeutil",
             "forwarder.urls",
+            "forwarder.variables",
         ),
     ),
     (

@@ -11,43 +11,46 @@ and may have
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from types import ModuleType
-from typing import Any, Callable, List, Mapping, Optional, Type, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, cast
 from urllib.parse import urlsplit
 
 from ..plugins import Registry
 from ..retry import REAL_TIME, Pace, RetryPolicy
+from ..variables import Variable
 from .base import Probed, Sink, probed
 from .settings import SinkOptions, SinkSettings
 
 SinkFactory = Callable[[SinkSettings, Optional[RetryPolicy]], Sink]
 
-# scheme -> module; modules are imported only when chosen, so boto3 stays optional.
+# scheme -> module; modules are imported only when chosen, so boto3 stays optional. The order is the
+# README's for the sinks' own variables (``sink_variables``).
 REGISTRY = Registry(
     "FORWARDER_SINK",
     "sink",
     {
         "stdout": "forwarder.sinks.stdout",
         "file": "forwarder.sinks.file",
-        "hec+https": "forwarder.sinks.hec",
         "hec+http": "forwarder.sinks.hec",
-        "elasticsearch+https": "forwarder.sinks.elasticsearch",
-        "elasticsearch+http": "forwarder.sinks.elasticsearch",
-        "opensearch+https": "forwarder.sinks.elasticsearch",
-        "opensearch+http": "forwarder.sinks.elasticsearch",
+        "hec+https": "forwarder.sinks.hec",
         "https": "forwarder.sinks.http_ndjson",
         "http": "forwarder.sinks.http_ndjson",
-        "s3": "forwarder.sinks.s3",
-        "firehose": "forwarder.sinks.firehose",
-        "securitylake": "forwarder.sinks.securitylake",
         "syslog+tcp": "forwarder.sinks.syslog",
         "syslog+tls": "forwarder.sinks.syslog",
         "relp+tcp": "forwarder.sinks.relp",
         "relp+tls": "forwarder.sinks.relp",
-        "sentinel+https": "forwarder.sinks.sentinel",
-        "sentinel+http": "forwarder.sinks.sentinel",
-        "secops+https": "forwarder.sinks.secops",
+        "elasticsearch+http": "forwarder.sinks.elasticsearch",
+        "elasticsearch+https": "forwarder.sinks.elasticsearch",
+        "opensearch+http": "forwarder.sinks.elasticsearch",
+        "opensearch+https": "forwarder.sinks.elasticsearch",
         "secops+http": "forwarder.sinks.secops",
+        "secops+https": "forwarder.sinks.secops",
+        "sentinel+http": "forwarder.sinks.sentinel",
+        "sentinel+https": "forwarder.sinks.sentinel",
+        "securitylake": "forwarder.sinks.securitylake",
+        "s3": "forwarder.sinks.s3",
+        "firehose": "forwarder.sinks.firehose",
     },
 )
 
@@ -76,6 +79,20 @@ def sink_options(uri: str, values: Mapping[str, Any]) -> Optional[SinkOptions]:
     ``Options``; None for a sink that has none); ValueError when that sink is not in this build."""
     kind = _options_class(uri)
     return kind.from_values(values) if kind else None
+
+
+def sink_variables() -> Tuple[Variable, ...]:
+    """The variables the sinks declare with their options, each once, in the registry's order (the
+    configuration table collects them). Imports every sink module this build has."""
+    found: Dict[str, Variable] = {}
+    for name in REGISTRY.modules():
+        try:
+            kind: Optional[Type[SinkOptions]] = getattr(importlib.import_module(name), "Options", None)
+        except ImportError:  # a sink this build lacks: choosing it says so
+            continue
+        for variable in kind.variables() if kind else ():
+            found.setdefault(variable.name, variable)
+    return tuple(found.values())
 
 
 def health_settings(settings: SinkSettings) -> SinkSettings:

@@ -37,9 +37,11 @@ import requests
 
 from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text
 from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url, host_port
+from ..variables import PER_TENANT, Variable
 from .http_post import (
     HttpPoster,
     authorization,
@@ -63,7 +65,15 @@ JSON = "application/json"
 
 @dataclass(frozen=True)
 class ElasticOptions(SinkOptions):
-    namespace: str = option("FORWARDER_ES_NAMESPACE", "default")  # logs-emailauth.audit-<namespace>
+    namespace: str = option(
+        Variable(
+            "FORWARDER_ES_NAMESPACE",
+            "Elasticsearch data stream namespace: `logs-emailauth.audit-<namespace>`",
+            Text(),
+            "default",
+            tenant=PER_TENANT,
+        )
+    )  # logs-emailauth.audit-<namespace>
 
 
 Options = ElasticOptions

@@ -38,10 +38,12 @@ import requests
 from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Flag, Text
 from ..urls import check_url, host_port
+from ..variables import PER_TENANT, Variable
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
-from .settings import SinkOptions, SinkSettings, option
+from .settings import HOST, SinkOptions, SinkSettings, option
 
 EVENT_PATH = "/services/collector/event"
 ACK_PATH = "/services/collector/ack"
@@ -56,11 +58,39 @@ WHO = "Splunk HEC"
 
 @dataclass(frozen=True)
 class HecOptions(SinkOptions):
-    index: Optional[str] = option("FORWARDER_HEC_INDEX")  # None: the token's default index
-    sourcetype: str = option("FORWARDER_HEC_SOURCETYPE", "emailauth:audit")
-    source: str = option("FORWARDER_HEC_SOURCE", "emailauth-audit-forwarder")
-    host: Optional[str] = option("FORWARDER_HEC_HOST")
-    ack: bool = option("FORWARDER_HEC_ACK", False)  # wait for indexer acknowledgement
+    index: Optional[str] = option(
+        Variable(
+            "FORWARDER_HEC_INDEX",
+            "Splunk index (empty: the token's default index)",
+            Text(),
+            tenant=PER_TENANT,
+        )
+    )  # None: the token's default index
+    sourcetype: str = option(
+        Variable(
+            "FORWARDER_HEC_SOURCETYPE",
+            "Splunk sourcetype",
+            Text(),
+            "emailauth:audit",
+        )
+    )
+    source: str = option(
+        Variable(
+            "FORWARDER_HEC_SOURCE",
+            "Splunk source",
+            Text(),
+            "emailauth-audit-forwarder",
+        )
+    )
+    host: Optional[str] = option(HOST)
+    ack: bool = option(
+        Variable(
+            "FORWARDER_HEC_ACK",
+            "wait for HEC indexer acknowledgement before a batch counts as delivered",
+            Flag(),
+            "false",
+        )
+    )  # wait for indexer acknowledgement
 
     def for_health(self) -> HecOptions:
         """Health events have a sourcetype of their own (``<sourcetype>:health``, its props)."""

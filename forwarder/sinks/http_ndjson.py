@@ -32,7 +32,9 @@ from urllib.parse import urlsplit
 
 from .. import retry
 from ..events import Event, Rejection, SendResult
+from ..kinds import Choice, Text
 from ..urls import check_url, host_port
+from ..variables import Variable
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
 from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
 from .settings import SinkOptions, SinkSettings, option
@@ -44,8 +46,25 @@ _NOT_AN_ELEMENT = "a text event cannot be an element of a JSON array (FORWARDER_
 
 @dataclass(frozen=True)
 class HttpOptions(SinkOptions):
-    body: str = option("FORWARDER_HTTP_BODY", "ndjson")  # "ndjson" or "json-array"
-    accept_body: Optional[str] = option("FORWARDER_SINK_ACCEPT_BODY")  # a regex a 2xx reply must match
+    body: str = option(
+        Variable(
+            "FORWARDER_HTTP_BODY",
+            "HTTP collector sink: the request body, `ndjson` (one event per line, `application/x-ndjson`) or "
+            "`json-array` (one JSON array of the events, `application/json`: Fluent Bit's HTTP input and "
+            "other collectors that take JSON only; not with `FORWARDER_FORMAT=cef`); "
+            "`FORWARDER_SINK_HEADERS` may set another `Content-Type`",
+            Choice(("ndjson", "json-array")),
+            "ndjson",
+        )
+    )  # "ndjson" or "json-array"
+    accept_body: Optional[str] = option(
+        Variable(
+            "FORWARDER_SINK_ACCEPT_BODY",
+            "HTTP collector sink: a regular expression its 2xx reply must match for a batch to count as "
+            'delivered (e.g. `"accepted"`); empty: any 2xx that is not a web page',
+            Text(shown="regular expression"),
+        )
+    )  # a regex a 2xx reply must match
 
 
 Options = HttpOptions

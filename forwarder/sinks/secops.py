@@ -41,8 +41,10 @@ import requests
 from .. import retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text
 from ..logs import quoted
 from ..urls import check_url, host_port
+from ..variables import PER_TENANT, Variable
 from . import google_auth
 from .base import DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, wire_batches
@@ -62,11 +64,39 @@ _MESSAGE_LIMIT = 300
 
 @dataclass(frozen=True)
 class SecOpsOptions(SinkOptions):
-    project: Optional[str] = option("FORWARDER_SECOPS_PROJECT")
-    region: Optional[str] = option("FORWARDER_SECOPS_REGION")
-    instance: Optional[str] = option("FORWARDER_SECOPS_INSTANCE")
+    project: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_PROJECT",
+            "Google SecOps sink: the Google Cloud project the instance is bound to",
+            Text(),
+        )
+    )
+    region: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_REGION",
+            "Google SecOps sink: the instance's location (`us`, `europe`, `europe-west2`, ...), as in its "
+            "regional endpoint",
+            Text(),
+        )
+    )
+    instance: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_INSTANCE",
+            "Google SecOps sink: the instance (customer) id, a UUID (SIEM Settings → Profile)",
+            Text(),
+            tenant=PER_TENANT,
+        )
+    )
     # the service account's key: a path or a secretsmanager:/ssm: reference, not the key itself
-    credentials: Optional[str] = option("FORWARDER_SECOPS_CREDENTIALS")
+    credentials: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_CREDENTIALS",
+            "Google SecOps sink: the service account's JSON key, as a file path or `secretsmanager:<id>` / "
+            "`ssm:<name>` holding it (the key is masked everywhere; the path is not a secret)",
+            Text(shown="path or reference"),
+            tenant=PER_TENANT,
+        )
+    )
 
 
 Options = SecOpsOptions

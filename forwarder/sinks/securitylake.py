@@ -40,11 +40,13 @@ from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..extras import parquet_problem
 from ..jsonutil import loads
+from ..kinds import Text
 from ..logs import quoted
-from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
+from ..normalize.ocsf_classes import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..retry import RetryPolicy
 from ..timeutil import from_us
+from ..variables import PER_TENANT, Variable
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
 from .settings import SinkOptions, SinkSettings, option
@@ -75,7 +77,17 @@ LINGER_S = 30.0
 @dataclass(frozen=True)
 class SecurityLakeOptions(SinkOptions):
     # the accountId partition: a 12-digit account, "external[_<id>]" or "sts"
-    account_id: str = option("FORWARDER_SECURITYLAKE_ACCOUNT_ID", "external")
+    account_id: str = option(
+        Variable(
+            "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
+            "Security Lake sink: the `accountId=` partition of its objects: `external` (the user guide's "
+            "advice for records from outside AWS), `external_<id>`, a 12-digit AWS account id, or `sts` "
+            "(the account of the sink's credentials, from STS GetCallerIdentity)",
+            Text(),
+            "external",
+            tenant=PER_TENANT,
+        )
+    )
 
 
 Options = SecurityLakeOptions

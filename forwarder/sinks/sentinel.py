@@ -38,9 +38,11 @@ from .. import jsonutil, retry
 from ..api.token import TokenProvider, reuse_key
 from ..errors import ApiError, SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text, Url
 from ..logs import clip, quoted, register_secrets
 from ..timeutil import format_us
 from ..urls import check_url, host_port
+from ..variables import Variable
 from .base import DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
 from .settings import SinkOptions, SinkSettings, option
@@ -69,12 +71,52 @@ _REQUIRED = (
 class SentinelOptions(SinkOptions):
     """The rule and stream (Logs Ingestion API), and the Entra app that may write."""
 
-    rule_id: Optional[str] = option("FORWARDER_SENTINEL_RULE_ID")
-    stream: str = option("FORWARDER_SENTINEL_STREAM", "Custom-EmailAuthAudit_CL")
-    tenant_id: Optional[str] = option("FORWARDER_AZURE_TENANT_ID")
-    client_id: Optional[str] = option("FORWARDER_AZURE_CLIENT_ID")
-    client_secret: Optional[str] = option("FORWARDER_AZURE_CLIENT_SECRET", secret=True)
-    authority: str = option("FORWARDER_AZURE_AUTHORITY", "https://login.microsoftonline.com")
+    rule_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_SENTINEL_RULE_ID",
+            "Microsoft Sentinel sink: the data collection rule's immutable id (`dcr-...`)",
+            Text(),
+        )
+    )
+    stream: str = option(
+        Variable(
+            "FORWARDER_SENTINEL_STREAM",
+            "Microsoft Sentinel sink: the rule's input stream",
+            Text(),
+            "Custom-EmailAuthAudit_CL",
+        )
+    )
+    tenant_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_TENANT_ID",
+            "Microsoft Sentinel sink: the Entra tenant (directory) id of the app that writes",
+            Text(),
+        )
+    )
+    client_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_CLIENT_ID",
+            "Microsoft Sentinel sink: the Entra app's client (application) id",
+            Text(),
+        )
+    )
+    client_secret: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_CLIENT_SECRET",
+            "Microsoft Sentinel sink: the Entra app's client secret",
+            Text(),
+            secret=True,
+        )
+    )
+    authority: str = option(
+        Variable(
+            "FORWARDER_AZURE_AUTHORITY",
+            "Microsoft Sentinel sink: the Entra ID authority the token comes from (another cloud's, e.g. "
+            "`https://login.microsoftonline.us`; plain `http://` only for loopback hosts)",
+            Url(),
+            "https://login.microsoftonline.com",
+        )
+    )
 
 
 Options = SentinelOptions

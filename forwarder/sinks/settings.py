@@ -5,16 +5,30 @@ forwarder.config."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, List, Mapping, Optional, Tuple, Type, TypeVar
 from urllib.parse import SplitResult, urlsplit
+
+from ..kinds import Text
+from ..variables import Variable
 
 OptionsT = TypeVar("OptionsT", bound="SinkOptions")
 
 
-def option(variable: str, default: Any = None, secret: bool = False) -> Any:
-    """A field of a sink's options, filled from ``variable`` (its default when unset)."""
-    return field(default=default, repr=not secret, metadata={"variable": variable, "secret": secret})
+def option(variable: Variable) -> Any:
+    """A field of a sink's options, filled from ``variable``, which the sink declares here (the
+    configuration table collects it): unset, the field holds the variable's default, parsed."""
+    declared = replace(variable, sink_option=True)
+    default = declared.kind.parse(declared.default or "")
+    return field(default=default, repr=not declared.secret, metadata={"variable": declared})
+
+
+# Both Splunk HEC and syslog stamp the host name: one variable, declared once.
+HOST = Variable(
+    "FORWARDER_HEC_HOST",
+    "Splunk `host` field, also the syslog HOSTNAME (empty: HEC's default / this host)",
+    Text(),
+)
 
 
 @dataclass(frozen=True)
@@ -23,14 +37,14 @@ class SinkOptions:
     ``option`` naming the variable that fills it. Only the sink reads them."""
 
     @classmethod
-    def variables(cls) -> Tuple[str, ...]:
+    def variables(cls) -> Tuple[Variable, ...]:
         """The variables this sink reads, in field order."""
         return tuple(f.metadata["variable"] for f in dataclasses.fields(cls))
 
     @classmethod
     def from_values(cls: Type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
         """These options from parsed variable values by name (None or absent: the field's default)."""
-        given = {f.name: values.get(f.metadata["variable"]) for f in dataclasses.fields(cls)}
+        given = {f.name: values.get(f.metadata["variable"].name) for f in dataclasses.fields(cls)}
         return cls(**{name: value for name, value in given.items() if value is not None})
 
     def for_health(self: OptionsT) -> OptionsT:
@@ -39,7 +53,7 @@ class SinkOptions:
 
     def secrets(self) -> List[str]:
         """The values of the secret fields that are set: never to reach a log line."""
-        found = (getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["secret"])
+        found = (getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["variable"].secret)
         return [value for value in found if value]
 
 

@@ -42,9 +42,11 @@ from urllib.parse import SplitResult
 from .. import causes, deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
+from ..kinds import Integer
 from ..timeutil import format_us
+from ..variables import Variable
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
-from .settings import SinkOptions, SinkSettings, option
+from .settings import HOST, SinkOptions, SinkSettings, option
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
 EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
@@ -57,8 +59,16 @@ MSG_ID = "audit"
 class SyslogOptions(SinkOptions):
     """The syslog and RELP sinks' own settings."""
 
-    hostname: Optional[str] = option("FORWARDER_HEC_HOST")  # HOSTNAME; None: this host's name
-    max_message_bytes: int = option("FORWARDER_SYSLOG_MAX_MESSAGE", 8192)  # larger: quarantined
+    hostname: Optional[str] = option(HOST)  # HOSTNAME; None: this host's name
+    max_message_bytes: int = option(
+        Variable(
+            "FORWARDER_SYSLOG_MAX_MESSAGE",
+            "largest syslog message in bytes (syslog and RELP sinks); larger events go to quarantine "
+            "(raise rsyslog `maxMessageSize` to match)",
+            Integer(480, 16 * 1024 * 1024, unit="bytes"),
+            "8192",
+        )
+    )  # larger: quarantined
 
 
 Options = SyslogOptions

@@ -47,8 +47,8 @@ def test_every_sink_option_is_a_table_variable_and_every_sink_variable_is_read()
     for scheme in schemes():
         kind = getattr(REGISTRY.load(scheme), "Options", None)
         for variable in kind.variables() if kind else ():
-            assert BY_NAME[variable].sink_option, variable
-            read.add(variable)
+            assert BY_NAME[variable.name] == variable and variable.sink_option, variable.name
+            read.add(variable.name)
     assert read == {v.name for v in VARIABLES if v.sink_option}
 
 
