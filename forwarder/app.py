@@ -3,7 +3,6 @@ Every runtime (CLI, Lambda, Splunk input) goes through here."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import uuid
@@ -31,9 +30,8 @@ from .scheduling.budget import Stops
 from .scheduling.orgindex import Hints, IndexSource
 from .scheduling.policy import policy_for
 from .scheduling.scheduler import Scheduler
-from .sinks import open_sink, takes_health_events
+from .sinks import health_settings, open_sink, takes_health_events
 from .sinks.base import Sink
-from .sinks.settings import SinkSettings
 from .state import open_store_for
 from .state.store import Lease, StateStore
 from .streams import Stream, domain_name, plan_streams, user_email
@@ -293,12 +291,6 @@ def run_once(
         },
     )
     return report
-
-
-def health_settings(sink: SinkSettings) -> SinkSettings:
-    """The run's sink settings for its health event: the same place, Splunk's sourcetype
-    ``<sourcetype>:health`` (its own props); other sinks tell it by its dataset."""
-    return dataclasses.replace(sink, sourcetype=f"{sink.sourcetype}:health")
 
 
 def send_health(

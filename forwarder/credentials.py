@@ -17,29 +17,23 @@ from .api.client import Credentials
 from .errors import ConfigError
 from .jsonutil import loads
 from .logs import clip
+from .plugins import Registry
 
 CACHE_SECONDS = 300.0
-KINDS = ("secretsmanager", "ssm")
+# reference kind -> the module whose ``fetch(name, timeout_seconds)`` reads it
+SOURCES = Registry(
+    "FORWARDER_CREDENTIALS",
+    "secret source",
+    {"secretsmanager": "forwarder.secret_sources.secretsmanager", "ssm": "forwarder.secret_sources.ssm"},
+)
 
 _cache: Dict[str, Tuple[float, str]] = {}  # reference -> (fetched at, monotonic seconds; value)
 _lock = threading.Lock()  # _cache, read by concurrent tenant runs; never held across a fetch
 
 
 def _fetch(kind: str, name: str, timeout_seconds: float) -> str:
-    from . import aws  # only the AWS runtime needs boto3
-
-    try:
-        if kind == "secretsmanager":
-            secrets = aws.client("secretsmanager", timeout_seconds)
-            response = aws.call(secrets, "get_secret_value", "Secrets Manager GetSecretValue", SecretId=name)
-            if "SecretString" not in response:
-                raise ValueError("the secret holds binary data, not text")
-            return str(response["SecretString"])
-        ssm = aws.client("ssm", timeout_seconds)
-        parameter = aws.call(ssm, "get_parameter", "SSM GetParameter", Name=name, WithDecryption=True)
-        return str(parameter["Parameter"]["Value"])
-    except aws.failures() as exc:
-        raise ValueError(aws.reason(exc)) from None
+    fetch: Callable[[str, float], str] = SOURCES.load(kind).fetch
+    return fetch(name, timeout_seconds)
 
 
 def load_secret(
@@ -48,7 +42,7 @@ def load_secret(
     """The text stored at ``ref``; ConfigError naming ``variable`` and ``ref`` when unusable.
     ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds the fetch whole, botocore's retries included."""
     kind, _, name = ref.partition(":")
-    if kind not in KINDS or not name:
+    if kind not in SOURCES or not name:
         raise ConfigError([f"{variable}: expected secretsmanager:<secret id> or ssm:<parameter name>"])
     now = clock()
     with _lock:

@@ -28,6 +28,10 @@ The environment rule: the process environment is read, never written (``os.envir
 assigned or deleted, a mutating method, ``os.putenv``/``unsetenv``): settings come from a mapping and a
 proxy is an argument, so one run (a Splunk input, a tenant) cannot change what the next one reads.
 
+The plugin rules: a sink, state store, quarantine or secret source (``PLUGIN_MODULES``, read from
+the registries) is imported by its own package only; everything else reaches it through the registry,
+so nothing outside a sink reads its options. The configuration names sinks by scheme and loads none.
+
 The clock rule: normalize/ is pure, so it reads no clock. It imports no ``time`` module, and reaches
 none of the clock readers ``now``, ``utcnow``, ``today`` (datetime, date) or the forwarder's own
 ``now_us``, neither as an attribute (``datetime.now``, ``timeutil.now_us``) nor by importing it; a
@@ -125,8 +129,10 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.health",  # a run's health summary, from its report alone (normalize/ formats it)
             "forwarder.http_headers",
             "forwarder.jsonutil",
+            "forwarder.kinds",
             "forwarder.logs",
             "forwarder.observer",
+            "forwarder.plugins",
             "forwarder.reading.pages",  # the paging contract a page source (api) and its reader share
             "forwarder.records",
             "forwarder.report",
@@ -134,6 +140,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.streams",
             "forwarder.timeutil",
             "forwarder.urls",
+            "forwarder.variables",
         ),
     ),
     (
@@ -147,6 +154,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
             "forwarder.credentials",
             "forwarder.normalize",
             "forwarder.quarantine",
+            "forwarder.secret_sources",
             "forwarder.sinks",
             "forwarder.state",
         ),
@@ -167,6 +175,19 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
         ("forwarder.__main__", "forwarder.cli", "forwarder.console", "forwarder.demo", "forwarder.sim"),
     ),
 )
+
+
+# The plugins' modules, each chosen through its kind's registry (forwarder/plugins.py): sinks, state
+# stores, quarantines, secret sources. Read from the registries, so a new plugin is covered by its line.
+def _plugin_modules() -> FrozenSet[str]:
+    from forwarder import credentials, quarantine, sinks, state
+
+    registries = (sinks.REGISTRY, state.STORES, quarantine.QUARANTINES, credentials.SOURCES)
+    return frozenset(module for registry in registries for module in registry.modules())
+
+
+PLUGIN_MODULES = _plugin_modules()
+SINK_MODULES = frozenset(m for m in PLUGIN_MODULES if m.startswith("forwarder.sinks."))
 CIRCLE = "import-circle"
 UPWARD = "import-up"
 GRAPH_RULES = (CIRCLE, UPWARD)
@@ -185,6 +206,7 @@ class Rule:
     exempt: str = ""  # a package in the scope the rule does not hold for
     attributes: FrozenSet[str] = frozenset()  # names the scope must not use, as attribute or method
     environ: bool = False  # also no write to the process environment
+    own_package: bool = False  # a module may still import the forbidden modules of its own package
 
 
 RULES: Tuple[Rule, ...] = (
@@ -244,6 +266,22 @@ RULES: Tuple[Rule, ...] = (
         "",  # handlers/ too
         frozenset(),
         environ=True,
+    ),
+    Rule(
+        "plugins-through-their-registry",
+        "a sink, state store, quarantine or secret source is chosen by its registry, and its options are "
+        "read by it alone: outside its package nothing imports it, so adding one is a module and a line",
+        "forwarder",
+        PLUGIN_MODULES,
+        own_package=True,
+    ),
+    Rule(
+        "config-loads-sinks",
+        "the configuration names sinks by scheme: importing it loads no sink (nor what a sink needs)",
+        "forwarder.config",
+        SINK_MODULES,
+        transitive=True,
+        loads_only=True,
     ),
     Rule(
         "pipeline-loads-clients",
@@ -490,6 +528,8 @@ def _check_from(project: Project, rule: Rule, start: str, forbidden: FrozenSet[s
         module = queue.pop(0)
         for imp in project.imports[module]:
             if rule.loads_only and not imp.at_load:
+                continue
+            if rule.own_package and _within(module, imp.target.rpartition(".")[0]):
                 continue
             if _matches(imp.target, forbidden):
                 yield Violation(rule.name, module, imp.target, imp.line, paths[module])

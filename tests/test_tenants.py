@@ -24,6 +24,8 @@ from forwarder.errors import ConfigError, Problem
 from forwarder.retry import Pace
 from forwarder.sim.generate import generate_org
 from forwarder.sim.simulator import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, Simulator
+from forwarder.sinks.elasticsearch import ElasticOptions
+from forwarder.sinks.hec import HecOptions
 from forwarder.streams import Stream
 from forwarder.tenants import FIELDS, Fields, load_tenants, namespaced, parse_tenants, read_document, select
 
@@ -54,13 +56,19 @@ def test_each_tenant_gets_its_own_settings_and_namespaced_locations():
         ]
     }
     acme, globex = parse_tenants(doc, BASE)
-    assert acme.settings.users == ("A@acme.example",) and acme.settings.sink.index == "acme"
+    assert (
+        acme.settings.users == ("A@acme.example",)
+        and acme.settings.sink.options_of(HecOptions).index == "acme"
+    )
     assert acme.settings.filters == ("user.login",) and acme.settings.api_url == "https://api.example.com"
     assert acme.settings.state == "dynamodb://forwarder-state/tenant/acme"
     assert acme.settings.quarantine == "s3://data/quarantine/tenant/acme"
     assert acme.settings.credentials_ref == "secretsmanager:forwarder/acme"
     assert globex.settings.api_url == "https://eu.api.example.com"
-    assert globex.settings.domains == ("bücher.example",) and globex.settings.sink.index is None
+    assert (
+        globex.settings.domains == ("bücher.example",)
+        and globex.settings.sink.options_of(HecOptions).index is None
+    )
     assert globex.settings.state == "dynamodb://forwarder-state/tenant/globex"
 
 
@@ -113,7 +121,11 @@ def test_credentials_and_streams_are_per_tenant_only():
 def test_s3_prefix_and_es_namespace_per_tenant():
     base = {**BASE, "FORWARDER_SINK": "s3://siem-lake/emailauth"}
     [one] = parse_tenants({"tenants": [tenant("acme", s3_prefix="/acme/audit/", es_namespace="acme")]}, base)
-    assert one.settings.sink.uri == "s3://siem-lake/acme/audit" and one.settings.sink.es_namespace == "acme"
+    assert one.settings.sink.uri == "s3://siem-lake/acme/audit"
+    # the namespace is an Elasticsearch sink's own option: it reaches the settings of one
+    base = {**BASE, "FORWARDER_SINK": "elasticsearch+https://es.example.com:9200"}
+    [one] = parse_tenants({"tenants": [tenant("acme", es_namespace="acme")]}, base)
+    assert one.settings.sink.options_of(ElasticOptions).namespace == "acme"
 
 
 def test_one_tenant_may_keep_the_single_install_state_keys():
@@ -175,7 +187,7 @@ def test_the_fields_a_tenant_may_set_are_the_tables():
     assert set(FIELDS.only) == {v.name for v in VARIABLES if v.tenant == TENANT_ONLY}
     assert {"max_rps", "hec_index", "api_url"} <= set(per_tenant) and "sink" not in per_tenant
     # what load_settings reads: a tenant's value reaches its Settings
-    assert all(v.field and v.where == EVERYWHERE for v in VARIABLES if v.tenant != SHARED)
+    assert all((v.field or v.sink_option) and v.where == EVERYWHERE for v in VARIABLES if v.tenant != SHARED)
 
 
 def test_a_new_per_tenant_variable_needs_only_its_table_entry():

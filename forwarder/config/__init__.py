@@ -4,6 +4,9 @@ runtimes' mappings. Bad configuration fails before any network call, one message
 
 Importing this package loads no sink module and neither ``requests`` nor ``boto3``."""
 
+from typing import Any
+
+from . import table
 from .settings import Settings, load_settings, parse_log_format, read, read_all, settings_from
 from .table import (
     EVERYWHERE,
@@ -13,7 +16,6 @@ from .table import (
     LOG_FORMATS,
     MAX_LOOKBACK_S,
     OBJECT_TYPES,
-    VARIABLES,
     Variable,
     default_of,
     splunk_fields,
@@ -38,3 +40,10 @@ __all__ = [
     "settings_from",
     "splunk_fields",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``VARIABLES``: every variable, the sinks' own too (built on first use, importing the sinks)."""
+    if name == "VARIABLES":
+        return table.variables()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,8 @@ from typing import List, Tuple
 import idna
 
 from ..domains import to_unicode_domain
+from ..kinds import Problems
 from ..logs import clip, quoted
-from .kinds import Problems
 
 
 def _split(value: str) -> List[str]:

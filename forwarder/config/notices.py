@@ -9,15 +9,16 @@ import difflib
 from typing import List, Mapping, Sequence
 
 from ..actions import closest, selects_known
-from .table import BY_NAME
+from .table import by_name
 
 _SHOWN = 80  # a pasted value in a name is quoted this far at most
 
 
 def unknown_variables(env: Mapping[str, str]) -> List[str]:
     out = []
-    for name in sorted(n for n in env if n.startswith("FORWARDER_") and n not in BY_NAME):
-        near = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=0.75)
+    known = by_name()
+    for name in sorted(n for n in env if n.startswith("FORWARDER_") and n not in known):
+        near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"; did you mean {near[0]}?" if near else " (see the configuration table in the README)"
         out.append(f"{name[:_SHOWN]}: not a setting of this forwarder, ignored{hint}")
     return out

@@ -1,5 +1,5 @@
-"""Kinds of setting that say where to connect or keep things: the API URL, the sink URI, a state
-or quarantine location, and the sink's extra HTTP headers."""
+"""Kinds of setting that say where to connect or keep things: the sink URI, a state or quarantine
+location, and the sink's extra HTTP headers (URLs are ``forwarder.kinds.Url``)."""
 
 from __future__ import annotations
 
@@ -7,26 +7,11 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 from ..http_headers import parse_headers
+from ..kinds import Problems
 from ..logs import quoted
 from ..sinks import scheme_of
 from ..sinks import schemes as sink_schemes
-from ..urls import redact_url, secret_in_url, url_problem
-from .kinds import Problems
-
-
-@dataclass(frozen=True)
-class Url:
-    """An https URL (http for loopback) without a secret in it, trailing ``/`` dropped; required."""
-
-    def parse(self, text: str) -> str:
-        url = text.rstrip("/")
-        problem = url_problem(url) if url else "required (e.g. https://api.example.com)"
-        if problem:
-            raise ValueError(problem)
-        return url
-
-    def describe(self) -> str:
-        return "URL"
+from ..urls import redact_url, secret_in_url
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,18 @@ fix as the mapping names it, in the table's order."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, Problem
 from ..extras import AWS_VALUES, aws_problems
-from ..sinks import sink_problems
+from ..kinds import Problems
+from ..sinks import sink_options, sink_problems
 from ..sinks.settings import SinkSettings
-from .kinds import Problems
 from .lists import LISTS
 from .notices import unknown_variables, unmatched_filters
-from .table import BY_NAME, EVERYWHERE, VARIABLES, Variable
+from .table import EVERYWHERE, Variable, by_name, variables
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,9 @@ class Settings:
     def secrets(self) -> list[str]:
         """Values that must never reach a log line."""
         headers = [v for k, v in self.sink.headers.items() if k.lower() != "content-type"]  # a media type
-        values = (
-            self.client_secret,
-            self.splunk_token,
-            self.sink.token,
-            self.sink.azure_client_secret,
-            urlsplit(self.api_proxy).password if self.api_proxy else None,
-            *headers,
-        )
+        options = self.sink.options.secrets() if self.sink.options else []
+        proxy_password = urlsplit(self.api_proxy).password if self.api_proxy else None
+        values = (self.client_secret, self.splunk_token, self.sink.token, *options, proxy_password, *headers)
         return [s for s in values if s]
 
 
@@ -109,7 +104,7 @@ def read_all(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, Any]:
     """These variables' values by name, for the modules that read their own (tenants, Lambda,
     fan-out); ConfigError naming each one that is wrong."""
     problems: List[Problem] = []
-    values = {name: _parse(BY_NAME[name], env, problems) for name in names}
+    values = {name: _parse(by_name()[name], env, problems) for name in names}
     problems += _parsed(aws_problems(env, [name for name in names if name in AWS_VALUES]))
     if problems:
         raise ConfigError(problems)
@@ -135,7 +130,7 @@ def _credential_problems(
 ) -> List[Problem]:
     """The client id and secret are required unless FORWARDER_CREDENTIALS is set (even set wrong:
     its own problem says what to fix). ``name``: the caller's names of the variables."""
-    if _text(BY_NAME["FORWARDER_CREDENTIALS"], env):
+    if _text(by_name()["FORWARDER_CREDENTIALS"], env):
         return []
     alternative = name.get("FORWARDER_CREDENTIALS", "FORWARDER_CREDENTIALS")
     pairs = (("FORWARDER_CLIENT_ID", "client_id"), ("FORWARDER_CLIENT_SECRET", "client_secret"))
@@ -154,13 +149,13 @@ def _splunk_token_problems(values: Dict[str, Any]) -> List[Problem]:
     return []
 
 
-_ORDER = {v.name: i for i, v in enumerate(VARIABLES)}
 _NAMED = re.compile(r"^FORWARDER_[A-Z0-9_]+")
 
 
 def _position(problem: Problem) -> int:
     match = _NAMED.match(str(problem))
-    return _ORDER.get(match.group(0) if match else "", len(_ORDER))
+    order = {v.name: n for n, v in enumerate(variables())}
+    return order.get(match.group(0) if match else "", len(order))
 
 
 def _as_text(variable: Variable, value: Any) -> str:
@@ -182,12 +177,13 @@ def _texts(mapping: Mapping[str, Any], names: Mapping[str, str]) -> Tuple[Dict[s
     """Each variable's text from ``mapping``: under the caller's key for it (``names``) when given,
     else under its own name; and the problems of values of the wrong type (the variable then
     reads as if that key were not given)."""
-    own = [(key, key) for key in mapping if key in BY_NAME and key not in names]
+    known = by_name()
+    own = [(key, key) for key in mapping if key in known and key not in names]
     texts: Dict[str, str] = {}
     problems: List[Problem] = []
     for key, variable in own + [(key, v) for key, v in names.items() if key in mapping]:
         try:
-            texts[variable] = _as_text(BY_NAME[variable], mapping[key])
+            texts[variable] = _as_text(known[variable], mapping[key])
         except ValueError as exc:
             problems.append(Problem(variable, str(exc)))
     return texts, problems
@@ -206,21 +202,30 @@ def settings_from(
     env, problems = _texts(mapping, names)
     values: Dict[str, Any] = {}
     sink: Dict[str, Any] = {}
-    for variable in VARIABLES:
-        if variable.field and variable.where == EVERYWHERE:
+    options: Dict[str, Any] = {}  # of the sinks' own variables, by name: the chosen sink takes its own
+    for variable in variables():
+        if variable.sink_option:
+            options[variable.name] = _parse(variable, env, problems)
+        elif variable.field and variable.where == EVERYWHERE:
             value = _parse(variable, env, problems)
             target, _, key = variable.field.rpartition(".")
             (sink if target == "sink" else values)[key] = value
     name = {variable: key for key, variable in names.items()}
     problems += _credential_problems(env, values, name) + _splunk_token_problems(values)
     # (of the variables Settings holds: forwarder/tenants.py checks FORWARDER_TENANTS)
-    problems += _parsed(aws_problems(env, [v for v in AWS_VALUES if BY_NAME[v].field]))
+    problems += _parsed(
+        aws_problems(env, [v for v in AWS_VALUES if by_name()[v].field or by_name()[v].sink_option])
+    )
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(
         **given, timeout_seconds=values["http_timeout_s"] or 60.0, max_attempts=values["max_attempts"] or 5
     )
-    if sink["uri"] is not None:  # a scheme the registry knows: the sink's own rules
-        problems += _parsed(sink_problems(sink_settings, values["format"] or ""))
+    if sink["uri"] is not None:  # a scheme the registry knows: the sink's own options and rules
+        try:
+            sink_settings = replace(sink_settings, options=sink_options(sink["uri"], options))
+            problems += _parsed(sink_problems(sink_settings, values["format"] or ""))
+        except ValueError as exc:  # that sink is not in this build
+            problems += _parsed([str(exc)])
     if problems:
         ordered = sorted(problems, key=_position)
         raise ConfigError([Problem(name.get(p.variable, p.variable), p.message) for p in ordered])

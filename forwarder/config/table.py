@@ -2,46 +2,39 @@
 bounds), default, secrecy, where it applies and what reads it. Parsing (``load_settings``), the CLI
 flags, the README table (``tools/config_table.py``), the Splunk input's field names, the tenants
 document's fields (``tenants``) and the checks of template.yaml's environment all come from here.
+The core's variables are listed below; each sink declares its own with its options (``Options``
+in its module), and ``variables()`` puts them in, so adding a sink touches nothing here.
 
 One job, one long list: a variable per entry, which is why the module is past 300 lines.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+import functools
+from typing import Any, Dict, Optional, Tuple
 
+from ..kinds import Choice, Duration, Flag, Integer, Rate, Seconds, Text, Url, secret_reference
 from ..logs import quoted
 from ..normalize import formats
 from ..quarantine import location_problem as quarantine_location_problem
 from ..sinks import schemes as sink_schemes
+from ..sinks import sink_variables
 from ..state import location_problem as state_location_problem
-from .kinds import Choice, Duration, Flag, Integer, Kind, Rate, Seconds, Text
+from ..variables import EVERYWHERE as EVERYWHERE
+from ..variables import FANOUT as FANOUT
+from ..variables import LAMBDA as LAMBDA
+from ..variables import PER_TENANT as PER_TENANT
+from ..variables import SHARED as SHARED
+from ..variables import TENANT_ONLY as TENANT_ONLY
+from ..variables import Variable as Variable
 from .lists import Choices, Domains, Emails, Filters
-from .places import Headers, Location, SinkUri, Url
+from .places import Headers, Location, SinkUri
 
 OBJECT_TYPES = ("user", "domain")
 FORMATS = tuple(formats())
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("auto", "json", "text")
 MAX_LOOKBACK_S = 20 * 366 * 86400  # twenty years: far past any audit history, far inside datetime
-
-# Where a variable applies: everywhere (CLI, container, Lambda, Splunk), in every Lambda function only,
-# or in the fan-out functions (planner, worker) only.
-EVERYWHERE, LAMBDA, FANOUT = "everywhere", "Lambda", "Lambda fan-out"
-
-# Whether a tenant of FORWARDER_TENANTS sets it (its document field is ``Variable.tenant_field``):
-# SHARED by every tenant, from the environment; PER_TENANT: the tenant's value, the environment's by
-# default; TENANT_ONLY: one organization's own (credentials, whom to pull), never inherited and
-# refused in the environment beside FORWARDER_TENANTS.
-SHARED, PER_TENANT, TENANT_ONLY = "shared", "per tenant", "tenant only"
-
-
-def _credentials_ref(text: str) -> Optional[str]:
-    if re.match(r"^(secretsmanager|ssm):.+", text):
-        return None
-    return "expected secretsmanager:<secret id> or ssm:<parameter name>"
 
 
 def _fifo_queue(text: str) -> Optional[str]:
@@ -56,39 +49,10 @@ def _absolute_path(text: str) -> Optional[str]:
     return None if text.startswith("/") else f"must start with / (got {quoted(text)})"
 
 
-@dataclass(frozen=True)
-class Variable:
-    """One setting. ``help`` is the README's text (Markdown); ``field`` is the ``Settings`` attribute it
-    fills (``sink.<name>`` for ``SinkSettings``), None when another module reads it (named in
-    ``help``); ``splunk`` is the modular input's field (``input:<key>``, ``account:<key>``) feeding it."""
-
-    name: str
-    help: str
-    kind: Kind
-    default: Optional[str] = None
-    secret: bool = False
-    field: Optional[str] = None
-    where: str = EVERYWHERE
-    splunk: Optional[str] = None
-    tenant: str = SHARED
-
-    @property
-    def tenant_field(self) -> Optional[str]:
-        """Its field in the tenants document (the name without ``FORWARDER_``, lower case), or None
-        for a setting every tenant shares."""
-        return None if self.tenant == SHARED else self.name[len("FORWARDER_") :].lower()
-
-    @property
-    def flag(self) -> Optional[str]:
-        """The CLI flag overriding it: none for secrets (a command line is visible to every user of
-        the machine) or for what only a Lambda function reads."""
-        if self.secret or self.where != EVERYWHERE:
-            return None
-        return "--" + self.name[len("FORWARDER_") :].lower().replace("_", "-")
-
-
 V = Variable
-VARIABLES: Tuple[Variable, ...] = (
+# The core's variables; each sink declares its own (``sinks.sink_variables``), placed after the
+# settings every sink shares by ``variables()``.
+_CORE: Tuple[Variable, ...] = (
     V(
         "FORWARDER_API_URL",
         "base URL of the platform API (`https://`; plain `http://` only for loopback hosts)",
@@ -117,7 +81,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_CREDENTIALS",
         "instead of the two above: `secretsmanager:<id>` or `ssm:<name>` holding JSON "
         '`{"client_id","client_secret"}`',
-        Text(_credentials_ref, "reference"),
+        Text(secret_reference, "reference"),
         field="credentials_ref",
         tenant=TENANT_ONLY,
     ),
@@ -274,13 +238,6 @@ VARIABLES: Tuple[Variable, ...] = (
         field="sink.headers",
     ),
     V(
-        "FORWARDER_SINK_ACCEPT_BODY",
-        "HTTP collector sink: a regular expression its 2xx reply must match for a batch to count as "
-        'delivered (e.g. `"accepted"`); empty: any 2xx that is not a web page',
-        Text(shown="regular expression"),
-        field="sink.accept_body",
-    ),
-    V(
         "FORWARDER_SINK_CA_BUNDLE",
         "PEM CA bundle for the sink's TLS (private CAs)",
         Text(shown="path"),
@@ -307,94 +264,6 @@ VARIABLES: Tuple[Variable, ...] = (
         field="sink.batch_bytes",
     ),
     V(
-        "FORWARDER_HEC_INDEX",
-        "Splunk index (empty: the token's default index)",
-        Text(),
-        field="sink.index",
-        tenant=PER_TENANT,
-    ),
-    V(
-        "FORWARDER_HEC_SOURCETYPE",
-        "Splunk sourcetype",
-        Text(),
-        "emailauth:audit",
-        field="sink.sourcetype",
-    ),
-    V(
-        "FORWARDER_HEC_SOURCE",
-        "Splunk source",
-        Text(),
-        "emailauth-audit-forwarder",
-        field="sink.source",
-    ),
-    V(
-        "FORWARDER_HEC_HOST",
-        "Splunk `host` field, also the syslog HOSTNAME (empty: HEC's default / this host)",
-        Text(),
-        field="sink.host",
-    ),
-    V(
-        "FORWARDER_HEC_ACK",
-        "wait for HEC indexer acknowledgement before a batch counts as delivered",
-        Flag(),
-        "false",
-        field="sink.hec_ack",
-    ),
-    V(
-        "FORWARDER_HTTP_BODY",
-        "HTTP collector sink: the request body, `ndjson` (one event per line, `application/x-ndjson`) or "
-        "`json-array` (one JSON array of the events, `application/json`: Fluent Bit's HTTP input and "
-        "other collectors that take JSON only; not with `FORWARDER_FORMAT=cef`); "
-        "`FORWARDER_SINK_HEADERS` may set another `Content-Type`",
-        Choice(("ndjson", "json-array")),
-        "ndjson",
-        field="sink.http_body",
-    ),
-    V(
-        "FORWARDER_SYSLOG_MAX_MESSAGE",
-        "largest syslog message in bytes (syslog and RELP sinks); larger events go to quarantine "
-        "(raise rsyslog `maxMessageSize` to match)",
-        Integer(480, 16 * 1024 * 1024, unit="bytes"),
-        "8192",
-        field="sink.syslog_max_message_bytes",
-    ),
-    V(
-        "FORWARDER_ES_NAMESPACE",
-        "Elasticsearch data stream namespace: `logs-emailauth.audit-<namespace>`",
-        Text(),
-        "default",
-        field="sink.es_namespace",
-        tenant=PER_TENANT,
-    ),
-    V(
-        "FORWARDER_SECOPS_PROJECT",
-        "Google SecOps sink: the Google Cloud project the instance is bound to",
-        Text(),
-        field="sink.secops_project",
-    ),
-    V(
-        "FORWARDER_SECOPS_REGION",
-        "Google SecOps sink: the instance's location (`us`, `europe`, `europe-west2`, ...), as in its "
-        "regional endpoint",
-        Text(),
-        field="sink.secops_region",
-    ),
-    V(
-        "FORWARDER_SECOPS_INSTANCE",
-        "Google SecOps sink: the instance (customer) id, a UUID (SIEM Settings → Profile)",
-        Text(),
-        field="sink.secops_instance",
-        tenant=PER_TENANT,
-    ),
-    V(
-        "FORWARDER_SECOPS_CREDENTIALS",
-        "Google SecOps sink: the service account's JSON key, as a file path or `secretsmanager:<id>` / "
-        "`ssm:<name>` holding it (the key is masked everywhere; the path is not a secret)",
-        Text(shown="path or reference"),
-        field="sink.secops_credentials",
-        tenant=PER_TENANT,
-    ),
-    V(
         "FORWARDER_S3_KMS_KEY_ID",
         "KMS key for the S3 sink and quarantine (empty: SSE-S3)",
         Text(),
@@ -402,61 +271,11 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
     # Microsoft Sentinel sink (forwarder/sinks/sentinel.py)
     V(
-        "FORWARDER_SENTINEL_RULE_ID",
-        "Microsoft Sentinel sink: the data collection rule's immutable id (`dcr-...`)",
-        Text(),
-        field="sink.sentinel_rule_id",
-    ),
-    V(
-        "FORWARDER_SENTINEL_STREAM",
-        "Microsoft Sentinel sink: the rule's input stream",
-        Text(),
-        "Custom-EmailAuthAudit_CL",
-        field="sink.sentinel_stream",
-    ),
-    V(
-        "FORWARDER_AZURE_TENANT_ID",
-        "Microsoft Sentinel sink: the Entra tenant (directory) id of the app that writes",
-        Text(),
-        field="sink.azure_tenant_id",
-    ),
-    V(
-        "FORWARDER_AZURE_CLIENT_ID",
-        "Microsoft Sentinel sink: the Entra app's client (application) id",
-        Text(),
-        field="sink.azure_client_id",
-    ),
-    V(
-        "FORWARDER_AZURE_CLIENT_SECRET",
-        "Microsoft Sentinel sink: the Entra app's client secret",
-        Text(),
-        secret=True,
-        field="sink.azure_client_secret",
-    ),
-    V(
         "FORWARDER_AZURE_CLIENT_SECRET_SECRET",
         "`secretsmanager:<id>` or `ssm:<name>` holding the Entra app's client secret, as text or JSON "
         '`{"client_secret"}` (instead of `FORWARDER_AZURE_CLIENT_SECRET`)',
-        Text(_credentials_ref, "reference"),
+        Text(secret_reference, "reference"),
         where=LAMBDA,
-    ),
-    V(
-        "FORWARDER_AZURE_AUTHORITY",
-        "Microsoft Sentinel sink: the Entra ID authority the token comes from (another cloud's, e.g. "
-        "`https://login.microsoftonline.us`; plain `http://` only for loopback hosts)",
-        Url(),
-        "https://login.microsoftonline.com",
-        field="sink.azure_authority",
-    ),
-    V(
-        "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
-        "Security Lake sink: the `accountId=` partition of its objects: `external` (the user guide's "
-        "advice for records from outside AWS), `external_<id>`, a 12-digit AWS account id, or `sts` "
-        "(the account of the sink's credentials, from STS GetCallerIdentity)",
-        Text(),
-        "external",
-        field="sink.securitylake_account_id",
-        tenant=PER_TENANT,
     ),
     V(
         "FORWARDER_INITIAL_LOOKBACK",
@@ -637,7 +456,7 @@ VARIABLES: Tuple[Variable, ...] = (
         "FORWARDER_SINK_TOKEN_SECRET",
         "`secretsmanager:<id>` or `ssm:<name>` holding the sink token, as text or JSON "
         '`{"token"}` (instead of `FORWARDER_SINK_TOKEN`)',
-        Text(_credentials_ref, "reference"),
+        Text(secret_reference, "reference"),
         where=LAMBDA,
     ),
     V(
@@ -670,15 +489,37 @@ VARIABLES: Tuple[Variable, ...] = (
     ),
 )
 
-BY_NAME: Dict[str, Variable] = {v.name: v for v in VARIABLES}
+_SINKS_AFTER = "FORWARDER_BATCH_BYTES"  # the last setting every sink shares
+
+
+@functools.cache
+def variables() -> Tuple[Variable, ...]:
+    """Every variable, in the README's order: the core's, and the sinks' own after the settings every
+    sink shares. The first call imports every sink module (importing this module imports none)."""
+    at = next(n for n, v in enumerate(_CORE) if v.name == _SINKS_AFTER) + 1
+    return (*_CORE[:at], *sink_variables(), *_CORE[at:])
+
+
+@functools.cache
+def by_name() -> Dict[str, Variable]:
+    return {v.name: v for v in variables()}
+
+
+def __getattr__(name: str) -> Any:
+    """``VARIABLES`` (``variables()``) and ``BY_NAME`` (``by_name()``), built on first use."""
+    if name == "VARIABLES":
+        return variables()
+    if name == "BY_NAME":
+        return by_name()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def splunk_fields(page: str) -> Dict[str, str]:
     """The add-on's fields on ``page`` (``input`` or ``account``) -> the variable each one feeds."""
-    found = ((v.splunk.partition(":"), v.name) for v in VARIABLES if v.splunk)
+    found = ((v.splunk.partition(":"), v.name) for v in variables() if v.splunk)
     return {key: name for (where, _, key), name in found if where == page}
 
 
 def default_of(name: str) -> str:
     """A variable's default, as the table gives it."""
-    return BY_NAME[name].default or ""
+    return by_name()[name].default or ""

@@ -39,12 +39,12 @@ from .changes import as_text
 from .ecs import PROFILE_FIELDS, audit_fields, target_fields
 from .facts import Facts
 from .memo import text_cache
+from .ocsf_classes import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from .risk import Risk
 from .subject import identity
 from .template import Own, Templated
 
 CATEGORY = (3, "Identity & Access Management")
-ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS = 3001, 3002, 3004, 3005
 CLASS_NAMES = {
     ACCOUNT_CHANGE: "Account Change",
     AUTHENTICATION: "Authentication",

@@ -11,19 +11,21 @@ and a run that quarantines locally never loads it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, Callable, Dict, Iterator, Optional, Protocol, Sequence, Set
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence, Set
 
 from ..events import Rejection
 from ..logs import quoted
+from ..plugins import Registry
 from ..urls import local_path, location_scheme, parse_s3_uri
 from .entries import Entry, quarantine_lines, unplaceable
 from .local import LocalQuarantine
+from .place import QuarantinePlace
 
 __all__ = [
     "Entry",
     "LocalQuarantine",
     "Quarantine",
+    "QuarantinePlace",
     "S3Quarantine",
     "location_problem",
     "open_quarantine",
@@ -31,8 +33,12 @@ __all__ = [
     "unplaceable",
 ]
 
-# scheme -> the module of this package whose ``open_at(location, kms_key_id, timeout_seconds)`` opens it
-_OPENERS: Dict[str, str] = {"file": "local", "s3": "s3"}
+# scheme -> the module whose ``open_at(QuarantinePlace)`` opens it; imported only when chosen.
+QUARANTINES = Registry(
+    "FORWARDER_QUARANTINE",
+    "quarantine",
+    {"file": "forwarder.quarantine.local", "s3": "forwarder.quarantine.s3"},
+)
 
 
 class Quarantine(Protocol):
@@ -70,14 +76,12 @@ def open_quarantine(
     problem = location_problem(location)
     if problem:
         raise ValueError(f"FORWARDER_QUARANTINE: {problem}")
-    scheme = location_scheme(location)
-    module = importlib.import_module(f".{_OPENERS[scheme]}", __name__)
-    opener: Callable[[str, Optional[str], float], Quarantine] = module.open_at
-    return opener(location, kms_key_id, timeout_seconds)
+    opener: Callable[[QuarantinePlace], Quarantine] = QUARANTINES.load(location_scheme(location)).open_at
+    return opener(QuarantinePlace(location, kms_key_id, timeout_seconds))
 
 
 def __getattr__(name: str) -> Any:
     """``S3Quarantine``, imported on first use (boto3 with it)."""
     if name == "S3Quarantine":
-        return importlib.import_module(".s3", __name__).S3Quarantine
+        return QUARANTINES.load("s3").S3Quarantine
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

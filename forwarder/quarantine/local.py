@@ -7,7 +7,7 @@ import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Set
+from typing import Iterator, Sequence, Set
 
 from ..errors import StateError
 from ..events import Rejection
@@ -15,6 +15,7 @@ from ..files import fsync_dir, write_atomic
 from ..timeutil import now_us
 from ..urls import local_path
 from .entries import Entry, quarantine_lines, read_entries, without
+from .place import QuarantinePlace
 
 try:  # POSIX: a run appending and a replay removing, in two processes, take turns
     import fcntl
@@ -88,6 +89,6 @@ class LocalQuarantine:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-def open_at(location: str, kms_key_id: Optional[str], timeout_seconds: float) -> LocalQuarantine:
+def open_at(place: QuarantinePlace) -> LocalQuarantine:
     """A directory path or ``file://`` one (a local file needs no key and no timeout)."""
-    return LocalQuarantine(local_path(location))
+    return LocalQuarantine(local_path(place.location))

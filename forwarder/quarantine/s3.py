@@ -23,6 +23,7 @@ from ..errors import SinkError, StateError
 from ..events import Rejection
 from ..timeutil import now_us
 from .entries import Entry, quarantine_lines, read_entries, without
+from .place import QuarantinePlace
 
 # Reads and conditional writes per remove: each lost race means another writer's change landed, so
 # more than a few in a row is an object being rewritten without pause; the next replay tries again.
@@ -163,5 +164,5 @@ class S3Quarantine:
             raise StateError(f"cannot {action} {self._uri(key)}: {exc}") from None
 
 
-def open_at(location: str, kms_key_id: Optional[str], timeout_seconds: float) -> S3Quarantine:
-    return S3Quarantine(location, kms_key_id, timeout_seconds=timeout_seconds)
+def open_at(place: QuarantinePlace) -> S3Quarantine:
+    return S3Quarantine(place.location, place.kms_key_id, timeout_seconds=place.timeout_seconds)

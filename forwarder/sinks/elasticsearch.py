@@ -3,7 +3,7 @@ alike; ``+http://`` for loopback only). A path is a prefix (a proxy's) put befor
 
 Protocol choices, from the ``_bulk`` API documentation:
 
-* Target. The data stream ``logs-emailauth.audit-<namespace>`` (``settings.es_namespace``), which the
+* Target. The data stream ``logs-emailauth.audit-<namespace>`` (``ElasticOptions.namespace``), which the
   index template in ``elasticsearch/`` of this repository configures, named by ``_index`` in every
   action line: requests go to ``/_bulk``, which Elasticsearch, OpenSearch and ``_bulk``-only receivers
   (Fluent Bit's Elasticsearch input, ingest shims) all route. Every document is a ``create``
@@ -29,17 +29,19 @@ from __future__ import annotations
 import base64
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 import requests
 
 from .. import jsonutil, retry
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text
 from ..logs import quoted
 from ..timeutil import format_us
 from ..urls import check_url, host_port
-from .base import probed
+from ..variables import PER_TENANT, Variable
 from .http_post import (
     HttpPoster,
     authorization,
@@ -49,7 +51,7 @@ from .http_post import (
     status_hint,
     wire_batches,
 )
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 DATASET = "emailauth.audit"
 DEFAULT_MAX_EVENTS = 1000
@@ -59,6 +61,22 @@ _NAMESPACE = re.compile(r"^[a-z0-9_.+]{1,100}$")  # data stream naming: lowercas
 _REASON_LIMIT = 500
 WHO = "Elasticsearch"
 JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class ElasticOptions(SinkOptions):
+    namespace: str = option(
+        Variable(
+            "FORWARDER_ES_NAMESPACE",
+            "Elasticsearch data stream namespace: `logs-emailauth.audit-<namespace>`",
+            Text(),
+            "default",
+            tenant=PER_TENANT,
+        )
+    )  # logs-emailauth.audit-<namespace>
+
+
+Options = ElasticOptions
 _TEMPLATE = f"logs-{DATASET}"  # elasticsearch/index_template.json, as installed by elasticsearch/README.md
 _PRIVILEGES = ("create_doc", "auto_configure")
 
@@ -73,9 +91,8 @@ def data_stream(namespace: str) -> str:
     return f"logs-{DATASET}-{namespace}"
 
 
-def bulk_url(uri: str, namespace: str) -> str:
+def bulk_url(parts: SplitResult, namespace: str) -> str:
     """The ``_bulk`` URL (the data stream is named in each action line); ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     prefix = next((p for p in _SCHEMES if scheme.startswith(p)), None)
     if prefix is None:
@@ -145,8 +162,9 @@ class ElasticsearchSink:
     name = "elasticsearch"
 
     def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
-        self.url = bulk_url(settings.uri, settings.es_namespace)
-        self.index = data_stream(settings.es_namespace)
+        namespace = settings.options_of(ElasticOptions).namespace
+        self.url = bulk_url(settings.address, namespace)
+        self.index = data_stream(namespace)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
@@ -278,15 +296,8 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 
 
 def validate(settings: SinkSettings) -> None:
-    bulk_url(settings.uri, settings.es_namespace)
+    bulk_url(settings.address, settings.options_of(ElasticOptions).namespace)
     es_authorization(settings.auth, settings.token)
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(ElasticsearchSink(settings, retry_policy))
-
-
-def open_elasticsearch(
-    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
-) -> ElasticsearchSink:
-    return ElasticsearchSink(settings, retry_policy)
+open_sink = ElasticsearchSink

@@ -161,7 +161,7 @@ def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) ->
     return f"file {path}: not there yet; {directory} is writable, so the first batch creates it"
 
 
-def open_file(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> FileSink:
+def open_sink(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> FileSink:
     """Writes to a local file: ``retry_policy`` has nothing to pace here."""
     return FileSink(
         path_from_uri(settings.uri),

@@ -137,9 +137,5 @@ def validate(settings: SinkSettings) -> None:
     stream_name(settings.uri)
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return FirehoseSink(settings, retry_policy=retry_policy).probe()
-
-
-def open_firehose(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> FirehoseSink:
+def open_sink(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> FirehoseSink:
     return FirehoseSink(settings, retry_policy=retry_policy)

@@ -20,7 +20,8 @@ Protocol choices, from Splunk's HEC REST documentation:
   ``code`` and ``text``.
 * Channel. Every request carries ``X-Splunk-Request-Channel`` (a UUID per sink): tokens with
   acknowledgement on refuse requests without one even when the forwarder does not wait for acks.
-  With ``settings.hec_ack``, ``send`` returns only once HEC reports every request of the batch indexed.
+  With ``HecOptions.ack`` (FORWARDER_HEC_ACK), ``send`` returns only once HEC reports every request
+  of the batch indexed.
 """
 
 from __future__ import annotations
@@ -28,18 +29,21 @@ from __future__ import annotations
 import functools
 import time
 import uuid
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 import requests
 
 from .. import jsonutil, retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Flag, Text
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
+from ..variables import PER_TENANT, Variable
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, header_token, json_object, send_halving, wire_batches
-from .settings import SinkSettings
+from .settings import HOST, SinkOptions, SinkSettings, option
 
 EVENT_PATH = "/services/collector/event"
 ACK_PATH = "/services/collector/ack"
@@ -52,9 +56,52 @@ JSON = "application/json"
 WHO = "Splunk HEC"
 
 
-def endpoints(uri: str) -> Tuple[str, str]:
+@dataclass(frozen=True)
+class HecOptions(SinkOptions):
+    index: Optional[str] = option(
+        Variable(
+            "FORWARDER_HEC_INDEX",
+            "Splunk index (empty: the token's default index)",
+            Text(),
+            tenant=PER_TENANT,
+        )
+    )  # None: the token's default index
+    sourcetype: str = option(
+        Variable(
+            "FORWARDER_HEC_SOURCETYPE",
+            "Splunk sourcetype",
+            Text(),
+            "emailauth:audit",
+        )
+    )
+    source: str = option(
+        Variable(
+            "FORWARDER_HEC_SOURCE",
+            "Splunk source",
+            Text(),
+            "emailauth-audit-forwarder",
+        )
+    )
+    host: Optional[str] = option(HOST)
+    ack: bool = option(
+        Variable(
+            "FORWARDER_HEC_ACK",
+            "wait for HEC indexer acknowledgement before a batch counts as delivered",
+            Flag(),
+            "false",
+        )
+    )  # wait for indexer acknowledgement
+
+    def for_health(self) -> HecOptions:
+        """Health events have a sourcetype of their own (``<sourcetype>:health``, its props)."""
+        return replace(self, sourcetype=f"{self.sourcetype}:health")
+
+
+Options = HecOptions
+
+
+def endpoints(parts: SplitResult) -> Tuple[str, str]:
     """The event and acknowledgement URLs for a ``hec+https://`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if not scheme.startswith("hec+"):
         raise ValueError("FORWARDER_SINK for Splunk HEC must look like hec+https://splunk.example.com:8088")
@@ -82,13 +129,13 @@ def hec_time(time_us: int) -> bytes:
     return f"{'-' if ms < 0 else ''}{seconds}.{millis:03d}".encode("ascii")
 
 
-def metadata_fields(settings: SinkSettings) -> bytes:
+def metadata_fields(options: HecOptions) -> bytes:
     """``"host":..,"source":..`` (the set ones, JSON-encoded once per sink) for every envelope."""
     fields = {
-        "host": settings.host,
-        "source": settings.source,
-        "sourcetype": settings.sourcetype,
-        "index": settings.index,
+        "host": options.host,
+        "source": options.source,
+        "sourcetype": options.sourcetype,
+        "index": options.index,
     }
     return jsonutil.dumps({key: value for key, value in fields.items() if value})[1:-1]
 
@@ -134,14 +181,15 @@ class HecSink:
         ack_poll_seconds: float = 1.0,
     ) -> None:
         token = _checked_token(settings.token)
-        self.event_url, self.ack_url = endpoints(settings.uri)
+        self.event_url, self.ack_url = endpoints(settings.address)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 4  # concurrent requests are safe: each batch stands alone
         self.channel = str(uuid.uuid4())
         self._gzip = settings.gzip
-        self._ack = settings.hec_ack
-        self._metadata = metadata_fields(settings)
+        options = settings.options_of(HecOptions)
+        self._ack = options.ack
+        self._metadata = metadata_fields(options)
         self._ack_timeout = ack_timeout_seconds
         self._ack_poll = ack_poll_seconds
         headers = {"Authorization": f"Splunk {token}", "X-Splunk-Request-Channel": self.channel}
@@ -255,13 +303,8 @@ class HecSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    endpoints(settings.uri)
+    endpoints(settings.address)
     _checked_token(settings.token)
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(HecSink(settings, retry_policy))
-
-
-def open_hec(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> HecSink:
-    return HecSink(settings, retry_policy)
+open_sink = HecSink

@@ -3,7 +3,7 @@
 For the collectors that take JSON events over a POST: Sumo Logic HTTP sources, Cribl's HTTP source,
 Logstash's ``http`` input, Vector, Fluent Bit's HTTP input.
 
-* Body (``settings.http_body``, FORWARDER_HTTP_BODY). ``ndjson``: one event per line, each line
+* Body (``HttpOptions.body``, FORWARDER_HTTP_BODY). ``ndjson``: one event per line, each line
   ending in ``\\n``; a JSON event is sent byte for byte, a text (CEF) event as its line;
   ``Content-Type: application/x-ndjson``. ``json-array``: one JSON array of the events, byte for byte,
   ``Content-Type: application/json``, for collectors that take JSON only (Fluent Bit answers anything
@@ -14,7 +14,7 @@ Logstash's ``http`` input, Vector, Fluent Bit's HTTP input.
   ``settings.auth`` picks ``basic`` (the token is ``user:password``), ``apikey`` (``ApiKey <token>``) or
   ``token`` (the header is the token as it is, as Cribl expects). No token: no ``Authorization``.
   ``settings.headers`` adds fixed headers (``X-Sumo-Category``...); they are never logged.
-* Proof of acceptance: a 2xx that is not a web page (a proxy's); with ``settings.accept_body`` (a
+* Proof of acceptance: a 2xx that is not a web page (a proxy's); with ``HttpOptions.accept_body`` (a
   regular expression) the reply must also match it, for collectors that answer 200 before storing.
 * Size and failures as for Splunk HEC: requests bounded by ``max_batch_events``/``max_batch_bytes``;
   413 splits a request in halves, and an event refused alone with 413 becomes a rejection; 408, 429,
@@ -26,19 +26,48 @@ The retrying, redacting POST and the 413 halving come from ``http_post``, as for
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import List, Optional, Sequence
 from urllib.parse import urlsplit
 
 from .. import retry
 from ..events import Event, Rejection, SendResult
+from ..kinds import Choice, Text
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line, probed
+from ..variables import Variable
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, ndjson_line
 from .http_post import NDJSON, HttpPoster, authorization, send_halving, wire_batches
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 WHO = "the HTTP collector"
 JSON_ARRAY = "json-array"
 _NOT_AN_ELEMENT = "a text event cannot be an element of a JSON array (FORWARDER_HTTP_BODY=json-array)"
+
+
+@dataclass(frozen=True)
+class HttpOptions(SinkOptions):
+    body: str = option(
+        Variable(
+            "FORWARDER_HTTP_BODY",
+            "HTTP collector sink: the request body, `ndjson` (one event per line, `application/x-ndjson`) or "
+            "`json-array` (one JSON array of the events, `application/json`: Fluent Bit's HTTP input and "
+            "other collectors that take JSON only; not with `FORWARDER_FORMAT=cef`); "
+            "`FORWARDER_SINK_HEADERS` may set another `Content-Type`",
+            Choice(("ndjson", "json-array")),
+            "ndjson",
+        )
+    )  # "ndjson" or "json-array"
+    accept_body: Optional[str] = option(
+        Variable(
+            "FORWARDER_SINK_ACCEPT_BODY",
+            "HTTP collector sink: a regular expression its 2xx reply must match for a batch to count as "
+            'delivered (e.g. `"accepted"`); empty: any 2xx that is not a web page',
+            Text(shown="regular expression"),
+        )
+    )  # a regex a 2xx reply must match
+
+
+Options = HttpOptions
 
 
 def content_type(settings: SinkSettings) -> str:
@@ -46,7 +75,7 @@ def content_type(settings: SinkSettings) -> str:
     chosen = [value for name, value in settings.headers.items() if name.lower() == "content-type"]
     if chosen:
         return chosen[-1]
-    return "application/json" if settings.http_body == JSON_ARRAY else NDJSON
+    return "application/json" if settings.options_of(HttpOptions).body == JSON_ARRAY else NDJSON
 
 
 def json_array(elements: List[bytes]) -> bytes:
@@ -61,12 +90,13 @@ class HttpNdjsonSink:
         if problem:
             raise ValueError(f"{problem}; an HTTP NDJSON sink looks like https://collector.example.com/path")
         self.url = settings.uri
+        options = settings.options_of(HttpOptions)
         try:
-            self._accept = re.compile(settings.accept_body) if settings.accept_body else None
+            self._accept = re.compile(options.accept_body) if options.accept_body else None
         except re.error as exc:
             raise ValueError(f"FORWARDER_SINK_ACCEPT_BODY is not a regular expression: {exc}") from None
         self._gzip = settings.gzip
-        self._array = settings.http_body == JSON_ARRAY
+        self._array = options.body == JSON_ARRAY
         self._content_type = content_type(settings)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
@@ -122,7 +152,7 @@ class HttpNdjsonSink:
 
 def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
     """A JSON array holds JSON events only: CEF lines are text."""
-    if settings.http_body == JSON_ARRAY and event_format == "cef":
+    if settings.options_of(HttpOptions).body == JSON_ARRAY and event_format == "cef":
         return "cef events are text lines, which FORWARDER_HTTP_BODY=json-array cannot carry; use ndjson"
     return None
 
@@ -131,11 +161,4 @@ def validate(settings: SinkSettings) -> None:
     HttpNdjsonSink(settings).close()  # checks the URL and the token; opens no connection
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(HttpNdjsonSink(settings, retry_policy))
-
-
-def open_http_ndjson(
-    settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None
-) -> HttpNdjsonSink:
-    return HttpNdjsonSink(settings, retry_policy)
+open_sink = HttpNdjsonSink

@@ -33,12 +33,12 @@ import logging
 import re
 import socket
 from collections import deque
-from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
+from typing import Deque, Dict, List, NamedTuple, Tuple
+from urllib.parse import SplitResult
 
 from .. import __version__, retry
-from .base import probed
 from .settings import SinkSettings
-from .syslog import SyslogSink, end_cleanly
+from .syslog import SyslogOptions, SyslogSink, end_cleanly
 from .syslog import address as stream_address
 
 log = logging.getLogger(__name__)
@@ -182,16 +182,16 @@ class Session:
         self._answer(txnr)
 
 
-def address(uri: str) -> Tuple[str, int, bool]:
+def address(parts: SplitResult) -> Tuple[str, int, bool]:
     """(host, port, use_tls) of a RELP URI; ValueError naming FORWARDER_SINK."""
-    return stream_address(uri, DEFAULT_PORTS, EXAMPLE, "RELP")
+    return stream_address(parts, DEFAULT_PORTS, EXAMPLE, "RELP")
 
 
 class RelpSink(SyslogSink):
     name = "relp"
 
-    def _address(self, uri: str) -> Tuple[str, int, bool]:
-        return address(uri)
+    def _address(self, parts: SplitResult) -> Tuple[str, int, bool]:
+        return address(parts)
 
     def _deliver(self, messages: List[bytes]) -> None:
         """Every message answered 200, over as many sessions as it takes."""
@@ -219,12 +219,8 @@ class RelpSink(SyslogSink):
 
 
 def validate(settings: SinkSettings) -> None:
-    address(settings.uri)
+    address(settings.address)
 
 
-def open_relp(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> RelpSink:
-    return RelpSink(settings, retry_policy, settings.syslog_max_message_bytes)
-
-
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(open_relp(settings, retry_policy))
+open_sink = RelpSink
+Options = SyslogOptions

@@ -92,11 +92,6 @@ def validate(settings: SinkSettings) -> None:
     aws.parse_s3_uri(settings.uri, "FORWARDER_SINK")
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
-    """Reaches S3, whose retries are the AWS client's: ``retry_policy`` has nothing to pace here."""
-    return S3Sink(settings).probe()
-
-
-def open_s3(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> S3Sink:
-    """Writes to S3, whose retries are the AWS client's: ``retry_policy`` has nothing to pace here."""
+def open_sink(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> S3Sink:
+    """boto3 tries again itself (aws.client's retries): ``retry_policy`` has nothing to pace here."""
     return S3Sink(settings)

@@ -32,20 +32,23 @@ Protocol choices, from the Chronicle API reference (``projects.locations.instanc
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import List, Optional, Sequence
-from urllib.parse import quote, urlsplit
+from urllib.parse import SplitResult, quote
 
 import requests
 
 from .. import retry
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text
 from ..logs import quoted
 from ..urls import check_url, host_port
+from ..variables import PER_TENANT, Variable
 from . import google_auth
 from .base import DEFAULT_MAX_EVENTS, probed, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, wire_batches
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 WHO = "Google SecOps"
 JSON = "application/json"
@@ -59,6 +62,46 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MESSAGE_LIMIT = 300
 
 
+@dataclass(frozen=True)
+class SecOpsOptions(SinkOptions):
+    project: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_PROJECT",
+            "Google SecOps sink: the Google Cloud project the instance is bound to",
+            Text(),
+        )
+    )
+    region: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_REGION",
+            "Google SecOps sink: the instance's location (`us`, `europe`, `europe-west2`, ...), as in its "
+            "regional endpoint",
+            Text(),
+        )
+    )
+    instance: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_INSTANCE",
+            "Google SecOps sink: the instance (customer) id, a UUID (SIEM Settings → Profile)",
+            Text(),
+            tenant=PER_TENANT,
+        )
+    )
+    # the service account's key: a path or a secretsmanager:/ssm: reference, not the key itself
+    credentials: Optional[str] = option(
+        Variable(
+            "FORWARDER_SECOPS_CREDENTIALS",
+            "Google SecOps sink: the service account's JSON key, as a file path or `secretsmanager:<id>` / "
+            "`ssm:<name>` holding it (the key is masked everywhere; the path is not a secret)",
+            Text(shown="path or reference"),
+            tenant=PER_TENANT,
+        )
+    )
+
+
+Options = SecOpsOptions
+
+
 def _checked(value: Optional[str], variable: str, example: str) -> str:
     value = (value or "").strip()
     if not value:
@@ -70,19 +113,19 @@ def _checked(value: Optional[str], variable: str, example: str) -> str:
 
 def instance_path(settings: SinkSettings) -> str:
     """``projects/…/locations/…/instances/…``; ValueError naming the variable that is missing."""
-    project = _checked(settings.secops_project, "FORWARDER_SECOPS_PROJECT", "my-secops-project")
-    region = _checked(settings.secops_region, "FORWARDER_SECOPS_REGION", "us or europe-west2")
+    options = settings.options_of(SecOpsOptions)
+    project = _checked(options.project, "FORWARDER_SECOPS_PROJECT", "my-secops-project")
+    region = _checked(options.region, "FORWARDER_SECOPS_REGION", "us or europe-west2")
     instance = _checked(
-        settings.secops_instance,
+        options.instance,
         "FORWARDER_SECOPS_INSTANCE",
         "the customer id, a UUID in SIEM Settings > Profile",
     )
     return f"projects/{quote(project)}/locations/{quote(region)}/instances/{quote(instance)}"
 
 
-def endpoint(uri: str) -> str:
+def endpoint(parts: SplitResult) -> str:
     """The HTTP base URL of a ``secops+https://`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     example = "secops+https://chronicle.us.rep.googleapis.com"
     if not scheme.startswith("secops+"):
@@ -128,7 +171,7 @@ class SecOpsSink:
     name = "google-secops"
 
     def __init__(self, settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> None:
-        base = endpoint(settings.uri)
+        base = endpoint(settings.address)
         self.instance = instance_path(settings)
         self.instance_url = f"{base}/{API_VERSION}/{self.instance}"
         self.import_url = f"{self.instance_url}/events:import"
@@ -141,7 +184,7 @@ class SecOpsSink:
         problem = google_auth.signing_problem()
         if problem:
             raise ValueError(problem)
-        key = google_auth.load_key(settings.secops_credentials, settings.timeout_seconds)
+        key = google_auth.load_key(settings.options_of(SecOpsOptions).credentials, settings.timeout_seconds)
         secrets = google_auth.key_secrets("", key.private_key)[1:]
         self._poster = HttpPoster(WHO, settings, {}, secrets, retry_policy, google_error)
         self._tokens = google_auth.AccessTokens(key, self._post_form, self._poster.add_secret)
@@ -251,12 +294,12 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
 
 
 def validate(settings: SinkSettings) -> None:
-    endpoint(settings.uri)
+    endpoint(settings.address)
     instance_path(settings)
     problem = google_auth.signing_problem()
     if problem:
         raise ValueError(problem)
-    if not (settings.secops_credentials or "").strip():
+    if not (settings.options_of(SecOpsOptions).credentials or "").strip():
         google_auth.load_key(None, settings.timeout_seconds)  # its message names the variable
 
 
@@ -268,5 +311,4 @@ def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = No
     return probed(sink)
 
 
-def open_secops(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SecOpsSink:
-    return SecOpsSink(settings, retry_policy)
+open_sink = SecOpsSink

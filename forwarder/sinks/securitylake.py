@@ -31,22 +31,25 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 from .. import aws
 from ..errors import SinkError
 from ..events import Event, Rejection, SendResult
 from ..extras import parquet_problem
 from ..jsonutil import loads
+from ..kinds import Text
 from ..logs import quoted
-from ..normalize.ocsf import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..normalize.ocsf_1_3 import downgrade
+from ..normalize.ocsf_classes import ACCOUNT_CHANGE, AUTHENTICATION, ENTITY_MANAGEMENT, USER_ACCESS
 from ..retry import RetryPolicy
 from ..timeutil import from_us
+from ..variables import PER_TENANT, Variable
 from .parquet import struct_field, to_parquet
 from .s3 import batch_digest, ids_digest
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +72,33 @@ JSON_PATHS = (("unmapped",), ("entity", "data"), ("entity_result", "data"))
 DEFAULT_MAX_EVENTS = 6_000
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # of OCSF JSON: ~50 MB parsed, two in flight fit a 512 MB Lambda
 LINGER_S = 30.0
+
+
+@dataclass(frozen=True)
+class SecurityLakeOptions(SinkOptions):
+    # the accountId partition: a 12-digit account, "external[_<id>]" or "sts"
+    account_id: str = option(
+        Variable(
+            "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
+            "Security Lake sink: the `accountId=` partition of its objects: `external` (the user guide's "
+            "advice for records from outside AWS), `external_<id>`, a 12-digit AWS account id, or `sts` "
+            "(the account of the sink's credentials, from STS GetCallerIdentity)",
+            Text(),
+            "external",
+            tenant=PER_TENANT,
+        )
+    )
+
+
+Options = SecurityLakeOptions
 _BASE = re.compile(r"^[A-Za-z0-9_-]+$")
 _VERSION = re.compile(r"^[A-Za-z0-9._-]{1,32}$")
 _ACCOUNT = re.compile(r"^(\d{12}|external(_[A-Za-z0-9_-]{1,64})?|sts)$")
 SHAPE = "securitylake://<bucket>/ext/<source name>[/<source version>]"
 
 
-def parse_uri(uri: str) -> Tuple[str, str, Optional[str]]:
-    """(bucket, source base name, source version or None) of ``uri``; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
+def parse_uri(parts: SplitResult) -> Tuple[str, str, Optional[str]]:
+    """(bucket, source base name, source version or None) of the URI; ValueError naming FORWARDER_SINK."""
     segments = [s for s in parts.path.split("/") if s]
     if (
         parts.scheme.lower() != "securitylake"
@@ -87,7 +108,9 @@ def parse_uri(uri: str) -> Tuple[str, str, Optional[str]]:
         or len(segments) not in (2, 3)
         or segments[0] != "ext"
     ):
-        raise ValueError(f"FORWARDER_SINK for Security Lake must look like {SHAPE} (got {quoted(uri)})")
+        raise ValueError(
+            f"FORWARDER_SINK for Security Lake must look like {SHAPE} (got {quoted(parts.geturl())})"
+        )
     base = segments[1]
     if not _BASE.match(base) or len(base) > MAX_BASE:
         raise ValueError(
@@ -159,13 +182,13 @@ class SecurityLakeSink:
     linger_s = LINGER_S
 
     def __init__(self, settings: SinkSettings, client: Any = None, sts: Any = None) -> None:
-        self.bucket, self.base, self.version = parse_uri(settings.uri)
+        self.bucket, self.base, self.version = parse_uri(settings.address)
         self.sources = source_names(self.base)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 2  # keys come from the ids, so concurrent batches are safe; memory bounds it
         self._kms_key_id = settings.sse_kms_key_id
-        account = settings.securitylake_account_id
+        account = settings.options_of(SecurityLakeOptions).account_id
         self._account: Optional[str] = None if account == "sts" else account
         self._lock = threading.Lock()  # _account, found once
         self._client = client or aws.client("s3", settings.timeout_seconds, settings.max_attempts)
@@ -277,9 +300,9 @@ class SecurityLakeSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    parse_uri(settings.uri)
+    parse_uri(settings.address)
     for problem in (
-        account_problem(settings.securitylake_account_id),
+        account_problem(settings.options_of(SecurityLakeOptions).account_id),
         parquet_problem("FORWARDER_SINK", "securitylake://"),
     ):
         if problem:
@@ -292,13 +315,7 @@ def format_problem(event_format: str, settings: SinkSettings) -> Optional[str]:
     return f"the Security Lake sink takes OCSF only: set FORWARDER_FORMAT=ocsf (got {quoted(event_format)})"
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
-    """Reaches the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing to
-    pace here."""
-    return SecurityLakeSink(settings).probe()
-
-
-def open_securitylake(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
+def open_sink(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> SecurityLakeSink:
     """Writes to the lake's bucket, whose retries are the AWS client's: ``retry_policy`` has nothing
     to pace here."""
     return SecurityLakeSink(settings)

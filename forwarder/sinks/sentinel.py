@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import gzip
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 import requests
 
@@ -37,12 +38,14 @@ from .. import jsonutil, retry
 from ..api.token import TokenProvider, reuse_key
 from ..errors import ApiError, SinkError
 from ..events import Event, Rejection, SendResult
+from ..kinds import Text, Url
 from ..logs import clip, quoted, register_secrets
 from ..timeutil import format_us
 from ..urls import check_url, host_port
-from .base import DEFAULT_MAX_EVENTS, probed, reject_oversized
+from ..variables import Variable
+from .base import DEFAULT_MAX_EVENTS, reject_oversized
 from .http_post import HttpPoster, describe_reply, json_object, send_halving, wire_batches
-from .settings import SinkSettings
+from .settings import SinkOptions, SinkSettings, option
 
 API_VERSION = "2023-01-01"
 SCOPE = "https://monitor.azure.com//.default"
@@ -57,17 +60,71 @@ _SCHEMES = ("sentinel+https", "sentinel+http")
 _EXAMPLE = "sentinel+https://my-dce-abcd.eastus-1.ingest.monitor.azure.com"
 _CREDENTIALS = "FORWARDER_AZURE_TENANT_ID, FORWARDER_AZURE_CLIENT_ID and FORWARDER_AZURE_CLIENT_SECRET"
 _REQUIRED = (
-    ("sentinel_rule_id", "FORWARDER_SENTINEL_RULE_ID", "the data collection rule's immutable id, dcr-..."),
-    ("azure_tenant_id", "FORWARDER_AZURE_TENANT_ID", "the Entra tenant (directory) id"),
-    ("azure_client_id", "FORWARDER_AZURE_CLIENT_ID", "the Entra app's client (application) id"),
-    ("azure_client_secret", "FORWARDER_AZURE_CLIENT_SECRET", "the Entra app's client secret"),
+    ("rule_id", "FORWARDER_SENTINEL_RULE_ID", "the data collection rule's immutable id, dcr-..."),
+    ("tenant_id", "FORWARDER_AZURE_TENANT_ID", "the Entra tenant (directory) id"),
+    ("client_id", "FORWARDER_AZURE_CLIENT_ID", "the Entra app's client (application) id"),
+    ("client_secret", "FORWARDER_AZURE_CLIENT_SECRET", "the Entra app's client secret"),
 )
 
 
-def endpoint(uri: str) -> str:
+@dataclass(frozen=True)
+class SentinelOptions(SinkOptions):
+    """The rule and stream (Logs Ingestion API), and the Entra app that may write."""
+
+    rule_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_SENTINEL_RULE_ID",
+            "Microsoft Sentinel sink: the data collection rule's immutable id (`dcr-...`)",
+            Text(),
+        )
+    )
+    stream: str = option(
+        Variable(
+            "FORWARDER_SENTINEL_STREAM",
+            "Microsoft Sentinel sink: the rule's input stream",
+            Text(),
+            "Custom-EmailAuthAudit_CL",
+        )
+    )
+    tenant_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_TENANT_ID",
+            "Microsoft Sentinel sink: the Entra tenant (directory) id of the app that writes",
+            Text(),
+        )
+    )
+    client_id: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_CLIENT_ID",
+            "Microsoft Sentinel sink: the Entra app's client (application) id",
+            Text(),
+        )
+    )
+    client_secret: Optional[str] = option(
+        Variable(
+            "FORWARDER_AZURE_CLIENT_SECRET",
+            "Microsoft Sentinel sink: the Entra app's client secret",
+            Text(),
+            secret=True,
+        )
+    )
+    authority: str = option(
+        Variable(
+            "FORWARDER_AZURE_AUTHORITY",
+            "Microsoft Sentinel sink: the Entra ID authority the token comes from (another cloud's, e.g. "
+            "`https://login.microsoftonline.us`; plain `http://` only for loopback hosts)",
+            Url(),
+            "https://login.microsoftonline.com",
+        )
+    )
+
+
+Options = SentinelOptions
+
+
+def endpoint(parts: SplitResult) -> str:
     """The data collection endpoint's base URL for a ``sentinel+https://`` URI; ValueError naming
     FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         raise ValueError(f"FORWARDER_SINK for Microsoft Sentinel must look like {_EXAMPLE}")
@@ -85,33 +142,38 @@ def endpoint(uri: str) -> str:
 
 
 def upload_url(settings: SinkSettings) -> str:
-    rule = quote(settings.sentinel_rule_id or "", safe="")
-    stream = quote(settings.sentinel_stream, safe="")
-    return f"{endpoint(settings.uri)}/dataCollectionRules/{rule}/streams/{stream}?api-version={API_VERSION}"
+    options = settings.options_of(SentinelOptions)
+    rule = quote(options.rule_id or "", safe="")
+    stream = quote(options.stream, safe="")
+    return (
+        f"{endpoint(settings.address)}/dataCollectionRules/{rule}/streams/{stream}?api-version={API_VERSION}"
+    )
 
 
 def token_url(settings: SinkSettings) -> str:
     """The tenant's token endpoint at FORWARDER_AZURE_AUTHORITY; ValueError naming it."""
-    authority = settings.azure_authority.rstrip("/")
+    options = settings.options_of(SentinelOptions)
+    authority = options.authority.rstrip("/")
     problem = check_url(authority, "FORWARDER_AZURE_AUTHORITY")
     if problem:
         raise ValueError(problem)
     if urlsplit(authority).query:
         raise ValueError("FORWARDER_AZURE_AUTHORITY takes no query string")
-    return f"{authority}/{quote(settings.azure_tenant_id or '', safe='')}/oauth2/v2.0/token"
+    return f"{authority}/{quote(options.tenant_id or '', safe='')}/oauth2/v2.0/token"
 
 
 def _checked(settings: SinkSettings) -> None:
     """Every setting the sink needs, each problem naming its variable."""
+    options = settings.options_of(SentinelOptions)
     problems = [
         f"{name}: required for a Microsoft Sentinel sink ({what})"
         for key, name, what in _REQUIRED
-        if not (getattr(settings, key) or "").strip()
+        if not (getattr(options, key) or "").strip()
     ]
-    if not settings.sentinel_stream.startswith("Custom-"):
+    if not options.stream.startswith("Custom-"):
         problems.append(
             "FORWARDER_SENTINEL_STREAM: a custom table's stream is named Custom-<name> "
-            f"(got {quoted(settings.sentinel_stream)})"
+            f"(got {quoted(options.stream)})"
         )
     if problems:
         raise ValueError("; ".join(problems))
@@ -170,18 +232,19 @@ class SentinelSink:
         self.max_batch_bytes = min(settings.batch_bytes or MAX_REQUEST_BYTES, MAX_REQUEST_BYTES)
         self.max_in_flight = 4  # each request stands alone
         self._gzip = settings.gzip
-        secret = settings.azure_client_secret or ""
+        options = settings.options_of(SentinelOptions)
+        secret = options.client_secret or ""
         self._form = urlencode(
             {
                 "grant_type": "client_credentials",
-                "client_id": settings.azure_client_id or "",
+                "client_id": options.client_id or "",
                 "client_secret": secret,
                 "scope": SCOPE,
             }
         ).encode("ascii")
         self._poster = HttpPoster(WHO, settings, {}, [secret], retry_policy, _describe)
         self._entra = HttpPoster(ENTRA, settings, {}, [secret], retry_policy, _describe_entra)
-        key = reuse_key("sentinel", self._token_url, settings.azure_client_id or "", secret)
+        key = reuse_key("sentinel", self._token_url, options.client_id or "", secret)
         self._tokens = TokenProvider(self._fetch_token, clock, key, f"{ENTRA} at {self._token_url}")
         register_secrets([secret])  # whatever a library logs of the token request
 
@@ -289,9 +352,4 @@ def validate(settings: SinkSettings) -> None:
     SentinelSink(settings).close()  # checks the URLs and the settings; opens no connection
 
 
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(SentinelSink(settings, retry_policy))
-
-
-def open_sentinel(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SentinelSink:
-    return SentinelSink(settings, retry_policy)
+open_sink = SentinelSink

@@ -50,15 +50,11 @@ class StdoutSink:
         return "StdoutSink()"
 
 
-def validate(settings: SinkSettings) -> None:
-    """Nothing to check: standard output is always there."""
-
-
 def probe(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> str:
     return "standard output: nothing to reach"
 
 
-def open_stdout(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> StdoutSink:
+def open_sink(settings: SinkSettings, retry_policy: Optional[RetryPolicy] = None) -> StdoutSink:
     """Writes to standard output: ``retry_policy`` has nothing to pace here."""
     return StdoutSink(
         max_batch_events=settings.batch_events or DEFAULT_MAX_EVENTS,

@@ -35,29 +35,52 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult
 
 from .. import causes, deadline, retry
 from ..errors import SinkError
 from ..events import Event, SendResult
+from ..kinds import Integer
 from ..timeutil import format_us
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, probed, reject_oversized
-from .settings import SinkSettings
+from ..variables import Variable
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, reject_oversized
+from .settings import HOST, SinkOptions, SinkSettings, option
 
 DEFAULT_PORTS = {"syslog+tcp": 514, "syslog+tls": 6514}
 EXAMPLE = "syslog+tls://siem.example.com:6514 or syslog+tcp://siem.example.com:514"
-DEFAULT_MAX_MESSAGE_BYTES = 8192
 PRI = 13 * 8 + 5  # facility log audit, severity notice
 APP_NAME = "emailauth-audit"
 MSG_ID = "audit"
 
 
+@dataclass(frozen=True)
+class SyslogOptions(SinkOptions):
+    """The syslog and RELP sinks' own settings."""
+
+    hostname: Optional[str] = option(HOST)  # HOSTNAME; None: this host's name
+    max_message_bytes: int = option(
+        Variable(
+            "FORWARDER_SYSLOG_MAX_MESSAGE",
+            "largest syslog message in bytes (syslog and RELP sinks); larger events go to quarantine "
+            "(raise rsyslog `maxMessageSize` to match)",
+            Integer(480, 16 * 1024 * 1024, unit="bytes"),
+            "8192",
+        )
+    )  # larger: quarantined
+
+
+Options = SyslogOptions
+
+
 def address(
-    uri: str, default_ports: Mapping[str, int] = DEFAULT_PORTS, example: str = EXAMPLE, what: str = "syslog"
+    parts: SplitResult,
+    default_ports: Mapping[str, int] = DEFAULT_PORTS,
+    example: str = EXAMPLE,
+    what: str = "syslog",
 ) -> Tuple[str, int, bool]:
     """(host, port, use_tls) of a ``<what>+tcp``/``<what>+tls`` URI; ValueError naming FORWARDER_SINK."""
-    parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme not in default_ports:
         raise ValueError(f"FORWARDER_SINK for {what} must look like {example}")
@@ -164,20 +187,21 @@ class SyslogSink:
         self,
         settings: SinkSettings,
         retry_policy: Optional[retry.RetryPolicy] = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes: Optional[int] = None,  # None: FORWARDER_SYSLOG_MAX_MESSAGE's
     ) -> None:
-        self.host, self.port, self.tls = self._address(settings.uri)
+        self.host, self.port, self.tls = self._address(settings.address)
         self.max_batch_events = settings.batch_events or DEFAULT_MAX_EVENTS
         self.max_batch_bytes = settings.batch_bytes or DEFAULT_MAX_BYTES
         self.max_in_flight = 1  # one batch at a time, in order
-        self.max_message_bytes = max_message_bytes
-        self.hostname = header_hostname(settings.host or socket.gethostname())
+        options = settings.options_of(SyslogOptions)
+        self.max_message_bytes = max_message_bytes or options.max_message_bytes
+        self.hostname = header_hostname(options.hostname or socket.gethostname())
         self._context = tls_context(settings) if self.tls else None
         self._timeout = settings.timeout_seconds
         self._retry = retry_policy or retry.RetryPolicy(attempts=settings.max_attempts)
 
-    def _address(self, uri: str) -> Tuple[str, int, bool]:
-        return address(uri)
+    def _address(self, parts: SplitResult) -> Tuple[str, int, bool]:
+        return address(parts)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(host={self.host!r}, port={self.port}, tls={self.tls})"
@@ -267,12 +291,7 @@ class SyslogSink:
 
 
 def validate(settings: SinkSettings) -> None:
-    address(settings.uri)
+    address(settings.address)
 
 
-def open_syslog(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> SyslogSink:
-    return SyslogSink(settings, retry_policy, settings.syslog_max_message_bytes)
-
-
-def probe(settings: SinkSettings, retry_policy: Optional[retry.RetryPolicy] = None) -> str:
-    return probed(open_syslog(settings, retry_policy))
+open_sink = SyslogSink

@@ -7,19 +7,20 @@ Splunk add-on) or without ``fcntl`` still opens the stores it has.
 
 from __future__ import annotations
 
-import importlib
-from typing import Callable, Dict, Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 from ..logs import quoted
+from ..plugins import Registry
 from ..urls import location_scheme
 from .locations import location_problem
 from .model import StreamState
-from .store import Lease, Loaded, StateStore
+from .store import Lease, Loaded, StateStore, StorePlace
 
 __all__ = [
     "Lease",
     "Loaded",
     "StateStore",
+    "StorePlace",
     "StoreSettings",
     "StreamState",
     "location_problem",
@@ -27,15 +28,17 @@ __all__ = [
     "open_store_for",
 ]
 
-# scheme -> "module:function"; the function takes the whole location string, the KV store its token
-# too, and the stores that call AWS (_TIMED) the HTTP timeout.
-_OPENERS: Dict[str, str] = {
-    "file": "forwarder.state.local:open_local",
-    "s3": "forwarder.state.s3:open_s3",
-    "dynamodb": "forwarder.state.dynamodb:open_dynamodb",
-    "kvstore": "forwarder.state.kvstore:open_kvstore",
-}
-_TIMED = frozenset({"s3", "dynamodb"})
+# scheme -> the module whose ``open_at(StorePlace)`` opens it; imported only when chosen.
+STORES = Registry(
+    "FORWARDER_STATE",
+    "state store",
+    {
+        "file": "forwarder.state.local",
+        "s3": "forwarder.state.s3",
+        "dynamodb": "forwarder.state.dynamodb",
+        "kvstore": "forwarder.state.kvstore",
+    },
+)
 
 
 def open_store(
@@ -47,20 +50,9 @@ def open_store(
     problem = location_problem(location)
     if problem:
         raise ValueError(f"state location {quoted(location)}: {problem}")
-    scheme = location_scheme(location)
-    target = _OPENERS[scheme]
-    module_name, function = target.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(
-            f"state location {quoted(location)}: the {scheme} state store is not available in this "
-            f"build ({exc})"
-        ) from None
-    opener: Callable[..., StateStore] = getattr(module, function)
-    if scheme == "kvstore":
-        return opener(location, splunk_token)
-    return opener(location, timeout_seconds) if scheme in _TIMED else opener(location)
+    module = STORES.load(location_scheme(location), f"state location {quoted(location)}")
+    opener: Callable[[StorePlace], StateStore] = module.open_at
+    return opener(StorePlace(location, splunk_token, timeout_seconds))
 
 
 class StoreSettings(Protocol):

@@ -39,7 +39,7 @@ from .locations import dynamodb_parts
 from .model import StreamState
 from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
-from .store import Loaded
+from .store import Loaded, StorePlace
 
 KEY = "pk"
 _MAX_KEY = 2048  # bytes of a partition key
@@ -207,3 +207,7 @@ def open_dynamodb(
     ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
     table, namespace = dynamodb_parts(location)
     return DynamoDBStore(aws.client("dynamodb", timeout_seconds), table, clock, namespace)
+
+
+def open_at(place: StorePlace) -> DynamoDBStore:
+    return open_dynamodb(place.location, place.timeout_seconds)

@@ -35,7 +35,7 @@ from .lease import SlotLease, acquire
 from .locations import kvstore_parts
 from .model import StreamState
 from .slots import commit_stream, load_stream
-from .store import Loaded
+from .store import Loaded, StorePlace
 
 TOKEN_VARIABLE = "FORWARDER_SPLUNK_TOKEN"
 _STREAMS = "streams/"
@@ -277,3 +277,7 @@ def open_kvstore(
             f"state location {location!r}: the KV store needs a splunkd token in {TOKEN_VARIABLE}"
         )
     return KVStore(Splunkd(f"https://{netloc}", app, collection, token), scope, clock)
+
+
+def open_at(place: StorePlace) -> KVStore:
+    return open_kvstore(place.location, place.splunk_token)

@@ -37,7 +37,7 @@ from .lease import SlotLease, acquire
 from .model import StreamState
 from .names import bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
-from .store import Loaded
+from .store import Loaded, StorePlace
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _SUFFIX = ".json"
@@ -193,6 +193,10 @@ class LocalStore:
 def open_local(location: str) -> LocalStore:
     """A plain directory path or a ``file://`` URI (``file:///abs/path``, ``file://localhost/...``)."""
     return LocalStore(os.path.expanduser(local_path(location)))
+
+
+def open_at(place: StorePlace) -> LocalStore:
+    return open_local(place.location)
 
 
 def _make_dirs(path: str) -> None:

@@ -36,7 +36,7 @@ from .locations import s3_parts
 from .model import StreamState
 from .names import MARK, MIN_ROOM, bounded, is_bounded
 from .slots import commit_stream, load_stream, stored_key
-from .store import Loaded
+from .store import Loaded, StorePlace
 
 _STREAMS = "streams/"
 _SUFFIX = ".json"
@@ -180,3 +180,7 @@ def open_s3(location: str, timeout_seconds: float = 60.0, clock: Callable[[], fl
     ``timeout_seconds`` (FORWARDER_HTTP_TIMEOUT) bounds each call whole."""
     bucket, prefix = s3_parts(location)
     return S3Store(aws.client("s3", timeout_seconds), bucket, prefix, clock)
+
+
+def open_at(place: StorePlace) -> S3Store:
+    return open_s3(place.location, place.timeout_seconds)

@@ -3,10 +3,21 @@ document slot the stores build them from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Protocol, Tuple
 
 from .model import StreamState
+
+
+@dataclass(frozen=True)
+class StorePlace:
+    """What every store opener takes (``open_at``): the location, the splunkd token a ``kvstore://``
+    store authenticates with (FORWARDER_SPLUNK_TOKEN), the bound of each call to an AWS store
+    (FORWARDER_HTTP_TIMEOUT). Each store reads the part it needs."""
+
+    location: str
+    splunk_token: Optional[str] = field(default=None, repr=False)
+    timeout_seconds: float = 60.0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import pytest
 
 from forwarder.config import load_settings, settings_from
 from forwarder.errors import ConfigError, Problem
+from forwarder.sinks.hec import HecOptions
 
 BASE = {
     "FORWARDER_API_URL": "https://api.example.com",
@@ -15,6 +16,12 @@ BASE = {
     "FORWARDER_CLIENT_SECRET": "s3cr3t-value",
 }
 NAMES = {"index": "FORWARDER_HEC_INDEX", "rate": "FORWARDER_MAX_RPS", "who": "FORWARDER_USERS"}
+# the HEC index is a Splunk HEC sink's own option: it reaches the settings with one
+HEC = {"FORWARDER_SINK": "hec+https://splunk.example.com:8088", "FORWARDER_SINK_TOKEN": "hec-token"}
+
+
+def hec_index(settings):
+    return settings.sink.options_of(HecOptions).index
 
 
 def structured(mapping, names=None):
@@ -25,9 +32,10 @@ def structured(mapping, names=None):
 
 def test_the_callers_keys_set_their_variables_over_the_variables_own_names():
     settings = settings_from(
-        {**BASE, "FORWARDER_HEC_INDEX": "env", "index": "mine", "rate": 2.5, "who": ["a@x.example"]}, NAMES
+        {**BASE, **HEC, "FORWARDER_HEC_INDEX": "env", "index": "mine", "rate": 2.5, "who": ["a@x.example"]},
+        NAMES,
     )
-    assert (settings.sink.index, settings.max_rps, settings.users) == ("mine", 2.5, ("a@x.example",))
+    assert (hec_index(settings), settings.max_rps, settings.users) == ("mine", 2.5, ("a@x.example",))
 
 
 def test_each_problem_names_the_callers_key_and_the_others_their_variable():
@@ -54,7 +62,7 @@ def test_a_required_setting_not_given_is_named_as_the_caller_names_it():
 
 def test_a_mapping_is_not_an_environment_only_its_own_keys_are_read(monkeypatch):
     monkeypatch.setenv("FORWARDER_HEC_INDEX", "from-the-process")
-    assert settings_from(BASE).sink.index is None
+    assert hec_index(settings_from({**BASE, **HEC})) is None
     notices = settings_from({**BASE, "FORWARDER_HEC_INDX": "x", "index": "i"}, NAMES).notices
     assert [n.split(":")[0] for n in notices] == ["FORWARDER_HEC_INDX"]  # a misspelt variable, not a key
 

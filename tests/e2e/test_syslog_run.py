@@ -56,9 +56,7 @@ class FailedBatches(RelpSink):
     """A RELP sink that notes the ids of every batch it failed to deliver."""
 
     def __init__(self, settings: SinkSettings, sleep: retry.Sleep) -> None:
-        super().__init__(
-            settings, retry.RetryPolicy(attempts=2, sleep=sleep), settings.syslog_max_message_bytes
-        )
+        super().__init__(settings, retry.RetryPolicy(attempts=2, sleep=sleep))  # the size from its options
         self.failed: List[Set[str]] = []
 
     def send(self, batch: Sequence[Event]) -> SendResult:

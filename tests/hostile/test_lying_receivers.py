@@ -20,6 +20,7 @@ from tests.fakes import Waits
 from tests.receivers.bulk import BulkReceiver
 from tests.receivers.hec import HecReceiver
 from tests.receivers.http_collector import HttpCollector, Reply
+from tests.sinks.helpers import sink_settings
 
 STREAM = "logs-emailauth.audit-default"
 
@@ -51,7 +52,7 @@ def es_sink(receiver, waits=None, **kw):
 
 
 def http_sink(receiver, waits=None, **kw):
-    return HttpNdjsonSink(SinkSettings(uri=receiver.url, **kw), retry_policy=two_tries(waits))
+    return HttpNdjsonSink(sink_settings(uri=receiver.url, **kw), retry_policy=two_tries(waits))
 
 
 def stored(receiver) -> int:

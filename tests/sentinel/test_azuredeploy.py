@@ -11,8 +11,7 @@ import pytest
 
 from forwarder.config.table import BY_NAME
 from forwarder.events import Event
-from forwarder.sinks.sentinel import row
-from forwarder.sinks.settings import SinkSettings
+from forwarder.sinks.sentinel import SentinelOptions, row
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = json.loads((ROOT / "sentinel" / "azuredeploy.json").read_text(encoding="utf-8"))
@@ -75,7 +74,7 @@ def test_every_expression_is_closed_and_names_what_the_template_declares():
 
 def test_the_rules_input_stream_is_what_the_sink_sends():
     rule = resource("Microsoft.Insights/dataCollectionRules")["properties"]
-    stream = SinkSettings(uri="").sentinel_stream
+    stream = SentinelOptions().stream
     assert list(rule["streamDeclarations"]) == [stream] == data_flow()["streams"]
     sent = json.loads(row(Event("id-1", 0, b'{"event":{"id":"id-1"}}')))
     declared = rule["streamDeclarations"][stream]["columns"]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from forwarder.events import Event, Rejection, SendResult
+from forwarder.sinks import sink_options
+from forwarder.sinks.settings import SinkSettings
 from tests.receivers.http_collector import LoopbackReceiver, Reply
 
 
@@ -85,3 +88,33 @@ def event(n: int) -> Event:
 
 
 CEF = Event("c" * 64, 0, b"CEF:0|V|P|1|a|b|3|msg=x", is_json=False)
+# The sinks' own settings by their former SinkSettings names -> the variable that fills them.
+OPTION_VARIABLES = {
+    "index": "FORWARDER_HEC_INDEX",
+    "sourcetype": "FORWARDER_HEC_SOURCETYPE",
+    "source": "FORWARDER_HEC_SOURCE",
+    "host": "FORWARDER_HEC_HOST",
+    "hec_ack": "FORWARDER_HEC_ACK",
+    "http_body": "FORWARDER_HTTP_BODY",
+    "accept_body": "FORWARDER_SINK_ACCEPT_BODY",
+    "es_namespace": "FORWARDER_ES_NAMESPACE",
+    "syslog_max_message_bytes": "FORWARDER_SYSLOG_MAX_MESSAGE",
+    "secops_project": "FORWARDER_SECOPS_PROJECT",
+    "secops_region": "FORWARDER_SECOPS_REGION",
+    "secops_instance": "FORWARDER_SECOPS_INSTANCE",
+    "secops_credentials": "FORWARDER_SECOPS_CREDENTIALS",
+    "sentinel_rule_id": "FORWARDER_SENTINEL_RULE_ID",
+    "sentinel_stream": "FORWARDER_SENTINEL_STREAM",
+    "azure_tenant_id": "FORWARDER_AZURE_TENANT_ID",
+    "azure_client_id": "FORWARDER_AZURE_CLIENT_ID",
+    "azure_client_secret": "FORWARDER_AZURE_CLIENT_SECRET",
+    "azure_authority": "FORWARDER_AZURE_AUTHORITY",
+    "securitylake_account_id": "FORWARDER_SECURITYLAKE_ACCOUNT_ID",
+}
+
+
+def sink_settings(**values: Any) -> SinkSettings:
+    """SinkSettings as configuration builds them: the shared fields, and the chosen sink's own options
+    from the values of its variables (given here by the short names of ``OPTION_VARIABLES``)."""
+    own = {OPTION_VARIABLES[k]: values.pop(k) for k in list(values) if k in OPTION_VARIABLES}
+    return SinkSettings(**values, options=sink_options(values["uri"], own))

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,7 +24,7 @@ from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import parse_iso
 from tests.normalize import OPTIONS, golden_cases, golden_records
 from tests.receivers.bulk import BulkReceiver, leaves
-from tests.sinks.helpers import only_rejection
+from tests.sinks.helpers import only_rejection, sink_settings
 
 STREAM = "logs-emailauth.audit-default"
 T0 = 1_767_323_045_123_456
@@ -54,7 +55,7 @@ def sink_for(
     sleep: retry.Sleep = retry.sleep,
     **settings,
 ) -> ElasticsearchSink:
-    config = SinkSettings(uri=receiver.url, token=token or receiver.encoded_api_key(), **settings)
+    config = sink_settings(uri=receiver.url, token=token or receiver.encoded_api_key(), **settings)
     return ElasticsearchSink(config, retry_policy=retry.RetryPolicy(attempts=attempts, sleep=sleep))
 
 
@@ -266,7 +267,7 @@ def test_busy_cluster_is_retried_with_retry_after(es, waits):
 )
 def test_bad_configuration_is_refused(uri, namespace, problem):
     with pytest.raises(ValueError, match=problem):
-        bulk_url(uri, namespace)
+        bulk_url(urlsplit(uri), namespace)
 
 
 def test_missing_token_is_refused():
@@ -275,7 +276,7 @@ def test_missing_token_is_refused():
 
 
 def test_registry_opens_elasticsearch_and_opensearch(es):
-    assert bulk_url("opensearch+https://os.example.com/proxy/", "default") == (
+    assert bulk_url(urlsplit("opensearch+https://os.example.com/proxy/"), "default") == (
         "https://os.example.com/proxy/_bulk"
     )
     sink = open_sink(SinkSettings(uri=es.url, token=es.encoded_api_key()))

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -17,7 +18,7 @@ from forwarder.sinks import open_sink
 from forwarder.sinks.hec import HecSink, endpoints, hec_time
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.hec import HecReceiver
-from tests.sinks.helpers import only_rejection
+from tests.sinks.helpers import only_rejection, sink_settings
 
 T0 = 1_767_323_045_123_456  # 2026-01-02T03:04:05.123456Z
 SECRET = "5ecret-hec-token-0123456789"
@@ -56,7 +57,7 @@ def sink_for(
     sleep: retry.Sleep = retry.sleep,
     **settings,
 ) -> HecSink:
-    config = SinkSettings(uri=receiver.url, token=token or receiver.token, **settings)
+    config = sink_settings(uri=receiver.url, token=token or receiver.token, **settings)
     policy = retry.RetryPolicy(attempts=attempts, sleep=sleep)
     return HecSink(config, retry_policy=policy, ack_timeout_seconds=30)
 
@@ -205,13 +206,13 @@ def test_bad_uris_name_the_variable(uri):
     ],
 )
 def test_endpoints(uri, event_url, ack_url):
-    assert endpoints(uri) == (event_url, ack_url)
+    assert endpoints(urlsplit(uri)) == (event_url, ack_url)
 
 
 @pytest.mark.parametrize("suffix", ["", "/services/collector/event"])
 def test_a_path_prefix_reaches_hec_behind_a_load_balancer(suffix):
     with HecReceiver(prefix="/splunk", ack=True) as hec:
-        sink = HecSink(SinkSettings(uri=hec.url + suffix, token=hec.token, hec_ack=True))
+        sink = HecSink(sink_settings(uri=hec.url + suffix, token=hec.token, hec_ack=True))
         assert sink.send([ecs_event(1)]).delivered == 1
     assert hec.ack_answers() == [{"0": True}]
 

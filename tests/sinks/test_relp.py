@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 from typing import Callable, List, Optional
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -19,6 +20,7 @@ from forwarder.events import Event
 from forwarder.sinks import open_sink, probe_sink, sink_problems
 from forwarder.sinks.relp import EXAMPLE, WINDOW, Frame, RelpSink, address, encode, parse, status
 from forwarder.sinks.settings import SinkSettings
+from tests.sinks.helpers import sink_settings
 from tests.syslog.rsyslog import MAX_MESSAGE
 
 OPEN_OK = b"200 OK\nrelp_version=0\nrelp_software=test\ncommands=syslog"
@@ -35,7 +37,7 @@ def sink_for(
     timeout: float = 10,
     sleep: retry.Sleep = retry.sleep,
 ) -> RelpSink:
-    settings = SinkSettings(uri=uri, ca_bundle=ca_bundle, host="forwarder.test", timeout_seconds=timeout)
+    settings = sink_settings(uri=uri, ca_bundle=ca_bundle, host="forwarder.test", timeout_seconds=timeout)
     tries = retry.RetryPolicy(attempts=attempts, sleep=sleep)
     return RelpSink(settings, tries, max_message_bytes=MAX_MESSAGE)
 
@@ -89,13 +91,13 @@ def test_status_and_offers():
 
 
 def test_uri_rules_and_registry():
-    assert address("relp+tcp://10.0.0.1") == ("10.0.0.1", 2514, False)
-    assert address("relp+tls://siem.example.com:20514") == ("siem.example.com", 20514, True)
+    assert address(urlsplit("relp+tcp://10.0.0.1")) == ("10.0.0.1", 2514, False)
+    assert address(urlsplit("relp+tls://siem.example.com:20514")) == ("siem.example.com", 20514, True)
     sink = open_sink(SinkSettings(uri="relp+tls://siem.example.com"))
     assert isinstance(sink, RelpSink) and (sink.host, sink.port, sink.tls) == ("siem.example.com", 2514, True)
     for bad in ["relp+udp://h:2514", "relp+tcp://h:2514/path", "relp+tcp://:2514", "relp+tls://u:pw@h"]:
         with pytest.raises(ValueError, match="FORWARDER_SINK"):
-            address(bad)
+            address(urlsplit(bad))
     assert sink_problems(SinkSettings(uri="relp+tcp://h:2514/x"), "cef") == [
         f"FORWARDER_SINK for RELP takes a host and a port only, like {EXAMPLE}"
     ]

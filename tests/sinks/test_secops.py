@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from forwarder.sinks.secops import REQUEST_LIMIT, SecOpsSink, endpoint
 from forwarder.sinks.settings import SinkSettings
 from tests.receivers.secops import INSTANCE, PROJECT, REGION, SecOpsFake
 from tests.receivers.udm_checks import udm_problem
+from tests.sinks.helpers import sink_settings
 
 
 @pytest.fixture
@@ -36,7 +38,7 @@ def settings_for(fake, tmp_path, **extra):
         "secops_credentials": str(fake.key_file(tmp_path)),
         **extra,
     }
-    return SinkSettings(**values)
+    return sink_settings(**values)
 
 
 def paced_sink(settings: SinkSettings, sleep: retry.Sleep) -> SecOpsSink:
@@ -249,13 +251,13 @@ def test_configuration_problems_name_their_variable(change, problem):
         "secops_instance": INSTANCE,
         "secops_credentials": "/etc/forwarder/key.json",
     }
-    found = sink_problems(SinkSettings(**{**base, **change}), "udm")
+    found = sink_problems(sink_settings(**{**base, **change}), "udm")
     assert len(found) == 1 and problem in found[0]
 
 
 def test_only_udm_events_go_to_secops():
-    base = SinkSettings(uri="secops+https://chronicle.eu.rep.googleapis.com", secops_project="p",
-                        secops_region="eu", secops_instance="i", secops_credentials="/k.json")  # fmt: skip
+    base = sink_settings(uri="secops+https://chronicle.eu.rep.googleapis.com", secops_project="p",
+                         secops_region="eu", secops_instance="i", secops_credentials="/k.json")  # fmt: skip
     assert sink_problems(base, "udm") == []
     assert sink_problems(base, "ecs") == [
         "FORWARDER_FORMAT: the Google SecOps sink imports UDM events: set FORWARDER_FORMAT=udm (got 'ecs')"
@@ -263,7 +265,7 @@ def test_only_udm_events_go_to_secops():
 
 
 def test_the_endpoint_is_the_regional_host():
-    assert endpoint("secops+https://chronicle.europe-west2.rep.googleapis.com") == (
+    assert endpoint(urlsplit("secops+https://chronicle.europe-west2.rep.googleapis.com")) == (
         "https://chronicle.europe-west2.rep.googleapis.com"
     )
 

@@ -18,11 +18,11 @@ from forwarder.config import load_settings
 from forwarder.errors import ConfigError, SinkError
 from forwarder.events import Event
 from forwarder.sinks import open_sink, probe_sink, sink_problems
-from forwarder.sinks.sentinel import MAX_REQUEST_BYTES, SentinelSink, row
+from forwarder.sinks.sentinel import MAX_REQUEST_BYTES, SentinelOptions, SentinelSink, row
 from forwarder.sinks.settings import SinkSettings
 from forwarder.timeutil import format_us
 from tests.receivers.sentinel import CLIENT_ID, CLIENT_SECRET, RULE_ID, STREAM, TENANT, SentinelReceiver
-from tests.sinks.helpers import only_rejection
+from tests.sinks.helpers import only_rejection, sink_settings
 
 TIME_US = 1_767_323_045_123_456
 
@@ -43,7 +43,7 @@ def settings_for(fake: SentinelReceiver, **changes) -> SinkSettings:
         azure_authority=fake.base_url,
     )
     values.update(changes)
-    return SinkSettings(**values)
+    return sink_settings(**values)
 
 
 def sink_for(
@@ -265,8 +265,8 @@ def env(**extra: str) -> dict:
 
 def test_configuration_builds_the_sink_and_keeps_the_secret_out_of_reprs():
     settings = load_settings(env())
-    assert settings.sink.sentinel_stream == "Custom-EmailAuthAudit_CL"
-    assert settings.sink.azure_authority == "https://login.microsoftonline.com"
+    assert settings.sink.options_of(SentinelOptions).stream == "Custom-EmailAuthAudit_CL"
+    assert settings.sink.options_of(SentinelOptions).authority == "https://login.microsoftonline.com"
     assert CLIENT_SECRET in settings.secrets()
     sink = open_sink(settings.sink)
     assert sink.url == (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ from forwarder.timeutil import format_us
 from tests.cef_parser import parse
 from tests.fakes import Waits
 from tests.normalize import OPTIONS
+from tests.sinks.helpers import sink_settings
 from tests.syslog.rsyslog import MAX_MESSAGE
 from tests.syslog.slow_tls import SlowTlsReceiver
 
@@ -45,7 +47,7 @@ class Counter:
 
 
 def sink_for(rsyslog, name, **kwargs):
-    settings = SinkSettings(uri=rsyslog.uri(name), ca_bundle=rsyslog.ca_bundle, host="forwarder.test")
+    settings = sink_settings(uri=rsyslog.uri(name), ca_bundle=rsyslog.ca_bundle, host="forwarder.test")
     return SyslogSink(settings, max_message_bytes=MAX_MESSAGE, **kwargs)
 
 
@@ -168,7 +170,7 @@ def test_a_refused_connection_is_retried_then_retryable():
 def test_registry_and_uri_rules():
     sink = open_sink(SinkSettings(uri="syslog+tls://siem.example.com"))
     assert (sink.host, sink.port, sink.tls) == ("siem.example.com", 6514, True)
-    assert address("syslog+tcp://10.0.0.1") == ("10.0.0.1", 514, False)
+    assert address(urlsplit("syslog+tcp://10.0.0.1")) == ("10.0.0.1", 514, False)
     for bad in [
         "syslog+udp://h:514",
         "syslog+tcp://h:514/path",
@@ -177,7 +179,7 @@ def test_registry_and_uri_rules():
         "syslog+tls://user:pw@h:6514",
     ]:
         with pytest.raises(ValueError, match="FORWARDER_SINK"):
-            address(bad)
+            address(urlsplit(bad))
 
 
 def test_frame_counts_octets_not_characters():

@@ -230,7 +230,7 @@ def test_open_store_refuses_unusable_locations(location):
 
 
 def test_open_store_reports_a_backend_missing_from_the_build(monkeypatch):
-    monkeypatch.setitem(registry._OPENERS, "s3", "forwarder.state.no_such_backend:open_s3")
+    monkeypatch.setitem(registry.STORES._modules, "s3", "forwarder.state.no_such_backend")
     with pytest.raises(ValueError, match="not available in this build") as err:
         open_store("s3://bucket/prefix")
     assert "s3://bucket/prefix" in str(err.value)

@@ -1,15 +1,18 @@
 """The kinds of value a setting holds. Each kind parses a variable's text (already stripped, default
 applied) into its value, raises ValueError (or ``Problems`` for several) with a message that does not
-name the variable (the reader adds the name), and describes itself for the README. Single values here;
-lists in ``lists``, places (URLs, locations, headers) in ``places``."""
+name the variable (the reader adds the name), and describes itself for the README. Single values and
+URLs here, below the plugins that declare their settings with them; lists in ``config.lists``, the
+other places (locations, headers, the sink URI) in ``config.places``."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence, Tuple
 
-from ..logs import quoted
-from ..timeutil import parse_duration
+from .logs import quoted
+from .timeutil import parse_duration
+from .urls import url_problem
 
 
 class Kind(Protocol):
@@ -150,3 +153,25 @@ class Choice:
 
     def describe(self) -> str:
         return "one of " + ", ".join(f"`{o}`" for o in self.options)
+
+
+@dataclass(frozen=True)
+class Url:
+    """An https URL (http for loopback) without a secret in it, trailing ``/`` dropped; required."""
+
+    def parse(self, text: str) -> str:
+        url = text.rstrip("/")
+        problem = url_problem(url) if url else "required (e.g. https://api.example.com)"
+        if problem:
+            raise ValueError(problem)
+        return url
+
+    def describe(self) -> str:
+        return "URL"
+
+
+def secret_reference(text: str) -> Optional[str]:
+    """What is wrong with ``text`` as a ``secretsmanager:`` / ``ssm:`` reference (a ``Text`` check)."""
+    if re.match(r"^(secretsmanager|ssm):.+", text):
+        return None
+    return "expected secretsmanager:<secret id> or ssm:<parameter name>"
