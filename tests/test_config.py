@@ -199,6 +199,29 @@ def test_importing_config_loads_no_sink_and_neither_requests_nor_boto3():
     assert sorted(set(json.loads(out)) - set(shared)) == []
 
 
+def test_settings_for_a_sink_load_that_sink_alone():
+    """A run pays for its own sink's module: the others' (Google auth, parquet, AWS) stay unloaded."""
+    code = (
+        "import json, sys\n"
+        "from forwarder.config import load_settings\n"
+        "load_settings({'FORWARDER_API_URL': 'https://api.example.com', 'FORWARDER_CLIENT_ID': 'id',\n"
+        "  'FORWARDER_CLIENT_SECRET': 'secret', 'FORWARDER_SINK': 'hec+https://splunk.example.com:8088',\n"
+        "  'FORWARDER_SINK_TOKEN': 'token', 'FORWARDER_HEC_INDEX': 'mail'})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('forwarder.sinks.'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert [m for m in json.loads(out) if m.rpartition(".")[2] not in ("base", "settings", "http_post")] == [
+        "forwarder.sinks.hec"
+    ]
+
+
+def test_another_sinks_variable_set_wrong_is_still_named():
+    found = problems(FORWARDER_SINK="stdout", FORWARDER_HEC_ACK="maybe")
+    assert [p.partition(":")[0] for p in found] == ["FORWARDER_HEC_ACK"]
+    settings = load_settings({**BASE, "FORWARDER_SINK": "stdout", "FORWARDER_HEC_ACK": "true"})
+    assert settings.sink.uri == "stdout"
+
+
 def test_the_splunk_pages_feed_the_variables_the_table_names_with_its_defaults():
     config = json.loads((README.parent / "splunk_app" / "globalConfig.json").read_text(encoding="utf-8"))
     tabs = {t.get("name"): t for t in config["pages"]["configuration"]["tabs"]}

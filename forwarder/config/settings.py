@@ -17,7 +17,7 @@ from ..sinks import sink_options, sink_problems
 from ..sinks.settings import SinkSettings
 from .lists import LISTS
 from .notices import unknown_variables, unmatched_filters
-from .table import EVERYWHERE, Variable, by_name, variables
+from .table import EVERYWHERE, Variable, variable_named, variables, variables_for
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def read_all(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, Any]:
     """These variables' values by name, for the modules that read their own (tenants, Lambda,
     fan-out); ConfigError naming each one that is wrong."""
     problems: List[Problem] = []
-    values = {name: _parse(by_name()[name], env, problems) for name in names}
+    values = {name: _parse(variable_named(name), env, problems) for name in names}
     problems += _parsed(aws_problems(env, [name for name in names if name in AWS_VALUES]))
     if problems:
         raise ConfigError(problems)
@@ -130,7 +130,7 @@ def _credential_problems(
 ) -> List[Problem]:
     """The client id and secret are required unless FORWARDER_CREDENTIALS is set (even set wrong:
     its own problem says what to fix). ``name``: the caller's names of the variables."""
-    if _text(by_name()["FORWARDER_CREDENTIALS"], env):
+    if _text(variable_named("FORWARDER_CREDENTIALS"), env):
         return []
     alternative = name.get("FORWARDER_CREDENTIALS", "FORWARDER_CREDENTIALS")
     pairs = (("FORWARDER_CLIENT_ID", "client_id"), ("FORWARDER_CLIENT_SECRET", "client_secret"))
@@ -173,11 +173,31 @@ def _as_text(variable: Variable, value: Any) -> str:
     raise ValueError(f"expected {'a list of strings or a comma list' if listed else 'text'}")
 
 
-def _texts(mapping: Mapping[str, Any], names: Mapping[str, str]) -> Tuple[Dict[str, str], List[Problem]]:
+def _read_by(mapping: Mapping[str, Any], names: Mapping[str, str]) -> Tuple[Tuple[Variable, ...], bool]:
+    """The variables ``mapping`` is read by, and whether they are all there are: the core's and its
+    sink's own, importing that sink alone (a run pays for no other sink's module); every variable
+    when it sets one of neither (another sink's, checked as before; or none, which a notice names)
+    or names a sink this build lacks (its problem says so)."""
+    sink_key = next((key for key, name in names.items() if name == "FORWARDER_SINK"), "FORWARDER_SINK")
+    sink = mapping.get(sink_key)
+    try:
+        read = variables_for(sink if isinstance(sink, str) else None)
+    except ValueError:
+        return variables(), True
+    known = {v.name for v in read}
+    if any(
+        name.startswith("FORWARDER_") and name not in known for name in (names.get(k, k) for k in mapping)
+    ):
+        return variables(), True
+    return read, False
+
+
+def _texts(
+    mapping: Mapping[str, Any], names: Mapping[str, str], known: Mapping[str, Variable]
+) -> Tuple[Dict[str, str], List[Problem]]:
     """Each variable's text from ``mapping``: under the caller's key for it (``names``) when given,
     else under its own name; and the problems of values of the wrong type (the variable then
     reads as if that key were not given)."""
-    known = by_name()
     own = [(key, key) for key in mapping if key in known and key not in names]
     texts: Dict[str, str] = {}
     problems: List[Problem] = []
@@ -199,11 +219,13 @@ def settings_from(
     key for its variable when ``names`` has one (given or not), the variable otherwise.
     ``api_proxy``: see ``Settings.api_proxy``."""
     names = names or {}
-    env, problems = _texts(mapping, names)
+    read, everything = _read_by(mapping, names)
+    known = {v.name: v for v in read}
+    env, problems = _texts(mapping, names, known)
     values: Dict[str, Any] = {}
     sink: Dict[str, Any] = {}
     options: Dict[str, Any] = {}  # of the sinks' own variables, by name: the chosen sink takes its own
-    for variable in variables():
+    for variable in read:
         if variable.sink_option:
             options[variable.name] = _parse(variable, env, problems)
         elif variable.field and variable.where == EVERYWHERE:
@@ -214,7 +236,7 @@ def settings_from(
     problems += _credential_problems(env, values, name) + _splunk_token_problems(values)
     # (of the variables Settings holds: forwarder/tenants.py checks FORWARDER_TENANTS)
     problems += _parsed(
-        aws_problems(env, [v for v in AWS_VALUES if by_name()[v].field or by_name()[v].sink_option])
+        aws_problems(env, [v for v in AWS_VALUES if v in known and (known[v].field or known[v].sink_option)])
     )
     given = {"uri": "", **{k: v for k, v in sink.items() if v is not None}}  # else SinkSettings' own
     sink_settings = SinkSettings(
@@ -229,7 +251,8 @@ def settings_from(
     if problems:
         ordered = sorted(problems, key=_position)
         raise ConfigError([Problem(name.get(p.variable, p.variable), p.message) for p in ordered])
-    notices = unknown_variables(mapping) + unmatched_filters(values["filters"])
+    # (read by the chosen sink's variables alone, the mapping set no variable of no setting)
+    notices = (unknown_variables(mapping) if everything else []) + unmatched_filters(values["filters"])
     return Settings(**values, sink=sink_settings, notices=tuple(notices), api_proxy=api_proxy)
 
 

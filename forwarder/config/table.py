@@ -17,8 +17,8 @@ from ..kinds import Choice, Duration, Flag, Integer, Rate, Seconds, Text, Url, s
 from ..logs import quoted
 from ..normalize import formats
 from ..quarantine import location_problem as quarantine_location_problem
+from ..sinks import own_variables, sink_variables
 from ..sinks import schemes as sink_schemes
-from ..sinks import sink_variables
 from ..state import location_problem as state_location_problem
 from ..variables import EVERYWHERE as EVERYWHERE
 from ..variables import FANOUT as FANOUT
@@ -490,14 +490,33 @@ _CORE: Tuple[Variable, ...] = (
 )
 
 _SINKS_AFTER = "FORWARDER_BATCH_BYTES"  # the last setting every sink shares
+_CORE_BY_NAME = {v.name: v for v in _CORE}
+_SINK = _CORE_BY_NAME["FORWARDER_SINK"]
 
 
 @functools.cache
 def variables() -> Tuple[Variable, ...]:
     """Every variable, in the README's order: the core's, and the sinks' own after the settings every
     sink shares. The first call imports every sink module (importing this module imports none)."""
+    return _with_sinks(sink_variables())
+
+
+def variable_named(name: str) -> Variable:
+    """The variable ``name`` (KeyError for none), importing no sink module for a core one."""
+    return _CORE_BY_NAME.get(name) or by_name()[name]
+
+
+def variables_for(sink: Optional[str]) -> Tuple[Variable, ...]:
+    """The core's variables and those of the sink ``sink`` (FORWARDER_SINK's text; blank: its
+    default) chooses, in ``variables()``'s order, importing that sink's module alone: what a run
+    with that sink reads. ValueError when no sink of this build has its scheme."""
+    text = sink.strip() if sink and sink.strip() else _SINK.default or ""
+    return _with_sinks(own_variables(text))
+
+
+def _with_sinks(sinks: Tuple[Variable, ...]) -> Tuple[Variable, ...]:
     at = next(n for n, v in enumerate(_CORE) if v.name == _SINKS_AFTER) + 1
-    return (*_CORE[:at], *sink_variables(), *_CORE[at:])
+    return (*_CORE[:at], *sinks, *_CORE[at:])
 
 
 @functools.cache
@@ -522,4 +541,4 @@ def splunk_fields(page: str) -> Dict[str, str]:
 
 def default_of(name: str) -> str:
     """A variable's default, as the table gives it."""
-    return by_name()[name].default or ""
+    return variable_named(name).default or ""

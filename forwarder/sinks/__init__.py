@@ -81,6 +81,13 @@ def sink_options(uri: str, values: Mapping[str, Any]) -> Optional[SinkOptions]:
     return kind.from_values(values) if kind else None
 
 
+def own_variables(uri: str) -> Tuple[Variable, ...]:
+    """The variables the sink ``uri`` chooses declares (importing that sink's module alone);
+    ValueError when no sink of this build has its scheme."""
+    kind = _options_class(uri)
+    return kind.variables() if kind else ()
+
+
 def sink_variables() -> Tuple[Variable, ...]:
     """The variables the sinks declare with their options, each once, in the registry's order (the
     configuration table collects them). Imports every sink module this build has."""
