@@ -5,7 +5,6 @@ fix as the mapping names it, in the table's order."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
@@ -149,15 +148,6 @@ def _splunk_token_problems(values: Dict[str, Any]) -> List[Problem]:
     return []
 
 
-_NAMED = re.compile(r"^FORWARDER_[A-Z0-9_]+")
-
-
-def _position(problem: Problem) -> int:
-    match = _NAMED.match(str(problem))
-    order = {v.name: n for n, v in enumerate(variables())}
-    return order.get(match.group(0) if match else "", len(order))
-
-
 def _as_text(variable: Variable, value: Any) -> str:
     """A value as the variable's text: text itself; for a document (JSON), a list of strings for a
     list, a flag or a number for the others. ValueError for any other type."""
@@ -249,7 +239,8 @@ def settings_from(
         except ValueError as exc:  # that sink is not in this build
             problems += _parsed([str(exc)])
     if problems:
-        ordered = sorted(problems, key=_position)
+        order = {v.name: n for n, v in enumerate(read)}  # the table's order
+        ordered = sorted(problems, key=lambda p: order.get(p.variable, len(order)))
         raise ConfigError([Problem(name.get(p.variable, p.variable), p.message) for p in ordered])
     # (read by the chosen sink's variables alone, the mapping set no variable of no setting)
     notices = (unknown_variables(mapping) if everything else []) + unmatched_filters(values["filters"])
